@@ -1,0 +1,15 @@
+// The inferloop command-line tool's subcommands. Each adds itself to the CLI11 app and
+// returns the exit status when run.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace inferloop::cli {
+
+// Registers a subcommand on `app`; the returned function runs it (after parsing).
+using Runner = std::function<int()>;
+Runner AddTestOnnxCommand(CLI::App& app);
+Runner AddRunCommand(CLI::App& app);
+
+}  // namespace inferloop::cli

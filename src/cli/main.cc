@@ -1,0 +1,25 @@
+// inferloop: command-line entry point.
+#include <iostream>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"inferloop: an inference engine for ONNX models.\nRun 'inferloop COMMAND --help' for a command's options."};
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, inferloop::cli::Runner>> commands;
+  auto add = [&](inferloop::cli::Runner (*fn)(CLI::App&)) {
+    size_t before = app.get_subcommands({}).size();
+    auto runner = fn(app);
+    commands.emplace_back(app.get_subcommands({})[before], runner);
+  };
+  add(inferloop::cli::AddRunCommand);
+  add(inferloop::cli::AddTestOnnxCommand);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  for (auto& [sub, run] : commands)
+    if (sub->parsed()) return run();
+  return 2;
+}

@@ -1,0 +1,295 @@
+#include "runtime/plan.h"
+
+#include <algorithm>
+#include <queue>
+#include <set>
+
+namespace inferloop {
+
+const Value* Frame::Lookup(const ValueRef& r) const {
+  const Frame* f = this;
+  for (int d = 0; d < r.depth && f; ++d) f = f->parent;
+  if (!f || r.slot < 0 || r.slot >= static_cast<int>(f->values.size())) return nullptr;
+  return &f->values[r.slot];
+}
+
+class ExecutionPlan::InfoImpl : public KernelInfo {
+ public:
+  InfoImpl(const ExecutionPlan& plan, const PlanNode& pn, int64_t opset) : plan_(plan), pn_(pn), opset_(opset) {}
+  const Node& node() const override { return *pn_.node; }
+  int64_t opset() const override { return opset_; }
+  const Subgraph* subgraph(const std::string& attr_name) const override {
+    size_t k = 0;
+    for (const auto& a : pn_.node->attributes) {
+      if (a.type != Attribute::Type::kGraph) continue;
+      if (a.name == attr_name) return k < pn_.subgraphs.size() ? pn_.subgraphs[k].get() : nullptr;
+      ++k;
+    }
+    return nullptr;
+  }
+  const Tensor* constant_input(int i) const override {
+    if (i < 0 || i >= static_cast<int>(pn_.inputs.size())) return nullptr;
+    const ValueRef& r = pn_.inputs[i];
+    if (r.depth != 0 || r.slot < 0) return nullptr;
+    for (const auto& c : plan_.constants_)
+      if (c.first == r.slot) return &c.second;
+    return nullptr;
+  }
+
+ private:
+  const ExecutionPlan& plan_;
+  const PlanNode& pn_;
+  int64_t opset_;
+};
+
+class ExecutionPlan::ContextImpl : public KernelContext {
+ public:
+  ContextImpl(const ExecutionPlan& plan, const PlanNode& pn, Frame& frame, std::vector<const Value*> inputs)
+      : plan_(plan), pn_(pn), frame_(frame), inputs_(std::move(inputs)), set_(pn.outputs.size(), false) {}
+  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
+  const Value* input_value(int i) const override {
+    return i >= 0 && i < static_cast<int>(inputs_.size()) ? inputs_[i] : nullptr;
+  }
+  int num_outputs() const override { return static_cast<int>(pn_.outputs.size()); }
+  bool output_wanted(int i) const override { return i >= 0 && i < num_outputs() && pn_.outputs[i] >= 0; }
+  void SetOutput(int i, Value v) override {
+    if (!output_wanted(i)) return;
+    frame_.values[pn_.outputs[i]] = std::move(v);
+    set_[i] = true;
+  }
+  Result<Tensor> Allocate(DataType dtype, Shape shape) override {
+    auto r = Tensor::Create(dtype, std::move(shape), plan_.opts_.max_tensor_bytes);
+    if (!r.ok()) return r.status().WithContext(pn_.node->Describe());
+    return r;
+  }
+  Result<std::vector<Value>> RunSubgraph(const Subgraph& g, std::vector<Value> inputs) override {
+    return static_cast<const ExecutionPlan&>(g).Execute(std::move(inputs), &frame_);
+  }
+  const Node& node() const override { return *pn_.node; }
+  bool all_set() const {
+    for (size_t i = 0; i < set_.size(); ++i)
+      if (pn_.outputs[i] >= 0 && !set_[i]) return false;
+    return true;
+  }
+
+ private:
+  const ExecutionPlan& plan_;
+  const PlanNode& pn_;
+  Frame& frame_;
+  std::vector<const Value*> inputs_;
+  std::vector<bool> set_;
+};
+
+int ExecutionPlan::SlotFor(const std::string& name) {
+  auto it = slots_.find(name);
+  if (it != slots_.end()) return it->second;
+  int s = static_cast<int>(slot_names_.size());
+  slots_[name] = s;
+  slot_names_.push_back(name);
+  return s;
+}
+
+bool ExecutionPlan::Resolve(const std::string& name, ValueRef* ref, std::vector<std::string>* free_names) const {
+  auto it = slots_.find(name);
+  if (it != slots_.end()) {
+    *ref = {0, it->second};
+    return true;
+  }
+  if (!outer_) return false;
+  ValueRef outer_ref;
+  if (!outer_->Resolve(name, &outer_ref, nullptr)) return false;
+  *ref = {outer_ref.depth + 1, outer_ref.slot};
+  if (free_names && std::find(free_names->begin(), free_names->end(), name) == free_names->end()) free_names->push_back(name);
+  return true;
+}
+
+const Tensor* ExecutionPlan::input_default(size_t i) const { return i < input_defaults_.size() ? input_defaults_[i] : nullptr; }
+
+Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Graph& graph, const std::map<std::string, int64_t>& opsets,
+                                                              const PlanOptions& opts, const ExecutionPlan* outer) {
+  std::unique_ptr<ExecutionPlan> plan(new ExecutionPlan());
+  plan->graph_ = &graph;
+  plan->outer_ = outer;
+  plan->opts_ = opts;
+  if (!plan->opts_.registry) plan->opts_.registry = &DefaultKernelRegistry();
+  const std::string gname = graph.name.empty() ? "graph" : "graph '" + graph.name + "'";
+
+  // Slots: inputs, initializers, node outputs. Each name is defined once.
+  std::set<std::string> input_names;
+  for (const auto& in : graph.inputs) {
+    if (in.name.empty()) return Status::InvalidArgument(gname + " has an input with an empty name");
+    if (!input_names.insert(in.name).second) return Status::InvalidArgument(gname + " declares input '" + in.name + "' twice");
+    plan->input_slots_.push_back(plan->SlotFor(in.name));
+  }
+  plan->input_defaults_.assign(graph.inputs.size(), nullptr);
+  std::set<std::string> init_names;
+  for (const auto& [name, t] : graph.initializers) {
+    if (!init_names.insert(name).second) return Status::InvalidArgument(gname + " has initializer '" + name + "' twice");
+    int slot = plan->SlotFor(name);
+    if (input_names.count(name)) {
+      for (size_t i = 0; i < graph.inputs.size(); ++i)
+        if (graph.inputs[i].name == name) plan->input_defaults_[i] = &t;
+    } else {
+      plan->constants_.emplace_back(slot, t);
+    }
+  }
+  std::vector<int> producer;  // slot -> node index
+  for (size_t ni = 0; ni < graph.nodes.size(); ++ni) {
+    for (const auto& out : graph.nodes[ni].outputs) {
+      if (out.empty()) continue;
+      if (plan->slots_.count(out) && (input_names.count(out) || init_names.count(out)))
+        return Status::InvalidArgument(graph.nodes[ni].Describe() + " writes '" + out + "', which is already a graph input or initializer");
+      int slot = plan->SlotFor(out);
+      if (static_cast<int>(producer.size()) <= slot) producer.resize(slot + 1, -1);
+      if (producer[slot] >= 0)
+        return Status::InvalidArgument("value '" + out + "' is produced by two nodes: " + graph.nodes[producer[slot]].Describe() +
+                                       " and " + graph.nodes[ni].Describe());
+      producer[slot] = static_cast<int>(ni);
+    }
+  }
+  producer.resize(plan->slot_names_.size(), -1);
+
+  // Resolve inputs and compile subgraphs.
+  std::vector<PlanNode> nodes(graph.nodes.size());
+  std::vector<std::vector<int>> reads(graph.nodes.size());  // depth-0 slots each node reads (incl. implicit)
+  for (size_t ni = 0; ni < graph.nodes.size(); ++ni) {
+    const Node& node = graph.nodes[ni];
+    PlanNode& pn = nodes[ni];
+    pn.node = &node;
+    for (const auto& in : node.inputs) {
+      ValueRef ref;
+      if (!in.empty()) {
+        if (!plan->Resolve(in, &ref, &plan->free_names_))
+          return Status::InvalidArgument(node.Describe() + " reads '" + in +
+                                         "', which is not a graph input, an initializer or any node's output");
+        if (ref.depth == 0) reads[ni].push_back(ref.slot);
+      }
+      pn.inputs.push_back(ref);
+    }
+    for (const auto& out : node.outputs) pn.outputs.push_back(out.empty() ? -1 : plan->slots_.at(out));
+    for (const auto& a : node.attributes) {
+      if (a.type != Attribute::Type::kGraph) continue;
+      if (!a.g) return Status::InvalidArgument(node.Describe() + ": attribute '" + a.name + "' has no graph");
+      auto sub = Compile(*a.g, opsets, plan->opts_, plan.get());
+      if (!sub.ok()) return sub.status().WithContext(node.Describe() + " attribute '" + a.name + "'");
+      for (const auto& fname : (*sub)->free_names()) {
+        ValueRef ref;
+        if (plan->Resolve(fname, &ref, &plan->free_names_) && ref.depth == 0) reads[ni].push_back(ref.slot);
+      }
+      pn.subgraphs.push_back(std::move(sub).value());
+    }
+  }
+
+  // Topological order (stable: file order among ready nodes); a leftover node means a cycle.
+  const size_t n = nodes.size();
+  std::vector<int> indeg(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (size_t ni = 0; ni < n; ++ni)
+    for (int s : reads[ni])
+      if (producer[s] >= 0) {
+        if (producer[s] == static_cast<int>(ni))
+          return Status::InvalidArgument("the graph has a cycle: " + graph.nodes[ni].Describe() + " reads its own output");
+        users[producer[s]].push_back(static_cast<int>(ni));
+        ++indeg[ni];
+      }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (size_t ni = 0; ni < n; ++ni)
+    if (indeg[ni] == 0) ready.push(static_cast<int>(ni));
+  std::vector<int> order;
+  while (!ready.empty()) {
+    int ni = ready.top();
+    ready.pop();
+    order.push_back(ni);
+    for (int u : users[ni])
+      if (--indeg[u] == 0) ready.push(u);
+  }
+  if (order.size() != n) {
+    for (size_t ni = 0; ni < n; ++ni)
+      if (indeg[ni] > 0)
+        return Status::InvalidArgument("the graph has a cycle (or reads values that are never produced) through " +
+                                       graph.nodes[ni].Describe());
+  }
+
+  // Kernels.
+  for (int ni : order) {
+    PlanNode& pn = nodes[ni];
+    const Node& node = *pn.node;
+    auto op_it = opsets.find(node.domain);
+    const std::string dom = node.domain.empty() ? "ai.onnx" : node.domain;
+    if (op_it == opsets.end())
+      return Status::InvalidArgument(node.Describe() + " uses domain '" + dom + "', which the model does not import");
+    const KernelFactory* f = plan->opts_.registry->Find(node.domain, node.op_type, op_it->second);
+    if (!f) {
+      std::string why = plan->opts_.registry->HasOp(node.domain, node.op_type) ? " at this opset version" : "";
+      return Status::Unimplemented("operator '" + node.op_type + "' (domain '" + dom + "', opset " +
+                                   std::to_string(op_it->second) + ") is not supported by inferloop" + why +
+                                   (node.name.empty() ? "" : " (node '" + node.name + "')"));
+    }
+    InfoImpl info(*plan, pn, op_it->second);
+    auto k = (*f)(info);
+    if (!k.ok()) return k.status();
+    pn.kernel = std::move(k).value();
+  }
+
+  // Liveness: release each slot after its last reader; graph outputs stay.
+  std::vector<int> last_use(plan->slot_names_.size(), -1);
+  for (size_t pos = 0; pos < order.size(); ++pos)
+    for (int s : reads[order[pos]]) last_use[s] = static_cast<int>(pos);
+  std::set<int> keep;
+  for (const auto& out : graph.outputs) {
+    ValueRef ref;
+    if (!plan->Resolve(out.name, &ref, &plan->free_names_))
+      return Status::InvalidArgument(gname + " output '" + out.name + "' is not produced by any node, input or initializer");
+    if (ref.depth == 0) keep.insert(ref.slot);
+    plan->output_refs_.push_back(ref);
+  }
+  for (size_t pos = 0; pos < order.size(); ++pos) {
+    PlanNode& pn = nodes[order[pos]];
+    std::set<int> rel;
+    for (int s : reads[order[pos]])
+      if (last_use[s] == static_cast<int>(pos) && !keep.count(s)) rel.insert(s);
+    for (int s : pn.outputs)  // outputs nobody reads
+      if (s >= 0 && last_use[s] < 0 && !keep.count(s)) rel.insert(s);
+    pn.release.assign(rel.begin(), rel.end());
+  }
+  for (int ni : order) plan->nodes_.push_back(std::move(nodes[ni]));
+  return plan;
+}
+
+Result<std::vector<Value>> ExecutionPlan::Execute(std::vector<Value> inputs, const Frame* parent) const {
+  Frame frame;
+  frame.parent = parent;
+  frame.values.resize(slot_names_.size());
+  for (const auto& [slot, t] : constants_) frame.values[slot] = Value(t);
+  for (size_t i = 0; i < input_slots_.size(); ++i) {
+    if (i < inputs.size() && !inputs[i].is_none()) frame.values[input_slots_[i]] = std::move(inputs[i]);
+    else if (input_defaults_[i]) frame.values[input_slots_[i]] = Value(*input_defaults_[i]);
+    else if (i < inputs.size()) frame.values[input_slots_[i]] = std::move(inputs[i]);
+  }
+  std::vector<const Value*> in_ptrs;
+  for (const PlanNode& pn : nodes_) {
+    in_ptrs.clear();
+    for (const ValueRef& r : pn.inputs) {
+      const Value* v = r.valid() ? frame.Lookup(r) : nullptr;
+      in_ptrs.push_back(v);
+    }
+    ContextImpl ctx(*this, pn, frame, in_ptrs);
+    Status st = pn.kernel->Compute(ctx);
+    if (!st.ok()) {
+      const std::string d = pn.node->Describe();
+      if (st.message().rfind(d, 0) == 0) return st;
+      return st.WithContext(d);
+    }
+    if (!ctx.all_set()) return Status::Internal(pn.node->Describe() + " did not produce all of its outputs");
+    for (int s : pn.release) frame.values[s] = Value();
+  }
+  std::vector<Value> outs;
+  outs.reserve(output_refs_.size());
+  for (const ValueRef& r : output_refs_) {
+    const Value* v = frame.Lookup(r);
+    outs.push_back(v ? *v : Value());
+  }
+  return outs;
+}
+
+}  // namespace inferloop

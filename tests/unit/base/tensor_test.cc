@@ -1,0 +1,61 @@
+#include "inferloop/tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "base/float_types.h"
+
+namespace inferloop {
+
+TEST(Tensor, CreateIsZeroFilled) {
+  auto t = Tensor::Create(DataType::kFloat, {2, 3});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->size(), 6);
+  EXPECT_EQ(t->nbytes(), 24u);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(t->data<float>()[i], 0.0f);
+}
+
+TEST(Tensor, RefusesOversizedAllocationBeforeAllocating) {
+  auto t = Tensor::Create(DataType::kFloat, {int64_t{1} << 40}, size_t{1} << 30);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(t.status().message().find("[1099511627776]"), std::string::npos);
+}
+
+TEST(Tensor, RefusesOverflowingShape) {
+  auto t = Tensor::Create(DataType::kFloat, {int64_t{1} << 40, int64_t{1} << 40});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(Tensor, RefusesNegativeDim) {
+  auto t = Tensor::Create(DataType::kFloat, {2, -1});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Tensor, ReshapeSharesBufferAndChecksCount) {
+  auto t = Tensor::FromVector<float>(DataType::kFloat, {2, 2}, {1, 2, 3, 4});
+  auto r = t.Reshaped({4});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->raw_data(), t.raw_data());
+  EXPECT_FALSE(t.Reshaped({3}).ok());
+}
+
+TEST(FloatTypes, HalfRoundTrip) {
+  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f}) EXPECT_EQ(HalfToFloat(FloatToHalf(f)), f);
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);  // rounds to inf
+  EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);  // tie rounds to even
+}
+
+TEST(FloatTypes, Float8E4M3FN) {
+  EXPECT_EQ(SmallFloatToFloat(DataType::kFloat8E4M3FN, 0x7e), 448.0f);
+  EXPECT_EQ(FloatToSmallFloat(DataType::kFloat8E4M3FN, 448.0f), 0x7e);
+  EXPECT_EQ(FloatToSmallFloat(DataType::kFloat8E4M3FN, 1000.0f, true), 0x7e);
+  EXPECT_TRUE(std::isnan(SmallFloatToFloat(DataType::kFloat8E4M3FN, FloatToSmallFloat(DataType::kFloat8E4M3FN, 1000.0f, false))));
+  EXPECT_EQ(SmallFloatToFloat(DataType::kFloat8E5M2, FloatToSmallFloat(DataType::kFloat8E5M2, 1.0f)), 1.0f);
+  EXPECT_EQ(SmallFloatToFloat(DataType::kFloat4E2M1, FloatToSmallFloat(DataType::kFloat4E2M1, 2.9f)), 3.0f);
+}
+
+}  // namespace inferloop
