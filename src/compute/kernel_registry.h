@@ -32,16 +32,24 @@ class KernelRegistry {
 // Every kernel inferloop ships, registered once.
 const KernelRegistry& DefaultKernelRegistry();
 
-// One function per kernel family (src/compute/kernels/*.cc).
-void RegisterElementwiseKernels(KernelRegistry& r);   // unary/binary math, logic, comparisons, activations
-void RegisterReductionKernels(KernelRegistry& r);     // Reduce*, ArgMax/Min, CumSum, TopK, Hardmax, Softmax family
+// One function per kernel family (src/compute/kernels/<family>_kernels.cc).
+void RegisterElementwiseKernels(KernelRegistry& r);   // unary/binary math, logic, comparisons, activations, Where
+void RegisterReductionKernels(KernelRegistry& r);     // Reduce*, ArgMax/Min, CumSum, TopK, Hardmax, Softmax, LogSoftmax
+void RegisterLossKernels(KernelRegistry& r);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void RegisterMatmulKernels(KernelRegistry& r);        // MatMul, Gemm, Einsum, MatMulInteger, QLinearMatMul
 void RegisterShapeKernels(KernelRegistry& r);         // Reshape, Transpose, Concat, Split, Slice, Gather, Pad, ...
-void RegisterNnKernels(KernelRegistry& r);            // Conv, pooling, normalization, MatMul, Gemm, attention, ...
-void RegisterCastKernels(KernelRegistry& r);          // Cast, CastLike, QuantizeLinear, DequantizeLinear, ...
-void RegisterSequenceKernels(KernelRegistry& r);      // Sequence*, Optional*, SplitToSequence, ConcatFromSequence
-void RegisterControlFlowKernels(KernelRegistry& r);   // If, Loop, Scan
+void RegisterNnKernels(KernelRegistry& r);            // Conv family, pooling, normalization, Dropout
 void RegisterRnnKernels(KernelRegistry& r);           // RNN, GRU, LSTM
-void RegisterMiscKernels(KernelRegistry& r);          // strings, signal (DFT, STFT, windows), random, ml, training ops
-void RegisterImageKernels(KernelRegistry& r);         // Resize, GridSample, RoiAlign, NonMaxSuppression, ...
+void RegisterAttentionKernels(KernelRegistry& r);     // Attention, RotaryEmbedding
+void RegisterCastKernels(KernelRegistry& r);          // Cast, CastLike
+void RegisterQuantizeKernels(KernelRegistry& r);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void RegisterStringKernels(KernelRegistry& r);        // StringConcat, StringNormalizer, StringSplit, RegexFullMatch
+void RegisterSequenceKernels(KernelRegistry& r);      // Sequence*, Optional*, SplitToSequence, ConcatFromSequence
+void RegisterControlFlowKernels(KernelRegistry& r);   // If, Loop, Scan, SequenceMap
+void RegisterMlKernels(KernelRegistry& r);            // ai.onnx.ml operators
+void RegisterTrainingKernels(KernelRegistry& r);      // ai.onnx.preview.training operators
+void RegisterRandomKernels(KernelRegistry& r);        // Random*, Bernoulli, Multinomial
+void RegisterImageKernels(KernelRegistry& r);         // Resize, Upsample, GridSample, AffineGrid, RoiAlign, NonMaxSuppression, ImageDecoder
+void RegisterSignalKernels(KernelRegistry& r);        // DFT, STFT, window functions, MelWeightMatrix, TfIdfVectorizer
 
 }  // namespace inferloop
