@@ -1,0 +1,23 @@
+#!/bin/bash
+# Installs every Debian package inferloop's build and tests need. Nothing else is downloaded.
+# Usage (as root on Debian 12): scripts/install_deps.sh
+set -euo pipefail
+PACKAGES=(
+  build-essential cmake ccache pkg-config
+  libprotobuf-dev protobuf-compiler
+  libcli11-dev
+  libgtest-dev
+  clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq "${missing[@]}"
+fi
+echo "install_deps: all packages present"

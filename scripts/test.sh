@@ -1,0 +1,64 @@
+#!/bin/bash
+# Installs dependencies, builds, and runs inferloop's whole test suite:
+#   1. unit tests + ONNX conformance suite (Release build, build/)
+#   2. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   3. the model-loader fuzzer for a bounded time (build-fuzz/, clang libFuzzer)
+# Ends with one line "summary: N passed, N failed" over all ctest runs.
+# Env: INFERLOOP_FUZZ_SECONDS (default 60), INFERLOOP_SKIP_ASAN=1, INFERLOOP_SKIP_FUZZ=1.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+bash scripts/install_deps.sh || exit 1
+
+total_pass=0; total_fail=0; status=0
+run_ctest() {  # dir, extra ctest args...
+  local dir=$1; shift
+  local log
+  log=$(mktemp)
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" "$@") 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local line
+  line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
+  if [ -n "$line" ]; then
+    local failed total
+    failed=$(echo "$line" | sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/')
+    total=$(echo "$line" | sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/')
+    total_fail=$((total_fail + failed)); total_pass=$((total_pass + total - failed))
+  fi
+  rm -f "$log"
+  [ "$rc" -ne 0 ] && status=1
+  return 0
+}
+
+echo "== [1/3] Release build: unit tests + ONNX conformance =="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j"$jobs" || exit 1
+run_ctest build
+
+if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ]; then
+  echo "== [2/3] ASan + UBSan build: unit tests =="
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DINFERLOOP_SANITIZE=ON >/dev/null &&
+    cmake --build build-asan -j"$jobs" --target inferloop_unit_tests inferloop || exit 1
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-asan -E onnx_backend_conformance
+fi
+
+if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== [3/3] libFuzzer: model loader (${INFERLOOP_FUZZ_SECONDS:-60}s) =="
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERLOOP_FUZZ=ON \
+    -DINFERLOOP_BUILD_TESTS=ON >/dev/null && cmake --build build-fuzz -j"$jobs" --target model_loader_fuzzer || exit 1
+  corpus=$(mktemp -d)
+  cp tests/fuzz/corpus/* "$corpus"/ 2>/dev/null || true
+  if ./build-fuzz/tests/fuzz/model_loader_fuzzer -max_total_time="${INFERLOOP_FUZZ_SECONDS:-60}" -rss_limit_mb=4096 \
+       -timeout=10 -print_final_stats=1 "$corpus" > build-fuzz/fuzz.log 2>&1; then
+    echo "fuzz: no crash in ${INFERLOOP_FUZZ_SECONDS:-60}s ($(grep -o 'stat::number_of_executed_units: *[0-9]*' build-fuzz/fuzz.log | grep -o '[0-9]*$') runs)"
+    total_pass=$((total_pass + 1))
+  else
+    tail -50 build-fuzz/fuzz.log
+    echo "fuzz: FAILED (crash or leak; reproducer in $root/crash-* or build-fuzz/)"
+    total_fail=$((total_fail + 1)); status=1
+  fi
+  rm -rf "$corpus"
+fi
+
+echo "summary: $total_pass passed, $total_fail failed"
+exit $status
