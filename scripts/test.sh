@@ -1,8 +1,8 @@
 #!/bin/bash
 # Installs dependencies, builds, and runs inferloop's whole test suite:
 #   1. unit tests + ONNX conformance suite (Release build, build/)
-#   2. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
-#   3. the model-loader fuzzer for a bounded time (build-fuzz/, clang libFuzzer)
+#   2. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, clang)
+#   3. the model-loader fuzzer for a bounded time (libFuzzer, same build-asan/ build)
 # Ends with one line "summary: N passed, N failed" over all ctest runs.
 # Env: INFERLOOP_FUZZ_SECONDS (default 60), INFERLOOP_SKIP_ASAN=1, INFERLOOP_SKIP_FUZZ=1.
 set -uo pipefail
@@ -35,26 +35,32 @@ echo "== [1/3] Release build: unit tests + ONNX conformance =="
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && cmake --build build -j"$jobs" || exit 1
 run_ctest build
 
+# One clang build serves both sanitizer runs: ASan + UBSan everywhere, plus libFuzzer
+# instrumentation (harmless for the unit tests), so the library is compiled once more, not twice.
+if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ] || [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
+  echo "== [2/3] clang ASan + UBSan build =="
+  CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERLOOP_SANITIZE=ON \
+    -DINFERLOOP_FUZZ=ON >/dev/null &&
+    cmake --build build-asan -j"$jobs" --target inferloop_unit_tests inferloop model_loader_fuzzer || exit 1
+fi
+
 if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ]; then
-  echo "== [2/3] ASan + UBSan build: unit tests =="
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DINFERLOOP_SANITIZE=ON >/dev/null &&
-    cmake --build build-asan -j"$jobs" --target inferloop_unit_tests inferloop || exit 1
-  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 run_ctest build-asan -E onnx_backend_conformance
+  echo "== [2/3] unit tests under ASan + UBSan =="
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_ctest build-asan -E onnx_backend_conformance
 fi
 
 if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
-  echo "== [3/3] libFuzzer: model loader (${INFERLOOP_FUZZ_SECONDS:-60}s) =="
-  CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERLOOP_FUZZ=ON \
-    -DINFERLOOP_BUILD_TESTS=ON >/dev/null && cmake --build build-fuzz -j"$jobs" --target model_loader_fuzzer || exit 1
+  secs=${INFERLOOP_FUZZ_SECONDS:-60}
+  echo "== [3/3] libFuzzer: model loader (${secs}s) =="
   corpus=$(mktemp -d)
-  cp tests/fuzz/corpus/* "$corpus"/ 2>/dev/null || true
-  if ./build-fuzz/tests/fuzz/model_loader_fuzzer -max_total_time="${INFERLOOP_FUZZ_SECONDS:-60}" -rss_limit_mb=4096 \
-       -timeout=10 -print_final_stats=1 "$corpus" > build-fuzz/fuzz.log 2>&1; then
-    echo "fuzz: no crash in ${INFERLOOP_FUZZ_SECONDS:-60}s ($(grep -o 'stat::number_of_executed_units: *[0-9]*' build-fuzz/fuzz.log | grep -o '[0-9]*$') runs)"
+  cp tests/fuzz/corpus/* "$corpus"/
+  if ./build-asan/tests/fuzz/model_loader_fuzzer -max_total_time="$secs" -rss_limit_mb=4096 -timeout=10 \
+       -print_final_stats=1 -artifact_prefix=build-asan/ "$corpus" > build-asan/fuzz.log 2>&1; then
+    echo "fuzz: no crash in ${secs}s ($(grep -o 'stat::number_of_executed_units: *[0-9]*' build-asan/fuzz.log | grep -o '[0-9]*$') runs)"
     total_pass=$((total_pass + 1))
   else
-    tail -50 build-fuzz/fuzz.log
-    echo "fuzz: FAILED (crash or leak; reproducer in $root/crash-* or build-fuzz/)"
+    tail -50 build-asan/fuzz.log
+    echo "fuzz: FAILED (crash, leak or timeout; the reproducer is in build-asan/)"
     total_fail=$((total_fail + 1)); status=1
   fi
   rm -rf "$corpus"

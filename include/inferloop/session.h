@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -45,6 +46,15 @@ struct RunOptions {
   std::vector<std::string> output_names;
 };
 
+// What static planning found for given input shapes (see Session::PlanMemory).
+struct MemoryPlanSummary {
+  size_t arena_bytes = 0;   // one arena holding every intermediate whose size is known, with reuse
+  size_t peak_bytes = 0;    // most bytes of intermediates alive at once
+  size_t naive_bytes = 0;   // all intermediates without reuse
+  int planned_values = 0;   // intermediates placed in the arena
+  int unplanned_values = 0; // intermediates whose size depends on data (allocated at run time)
+};
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> CreateFromFile(const std::string& path,
@@ -63,6 +73,10 @@ class Session {
   // of opts.output_names). Thread-safe.
   Result<std::vector<NamedValue>> Run(const std::vector<NamedValue>& inputs,
                                       const RunOptions& opts = {}) const;
+
+  // Infers every intermediate's shape from input shapes (declared ones where not given) and
+  // plans their memory before running. Unknown input names or ranks are errors.
+  Result<MemoryPlanSummary> PlanMemory(const std::map<std::string, Shape>& input_shapes = {}) const;
 
   class Impl;
   // Internal: builds a session from an already-loaded model (runtime/session_internal.h).

@@ -11,5 +11,6 @@ namespace inferloop::cli {
 using Runner = std::function<int()>;
 Runner AddTestOnnxCommand(CLI::App& app);
 Runner AddRunCommand(CLI::App& app);
+Runner AddInspectCommand(CLI::App& app);
 
 }  // namespace inferloop::cli

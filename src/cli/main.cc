@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
     commands.emplace_back(app.get_subcommands({})[before], runner);
   };
   add(inferloop::cli::AddRunCommand);
+  add(inferloop::cli::AddInspectCommand);
   add(inferloop::cli::AddTestOnnxCommand);
   try {
     app.parse(argc, argv);

@@ -256,6 +256,18 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Graph& graph
   return plan;
 }
 
+std::vector<ExecutionPlan::Step> ExecutionPlan::Schedule() const {
+  std::vector<Step> steps;
+  for (const PlanNode& pn : nodes_) {
+    Step st{pn.node, {}, {}};
+    for (int s : pn.outputs)
+      if (s >= 0) st.defines.push_back(slot_names_[s]);
+    for (int s : pn.release) st.releases.push_back(slot_names_[s]);
+    steps.push_back(std::move(st));
+  }
+  return steps;
+}
+
 Result<std::vector<Value>> ExecutionPlan::Execute(std::vector<Value> inputs, const Frame* parent) const {
   Frame frame;
   frame.parent = parent;

@@ -56,6 +56,14 @@ class ExecutionPlan : public Subgraph {
   const std::vector<std::string>& free_names() const { return free_names_; }
   size_t max_tensor_bytes() const { return opts_.max_tensor_bytes; }
 
+  // The schedule: per step, the node, the value names it defines, and the names released after it.
+  struct Step {
+    const Node* node;
+    std::vector<std::string> defines;
+    std::vector<std::string> releases;
+  };
+  std::vector<Step> Schedule() const;
+
   // Compile-time lookup of a name visible in this plan (its own slots, then outer scopes).
   bool Resolve(const std::string& name, ValueRef* ref, std::vector<std::string>* free_names) const;
 

@@ -6,6 +6,7 @@
 
 #include "graph/onnx_loader.h"
 #include "graph/tensor_proto.h"
+#include "runtime/memory_plan.h"
 #include "runtime/plan.h"
 #include "runtime/session_internal.h"
 
@@ -124,6 +125,20 @@ Result<std::unique_ptr<Session>> Session::CreateFromFile(const std::string& path
 Result<std::unique_ptr<Session>> Session::CreateFromBytes(const void* data, size_t size, const SessionOptions& opts) {
   IL_ASSIGN_OR_RETURN(Model m, LoadModelFromBytes(data, size, opts.external_data_dir));
   return CreateFromModel(std::move(m), opts);
+}
+
+Result<MemoryPlanSummary> Session::PlanMemory(const std::map<std::string, Shape>& input_shapes) const {
+  for (const auto& [name, shape] : input_shapes)
+    if (!impl_->input_index.count(name)) return Status::InvalidArgument("unknown input '" + name + "'");
+  IL_ASSIGN_OR_RETURN(ShapeInferenceResult shapes, InferShapes(impl_->model, input_shapes));
+  MemoryPlan mp = inferloop::PlanMemory(*impl_->plan, shapes);
+  MemoryPlanSummary s;
+  s.arena_bytes = mp.arena_bytes;
+  s.peak_bytes = mp.peak_bytes;
+  s.naive_bytes = mp.naive_bytes;
+  s.planned_values = mp.planned;
+  s.unplanned_values = mp.unplanned;
+  return s;
 }
 
 Result<std::vector<NamedValue>> Session::Run(const std::vector<NamedValue>& inputs, const RunOptions& opts) const {

@@ -1,0 +1,662 @@
+#include "graph/shape_inference.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+namespace inferloop {
+namespace {
+
+using Dims = std::vector<Dim>;
+
+Dim Fixed(int64_t v) { return Dim{v, ""}; }
+bool Known(const Dim& d) { return d.value >= 0; }
+bool SameDim(const Dim& a, const Dim& b) {
+  if (Known(a) || Known(b)) return a.value == b.value;
+  return !a.symbol.empty() && a.symbol == b.symbol;
+}
+
+struct Info {
+  DataType dtype = DataType::kUndefined;
+  bool has_shape = false;
+  Dims dims;
+  bool has_value = false;        // small int64 tensor with known contents
+  std::vector<int64_t> value;
+  TypeInfo::Kind kind = TypeInfo::Kind::kTensor;
+};
+
+Info TensorInfo(DataType t, Dims d) {
+  Info i;
+  i.dtype = t;
+  i.has_shape = true;
+  i.dims = std::move(d);
+  return i;
+}
+Info Unknown(DataType t) {
+  Info i;
+  i.dtype = t;
+  return i;
+}
+
+bool AllKnown(const Info& i) {
+  if (!i.has_shape) return false;
+  for (const auto& d : i.dims)
+    if (!Known(d)) return false;
+  return true;
+}
+
+Dim Broadcast(const Dim& a, const Dim& b) {
+  if (a.value == 1) return b;
+  if (b.value == 1) return a;
+  if (Known(a)) return a;
+  if (Known(b)) return b;
+  if (SameDim(a, b)) return a;
+  return Dim{};
+}
+
+bool BroadcastAll(const std::vector<const Info*>& ins, Dims* out) {
+  size_t rank = 0;
+  for (auto* i : ins) {
+    if (!i || !i->has_shape) return false;
+    rank = std::max(rank, i->dims.size());
+  }
+  out->assign(rank, Fixed(1));
+  for (auto* i : ins)
+    for (size_t k = 0; k < i->dims.size(); ++k) {
+      Dim& o = (*out)[rank - i->dims.size() + k];
+      o = Broadcast(o, i->dims[k]);
+    }
+  return true;
+}
+
+int64_t NormAxis(int64_t a, size_t rank) { return a < 0 ? a + static_cast<int64_t>(rank) : a; }
+
+class Inferencer {
+ public:
+  Inferencer(const Model& m) : model_(m) {}
+
+  Status Run(const std::map<std::string, Shape>& overrides, ShapeInferenceResult* out) {
+    const Graph& g = model_.graph;
+    for (const auto& [name, t] : g.initializers) SetConst(name, t);
+    for (const auto& in : g.inputs) {
+      if (values_.count(in.name)) continue;  // initializer default
+      Info i;
+      i.kind = in.type.kind;
+      i.dtype = in.type.elem_type;
+      i.has_shape = in.type.has_shape;
+      i.dims = in.type.dims;
+      auto ov = overrides.find(in.name);
+      if (ov != overrides.end()) {
+        if (in.type.has_shape && in.type.dims.size() != ov->second.size())
+          return Status::InvalidArgument("input '" + in.name + "' has rank " + std::to_string(in.type.dims.size()) +
+                                         ", given shape " + ShapeToString(ov->second));
+        i.has_shape = true;
+        i.dims.clear();
+        for (int64_t d : ov->second) i.dims.push_back(Fixed(d));
+      }
+      values_[in.name] = i;
+    }
+    for (const auto& [name, t] : g.initializers) {
+      (void)t;
+    }
+    for (const Node& n : g.nodes) Infer(n);
+    for (const auto& [name, info] : values_) {
+      TypeInfo t;
+      t.kind = info.kind;
+      t.elem_type = info.dtype;
+      t.has_shape = info.has_shape;
+      t.dims = info.dims;
+      out->types[name] = t;
+      if (info.kind != TypeInfo::Kind::kTensor) continue;
+      if (AllKnown(info)) ++out->inferred;
+      else ++out->unknown;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  void SetConst(const std::string& name, const Tensor& t) {
+    Info i;
+    i.dtype = t.dtype();
+    i.has_shape = true;
+    for (int64_t d : t.shape()) i.dims.push_back(Fixed(d));
+    if ((t.dtype() == DataType::kInt64 || t.dtype() == DataType::kInt32) && t.size() <= 64) {
+      i.has_value = true;
+      for (int64_t k = 0; k < t.size(); ++k)
+        i.value.push_back(t.dtype() == DataType::kInt64 ? t.data<int64_t>()[k] : t.data<int32_t>()[k]);
+    }
+    values_[name] = i;
+  }
+
+  const Info* In(const Node& n, size_t i) const {
+    if (i >= n.inputs.size() || n.inputs[i].empty()) return nullptr;
+    auto it = values_.find(n.inputs[i]);
+    return it == values_.end() ? nullptr : &it->second;
+  }
+  void Out(const Node& n, size_t i, Info info) {
+    if (i < n.outputs.size() && !n.outputs[i].empty()) values_[n.outputs[i]] = std::move(info);
+  }
+  int64_t Opset() const {
+    auto it = model_.opsets.find("");
+    return it == model_.opsets.end() ? 1 : it->second;
+  }
+  // Axes from the attribute (old opsets) or a constant input.
+  bool Axes(const Node& n, size_t input_index, std::vector<int64_t>* axes) const {
+    if (const Attribute* a = n.FindAttribute("axes")) {
+      *axes = a->ints;
+      return true;
+    }
+    const Info* ai = In(n, input_index);
+    if (!ai) {
+      axes->clear();
+      return true;
+    }
+    if (!ai->has_value) return false;
+    *axes = ai->value;
+    return true;
+  }
+
+  void Infer(const Node& n) {
+    const std::string& op = n.op_type;
+    const Info* x = In(n, 0);
+    const DataType xt = x ? x->dtype : DataType::kUndefined;
+    auto same = [&]() { Out(n, 0, x ? *x : Info()); if (!n.outputs.empty() && values_.count(n.outputs[0])) { auto& o = values_[n.outputs[0]]; o.has_value = false; o.value.clear(); } };
+    static const std::set<std::string> kUnary = {
+        "Abs", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Floor", "Ceil", "Round", "Reciprocal",
+        "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "LeakyRelu", "Elu",
+        "Selu", "HardSigmoid", "HardSwish", "Softplus", "Softsign", "Gelu", "Mish", "Swish", "Celu", "ThresholdedRelu",
+        "Shrink", "Clip", "Softmax", "LogSoftmax", "Hardmax", "Sign", "Not", "BitwiseNot", "LRN", "LpNormalization",
+        "InstanceNormalization", "MeanVarianceNormalization", "GroupNormalization", "RMSNormalization", "CumSum",
+        "LayerNormalization", "BatchNormalization", "Identity", "Dropout", "Trilu", "ReverseSequence", "RotaryEmbedding"};
+    static const std::set<std::string> kBinary = {"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Mean",
+                                                  "Sum", "And", "Or", "Xor", "BitShift", "BitwiseAnd", "BitwiseOr",
+                                                  "BitwiseXor", "PRelu"};
+    static const std::set<std::string> kCompare = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+    if (!n.domain.empty()) return;  // rules cover ai.onnx only
+    if (kUnary.count(op)) {
+      same();
+      if (op == "Dropout" && x && x->has_shape) Out(n, 1, TensorInfo(DataType::kBool, x->dims));
+      return;
+    }
+    if (op == "IsNaN" || op == "IsInf") {
+      if (x) Out(n, 0, x->has_shape ? TensorInfo(DataType::kBool, x->dims) : Unknown(DataType::kBool));
+      return;
+    }
+    if (kBinary.count(op) || kCompare.count(op) || op == "Where") {
+      std::vector<const Info*> ins;
+      for (size_t i = 0; i < n.inputs.size(); ++i) ins.push_back(In(n, i));
+      DataType t = kCompare.count(op) ? DataType::kBool : (op == "Where" ? (ins.size() > 1 && ins[1] ? ins[1]->dtype : xt) : xt);
+      Dims d;
+      Info o = BroadcastAll(ins, &d) ? TensorInfo(t, d) : Unknown(t);
+      // Shape arithmetic on known small vectors.
+      if (!kCompare.count(op) && ins.size() == 2 && ins[0] && ins[1] && ins[0]->has_value && ins[1]->has_value &&
+          (op == "Add" || op == "Sub" || op == "Mul" || op == "Div")) {
+        const auto &a = ins[0]->value, &b = ins[1]->value;
+        size_t len = std::max(a.size(), b.size());
+        if ((a.size() == len || a.size() == 1) && (b.size() == len || b.size() == 1)) {
+          o.has_value = true;
+          for (size_t k = 0; k < len; ++k) {
+            int64_t va = a[a.size() == 1 ? 0 : k], vb = b[b.size() == 1 ? 0 : k];
+            if (op == "Div" && vb == 0) { o.has_value = false; break; }
+            o.value.push_back(op == "Add" ? va + vb : op == "Sub" ? va - vb : op == "Mul" ? va * vb : va / vb);
+          }
+          if (!o.has_value) o.value.clear();
+        }
+      }
+      Out(n, 0, o);
+      return;
+    }
+    if (op == "Cast" || op == "CastLike") {
+      DataType t = op == "Cast" ? static_cast<DataType>(n.FindAttribute("to") ? n.FindAttribute("to")->i : 0)
+                                : (In(n, 1) ? In(n, 1)->dtype : DataType::kUndefined);
+      Info o = x ? *x : Info();
+      o.dtype = t;
+      if (!(t == DataType::kInt64 || t == DataType::kInt32)) { o.has_value = false; o.value.clear(); }
+      Out(n, 0, o);
+      return;
+    }
+    if (op == "Constant") {
+      const Attribute* a = n.attributes.empty() ? nullptr : &n.attributes[0];
+      if (!a) return;
+      if (a->type == Attribute::Type::kTensor || a->type == Attribute::Type::kSparseTensor) {
+        SetConst(n.outputs[0], a->t);
+      } else if (a->name == "value_int") {
+        Info o = TensorInfo(DataType::kInt64, {});
+        o.has_value = true;
+        o.value = {a->i};
+        Out(n, 0, o);
+      } else if (a->name == "value_ints") {
+        Info o = TensorInfo(DataType::kInt64, {Fixed(static_cast<int64_t>(a->ints.size()))});
+        o.has_value = true;
+        o.value = a->ints;
+        Out(n, 0, o);
+      } else if (a->name == "value_float") {
+        Out(n, 0, TensorInfo(DataType::kFloat, {}));
+      } else if (a->name == "value_floats") {
+        Out(n, 0, TensorInfo(DataType::kFloat, {Fixed(static_cast<int64_t>(a->floats.size()))}));
+      }
+      return;
+    }
+    if (op == "Shape") {
+      if (!x || !x->has_shape) { Out(n, 0, Unknown(DataType::kInt64)); return; }
+      int64_t r = static_cast<int64_t>(x->dims.size());
+      int64_t start = n.FindAttribute("start") ? n.FindAttribute("start")->i : 0;
+      int64_t end = n.FindAttribute("end") ? n.FindAttribute("end")->i : r;
+      start = std::clamp(start < 0 ? start + r : start, int64_t{0}, r);
+      end = std::clamp(end < 0 ? end + r : end, int64_t{0}, r);
+      int64_t len = std::max<int64_t>(0, end - start);
+      Info o = TensorInfo(DataType::kInt64, {Fixed(len)});
+      o.has_value = true;
+      for (int64_t k = start; k < end; ++k) {
+        if (!Known(x->dims[k])) { o.has_value = false; break; }
+        o.value.push_back(x->dims[k].value);
+      }
+      if (!o.has_value) o.value.clear();
+      Out(n, 0, o);
+      return;
+    }
+    if (op == "Size") {
+      Info o = TensorInfo(DataType::kInt64, {});
+      if (AllKnown(*x)) {
+        int64_t c = 1;
+        for (auto& d : x->dims) c *= d.value;
+        o.has_value = true;
+        o.value = {c};
+      }
+      Out(n, 0, o);
+      return;
+    }
+    if (!x) return;
+    if (op == "Reshape") {
+      const Info* s = In(n, 1);
+      if (!s || !s->has_value) { Out(n, 0, Unknown(xt)); return; }
+      bool allowzero = n.FindAttribute("allowzero") && n.FindAttribute("allowzero")->i;
+      Dims d;
+      int neg = -1;
+      for (size_t k = 0; k < s->value.size(); ++k) {
+        int64_t v = s->value[k];
+        if (v == 0 && !allowzero) d.push_back(x->has_shape && k < x->dims.size() ? x->dims[k] : Dim{});
+        else if (v == -1) { neg = static_cast<int>(k); d.push_back(Dim{}); }
+        else d.push_back(Fixed(v));
+      }
+      if (neg >= 0 && AllKnown(*x)) {
+        int64_t total = 1, rest = 1;
+        for (auto& dd : x->dims) total *= dd.value;
+        bool ok = true;
+        for (size_t k = 0; k < d.size(); ++k)
+          if (static_cast<int>(k) != neg) { if (!Known(d[k])) ok = false; else rest *= d[k].value; }
+        if (ok && rest > 0) d[neg] = Fixed(total / rest);
+      }
+      Info o = TensorInfo(xt, d);
+      if (x->has_value) { o.has_value = true; o.value = x->value; }
+      Out(n, 0, o);
+      return;
+    }
+    if (!x->has_shape) {
+      // Without an input shape, only the dtype follows for the remaining rules.
+      static const std::set<std::string> kIndexOut = {"ArgMax", "ArgMin", "NonZero"};
+      Out(n, 0, Unknown(kIndexOut.count(op) ? DataType::kInt64 : xt));
+      return;
+    }
+    const size_t r = x->dims.size();
+    if (op == "Flatten") {
+      int64_t axis = NormAxis(n.FindAttribute("axis") ? n.FindAttribute("axis")->i : 1, r);
+      Dim a = Fixed(1), b = Fixed(1);
+      for (size_t k = 0; k < r; ++k) {
+        Dim& t = static_cast<int64_t>(k) < axis ? a : b;
+        t = (Known(t) && Known(x->dims[k])) ? Fixed(t.value * x->dims[k].value) : Dim{};
+      }
+      Out(n, 0, TensorInfo(xt, {a, b}));
+      return;
+    }
+    if (op == "Transpose") {
+      std::vector<int64_t> perm = n.FindAttribute("perm") ? n.FindAttribute("perm")->ints : std::vector<int64_t>{};
+      if (perm.empty()) for (size_t k = 0; k < r; ++k) perm.push_back(static_cast<int64_t>(r - 1 - k));
+      Dims d;
+      for (int64_t p : perm) {
+        if (p < 0 || p >= static_cast<int64_t>(r)) return;
+        d.push_back(x->dims[p]);
+      }
+      Out(n, 0, TensorInfo(xt, d));
+      return;
+    }
+    if (op == "Unsqueeze" || op == "Squeeze") {
+      std::vector<int64_t> axes;
+      if (!Axes(n, 1, &axes)) { Out(n, 0, Unknown(xt)); return; }
+      Dims d;
+      if (op == "Unsqueeze") {
+        size_t out_r = r + axes.size();
+        std::set<int64_t> ax;
+        for (int64_t a : axes) ax.insert(NormAxis(a, out_r));
+        size_t src = 0;
+        for (size_t k = 0; k < out_r; ++k) d.push_back(ax.count(static_cast<int64_t>(k)) ? Fixed(1) : x->dims[src++]);
+      } else {
+        std::set<int64_t> ax;
+        for (int64_t a : axes) ax.insert(NormAxis(a, r));
+        for (size_t k = 0; k < r; ++k) {
+          if (axes.empty() ? x->dims[k].value == 1 : ax.count(static_cast<int64_t>(k)) > 0) continue;
+          if (axes.empty() && !Known(x->dims[k])) { Out(n, 0, Unknown(xt)); return; }
+          d.push_back(x->dims[k]);
+        }
+      }
+      Info o = TensorInfo(xt, d);
+      if (x->has_value) { o.has_value = true; o.value = x->value; }
+      Out(n, 0, o);
+      return;
+    }
+    if (op == "Concat") {
+      int64_t axis = NormAxis(n.FindAttribute("axis") ? n.FindAttribute("axis")->i : 0, r);
+      Dims d = x->dims;
+      bool vals = true;
+      std::vector<int64_t> v;
+      for (size_t i = 0; i < n.inputs.size(); ++i) {
+        const Info* in = In(n, i);
+        if (!in || !in->has_shape || in->dims.size() != r) { Out(n, 0, Unknown(xt)); return; }
+        if (i) d[axis] = (Known(d[axis]) && Known(in->dims[axis])) ? Fixed(d[axis].value + in->dims[axis].value) : Dim{};
+        if (in->has_value) v.insert(v.end(), in->value.begin(), in->value.end());
+        else vals = false;
+      }
+      Info o = TensorInfo(xt, d);
+      if (vals && r == 1) { o.has_value = true; o.value = v; }
+      Out(n, 0, o);
+      return;
+    }
+    if (op == "Gather") {
+      const Info* idx = In(n, 1);
+      if (!idx || !idx->has_shape) { Out(n, 0, Unknown(xt)); return; }
+      int64_t axis = NormAxis(n.FindAttribute("axis") ? n.FindAttribute("axis")->i : 0, r);
+      if (axis < 0 || axis >= static_cast<int64_t>(r)) return;
+      Dims d(x->dims.begin(), x->dims.begin() + axis);
+      d.insert(d.end(), idx->dims.begin(), idx->dims.end());
+      d.insert(d.end(), x->dims.begin() + axis + 1, x->dims.end());
+      Info o = TensorInfo(xt, d);
+      if (x->has_value && idx->has_value && r == 1) {
+        o.has_value = true;
+        for (int64_t k : idx->value) {
+          int64_t kk = k < 0 ? k + static_cast<int64_t>(x->value.size()) : k;
+          if (kk < 0 || kk >= static_cast<int64_t>(x->value.size())) { o.has_value = false; break; }
+          o.value.push_back(x->value[kk]);
+        }
+        if (!o.has_value) o.value.clear();
+      }
+      Out(n, 0, o);
+      return;
+    }
+    if (op == "Slice") {
+      std::vector<int64_t> starts, ends, axes, steps;
+      if (const Attribute* a = n.FindAttribute("starts")) {
+        starts = a->ints;
+        ends = n.FindAttribute("ends") ? n.FindAttribute("ends")->ints : std::vector<int64_t>{};
+        axes = n.FindAttribute("axes") ? n.FindAttribute("axes")->ints : std::vector<int64_t>{};
+      } else {
+        const Info *s = In(n, 1), *e = In(n, 2), *a3 = In(n, 3), *st = In(n, 4);
+        if (!s || !e || !s->has_value || !e->has_value || (a3 && !a3->has_value) || (st && !st->has_value)) {
+          Dims d(r, Dim{});  // rank is still known
+          Out(n, 0, TensorInfo(xt, d));
+          return;
+        }
+        starts = s->value;
+        ends = e->value;
+        if (a3) axes = a3->value;
+        if (st) steps = st->value;
+      }
+      if (axes.empty()) for (size_t k = 0; k < starts.size(); ++k) axes.push_back(static_cast<int64_t>(k));
+      if (steps.empty()) steps.assign(starts.size(), 1);
+      if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) return;
+      Dims d = x->dims;
+      Info o;
+      std::vector<int64_t> sliced_value;
+      bool value_ok = x->has_value && r == 1;
+      for (size_t k = 0; k < starts.size(); ++k) {
+        int64_t ax = NormAxis(axes[k], r);
+        if (ax < 0 || ax >= static_cast<int64_t>(r) || steps[k] == 0) return;
+        if (!Known(x->dims[ax])) { d[ax] = Dim{}; value_ok = false; continue; }
+        int64_t dim = x->dims[ax].value, st = starts[k], en = ends[k], step = steps[k];
+        if (st < 0) st += dim;
+        if (en < 0) en += dim;
+        if (step > 0) {
+          st = std::clamp(st, int64_t{0}, dim);
+          en = std::clamp(en, int64_t{0}, dim);
+          d[ax] = Fixed(en > st ? (en - st + step - 1) / step : 0);
+        } else {
+          st = std::clamp(st, int64_t{-1}, dim - 1);
+          en = std::clamp(en, int64_t{-1}, dim - 1);
+          d[ax] = Fixed(st > en ? (st - en - step - 1) / (-step) : 0);
+        }
+        if (value_ok) for (int64_t i = st; step > 0 ? i < en : i > en; i += step) sliced_value.push_back(x->value[i]);
+      }
+      o = TensorInfo(xt, d);
+      if (value_ok) { o.has_value = true; o.value = sliced_value; }
+      Out(n, 0, o);
+      return;
+    }
+    if (op == "Expand") {
+      const Info* s = In(n, 1);
+      if (!s || !s->has_value) { Out(n, 0, Unknown(xt)); return; }
+      Info shape_info;
+      shape_info.has_shape = true;
+      for (int64_t v : s->value) shape_info.dims.push_back(Fixed(v));
+      Dims d;
+      if (BroadcastAll({x, &shape_info}, &d)) Out(n, 0, TensorInfo(xt, d));
+      return;
+    }
+    if (op == "ConstantOfShape") {
+      if (!x->has_value) return;
+      Dims d;
+      for (int64_t v : x->value) d.push_back(Fixed(v));
+      DataType t = DataType::kFloat;
+      if (const Attribute* a = n.FindAttribute("value")) t = a->t.dtype();
+      Out(n, 0, TensorInfo(t, d));
+      return;
+    }
+    if (op == "Tile") {
+      const Info* rep = In(n, 1);
+      if (!rep || !rep->has_value || rep->value.size() != r) { Out(n, 0, Unknown(xt)); return; }
+      Dims d = x->dims;
+      for (size_t k = 0; k < r; ++k) d[k] = Known(d[k]) ? Fixed(d[k].value * rep->value[k]) : Dim{};
+      Out(n, 0, TensorInfo(xt, d));
+      return;
+    }
+    if (op == "Pad") {
+      std::vector<int64_t> pads;
+      if (const Attribute* a = n.FindAttribute("pads")) pads = a->ints;
+      else if (In(n, 1) && In(n, 1)->has_value) pads = In(n, 1)->value;
+      else { Out(n, 0, TensorInfo(xt, Dims(r, Dim{}))); return; }
+      std::vector<int64_t> axes;
+      const Info* ai = In(n, 3);
+      if (ai && ai->has_value) axes = ai->value;
+      else for (size_t k = 0; k < r; ++k) axes.push_back(static_cast<int64_t>(k));
+      if (pads.size() != 2 * axes.size()) return;
+      Dims d = x->dims;
+      for (size_t k = 0; k < axes.size(); ++k) {
+        int64_t ax = NormAxis(axes[k], r);
+        if (ax < 0 || ax >= static_cast<int64_t>(r)) return;
+        d[ax] = Known(d[ax]) ? Fixed(d[ax].value + pads[k] + pads[k + axes.size()]) : Dim{};
+      }
+      Out(n, 0, TensorInfo(xt, d));
+      return;
+    }
+    if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin") {
+      bool keep = !n.FindAttribute("keepdims") || n.FindAttribute("keepdims")->i != 0;
+      std::vector<int64_t> axes;
+      DataType t = (op == "ArgMax" || op == "ArgMin") ? DataType::kInt64 : xt;
+      if (op == "ArgMax" || op == "ArgMin") axes = {n.FindAttribute("axis") ? n.FindAttribute("axis")->i : 0};
+      else if (!Axes(n, 1, &axes)) { Out(n, 0, Unknown(t)); return; }
+      bool noop = n.FindAttribute("noop_with_empty_axes") && n.FindAttribute("noop_with_empty_axes")->i;
+      if (axes.empty() && noop) { Out(n, 0, TensorInfo(t, x->dims)); return; }
+      std::set<int64_t> ax;
+      for (int64_t a : axes) ax.insert(NormAxis(a, r));
+      Dims d;
+      for (size_t k = 0; k < r; ++k) {
+        bool reduced = axes.empty() || ax.count(static_cast<int64_t>(k));
+        if (!reduced) d.push_back(x->dims[k]);
+        else if (keep) d.push_back(Fixed(1));
+      }
+      Out(n, 0, TensorInfo(t, d));
+      return;
+    }
+    if (op == "MatMul" || op == "MatMulInteger") {
+      const Info* y = In(n, 1);
+      if (!y || !y->has_shape || r == 0 || y->dims.empty()) { Out(n, 0, Unknown(xt)); return; }
+      Dims a = x->dims, b = y->dims;
+      bool a1 = a.size() == 1, b1 = b.size() == 1;
+      if (a1) a.insert(a.begin(), Fixed(1));
+      if (b1) b.push_back(Fixed(1));
+      Info ba, bb;
+      ba.has_shape = bb.has_shape = true;
+      ba.dims.assign(a.begin(), a.end() - 2);
+      bb.dims.assign(b.begin(), b.end() - 2);
+      Dims d;
+      BroadcastAll({&ba, &bb}, &d);
+      if (!a1) d.push_back(a[a.size() - 2]);
+      if (!b1) d.push_back(b.back());
+      Out(n, 0, TensorInfo(op == "MatMulInteger" ? DataType::kInt32 : xt, d));
+      return;
+    }
+    if (op == "Gemm") {
+      const Info* y = In(n, 1);
+      if (!y || !y->has_shape || r != 2 || y->dims.size() != 2) { Out(n, 0, Unknown(xt)); return; }
+      bool ta = n.FindAttribute("transA") && n.FindAttribute("transA")->i;
+      bool tb = n.FindAttribute("transB") && n.FindAttribute("transB")->i;
+      Out(n, 0, TensorInfo(xt, {x->dims[ta ? 1 : 0], y->dims[tb ? 0 : 1]}));
+      return;
+    }
+    if (op == "Conv" || op == "ConvInteger" || op == "MaxPool" || op == "AveragePool" || op == "LpPool" || op == "ConvTranspose") {
+      InferWindowed(n, *x);
+      return;
+    }
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool" || op == "GlobalLpPool") {
+      Dims d = x->dims;
+      for (size_t k = 2; k < r; ++k) d[k] = Fixed(1);
+      Out(n, 0, TensorInfo(xt, d));
+      return;
+    }
+    if (op == "Split") {
+      int64_t axis = NormAxis(n.FindAttribute("axis") ? n.FindAttribute("axis")->i : 0, r);
+      if (axis < 0 || axis >= static_cast<int64_t>(r)) return;
+      std::vector<int64_t> sizes;
+      if (const Attribute* a = n.FindAttribute("split")) sizes = a->ints;
+      else if (In(n, 1) && In(n, 1)->has_value) sizes = In(n, 1)->value;
+      const size_t outs = n.outputs.size();
+      if (sizes.empty() && Known(x->dims[axis]) && outs) {
+        int64_t dim = x->dims[axis].value, chunk = (dim + static_cast<int64_t>(outs) - 1) / static_cast<int64_t>(outs);
+        for (size_t k = 0; k < outs; ++k) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * static_cast<int64_t>(k))));
+      }
+      for (size_t k = 0; k < outs; ++k) {
+        Dims d = x->dims;
+        d[axis] = k < sizes.size() ? Fixed(sizes[k]) : Dim{};
+        Out(n, k, TensorInfo(xt, d));
+      }
+      return;
+    }
+    if (op == "TopK") {
+      const Info* k = In(n, 1);
+      int64_t axis = NormAxis(n.FindAttribute("axis") ? n.FindAttribute("axis")->i : -1, r);
+      if (axis < 0 || axis >= static_cast<int64_t>(r)) return;
+      Dims d = x->dims;
+      d[axis] = k && k->has_value && k->value.size() == 1 ? Fixed(k->value[0]) : Dim{};
+      Out(n, 0, TensorInfo(xt, d));
+      Out(n, 1, TensorInfo(DataType::kInt64, d));
+      return;
+    }
+    if (op == "DepthToSpace" || op == "SpaceToDepth") {
+      int64_t b = n.FindAttribute("blocksize") ? n.FindAttribute("blocksize")->i : 1;
+      if (r != 4 || b <= 0) return;
+      Dims d = x->dims;
+      auto mul = [](const Dim& a, int64_t f) { return Known(a) ? Fixed(a.value * f) : Dim{}; };
+      auto div = [](const Dim& a, int64_t f) { return Known(a) ? Fixed(a.value / f) : Dim{}; };
+      if (op == "DepthToSpace") { d[1] = div(d[1], b * b); d[2] = mul(d[2], b); d[3] = mul(d[3], b); }
+      else { d[1] = mul(d[1], b * b); d[2] = div(d[2], b); d[3] = div(d[3], b); }
+      Out(n, 0, TensorInfo(xt, d));
+      return;
+    }
+    // No rule: the dtype of the first input is the best guess only for data-movement ops; leave
+    // the value unknown so nothing downstream relies on it.
+    for (size_t k = 0; k < n.outputs.size(); ++k) Out(n, k, Unknown(DataType::kUndefined));
+  }
+
+  void InferWindowed(const Node& n, const Info& x) {
+    const std::string& op = n.op_type;
+    const size_t r = x.dims.size();
+    if (r < 3) return;
+    const size_t sp = r - 2;
+    const bool conv = op == "Conv" || op == "ConvInteger" || op == "ConvTranspose";
+    const Info* w = conv ? In(n, 1) : nullptr;
+    std::vector<int64_t> kernel = n.FindAttribute("kernel_shape") ? n.FindAttribute("kernel_shape")->ints : std::vector<int64_t>{};
+    if (kernel.empty() && w && AllKnown(*w) && w->dims.size() == r)
+      for (size_t k = 2; k < r; ++k) kernel.push_back(w->dims[k].value);
+    DataType t = op == "ConvInteger" ? DataType::kInt32 : x.dtype;
+    Dims d(r, Dim{});
+    d[0] = x.dims[0];
+    if (conv) {
+      if (w && w->has_shape && !w->dims.empty()) {
+        if (op == "ConvTranspose") {
+          int64_t g = n.FindAttribute("group") ? n.FindAttribute("group")->i : 1;
+          d[1] = w->dims.size() > 1 && Known(w->dims[1]) ? Fixed(w->dims[1].value * g) : Dim{};
+        } else {
+          d[1] = w->dims[0];
+        }
+      }
+    } else {
+      d[1] = x.dims[1];
+    }
+    if (kernel.size() != sp) { Out(n, 0, TensorInfo(t, d)); return; }
+    auto ints = [&](const char* name, int64_t def) {
+      std::vector<int64_t> v = n.FindAttribute(name) ? n.FindAttribute(name)->ints : std::vector<int64_t>{};
+      if (v.empty()) v.assign(std::string(name) == "pads" ? 2 * sp : sp, def);
+      return v;
+    };
+    auto strides = ints("strides", 1), dil = ints("dilations", 1), pads = ints("pads", 0);
+    if (strides.size() != sp || dil.size() != sp || pads.size() != 2 * sp) return;
+    std::string auto_pad = n.FindAttribute("auto_pad") ? n.FindAttribute("auto_pad")->s : "NOTSET";
+    bool ceil_mode = n.FindAttribute("ceil_mode") && n.FindAttribute("ceil_mode")->i;
+    if (op == "ConvTranspose") {
+      if (const Attribute* os = n.FindAttribute("output_shape")) {
+        for (size_t k = 0; k < sp && k < os->ints.size(); ++k) d[2 + k] = Fixed(os->ints[k]);
+        Out(n, 0, TensorInfo(t, d));
+        return;
+      }
+      auto outpad = ints("output_padding", 0);
+      for (size_t k = 0; k < sp; ++k) {
+        const Dim& in = x.dims[2 + k];
+        if (!Known(in)) continue;
+        int64_t eff = dil[k] * (kernel[k] - 1) + 1;
+        if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") d[2 + k] = Fixed(in.value * strides[k]);
+        else d[2 + k] = Fixed(strides[k] * (in.value - 1) + outpad[k] + eff - pads[k] - pads[k + sp]);
+      }
+      Out(n, 0, TensorInfo(t, d));
+      return;
+    }
+    for (size_t k = 0; k < sp; ++k) {
+      const Dim& in = x.dims[2 + k];
+      if (!Known(in) || strides[k] <= 0) continue;
+      int64_t eff = dil[k] * (kernel[k] - 1) + 1;
+      int64_t o;
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") o = (in.value + strides[k] - 1) / strides[k];
+      else if (auto_pad == "VALID") o = (in.value - eff) / strides[k] + 1;
+      else {
+        int64_t span = in.value + pads[k] + pads[k + sp] - eff;
+        o = ceil_mode ? (span + strides[k] - 1) / strides[k] + 1 : span / strides[k] + 1;
+        if (ceil_mode && (o - 1) * strides[k] >= in.value + pads[k]) --o;
+      }
+      d[2 + k] = Fixed(std::max<int64_t>(o, 0));
+    }
+    Out(n, 0, TensorInfo(t, d));
+    if (op == "MaxPool") Out(n, 1, TensorInfo(DataType::kInt64, d));
+  }
+
+  const Model& model_;
+  std::unordered_map<std::string, Info> values_;
+};
+
+}  // namespace
+
+Result<ShapeInferenceResult> InferShapes(const Model& model, const std::map<std::string, Shape>& input_shapes) {
+  ShapeInferenceResult out;
+  Inferencer inf(model);
+  IL_RETURN_IF_ERROR(inf.Run(input_shapes, &out));
+  return out;
+}
+
+}  // namespace inferloop
