@@ -33,6 +33,7 @@ const KernelRegistry& DefaultKernelRegistry() {
     RegisterReductionKernels(r);
     RegisterLossKernels(r);
     RegisterMatmulKernels(r);
+    RegisterLinalgKernels(r);
     RegisterShapeKernels(r);
     RegisterNnKernels(r);
     RegisterRnnKernels(r);

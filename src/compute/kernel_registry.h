@@ -37,6 +37,7 @@ void RegisterElementwiseKernels(KernelRegistry& r);   // unary/binary math, logi
 void RegisterReductionKernels(KernelRegistry& r);     // Reduce*, ArgMax/Min, CumSum, TopK, Hardmax, Softmax, LogSoftmax
 void RegisterLossKernels(KernelRegistry& r);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void RegisterMatmulKernels(KernelRegistry& r);        // MatMul, Gemm, Einsum, MatMulInteger, QLinearMatMul
+void RegisterLinalgKernels(KernelRegistry& r);        // Det
 void RegisterShapeKernels(KernelRegistry& r);         // Reshape, Transpose, Concat, Split, Slice, Gather, Pad, ...
 void RegisterNnKernels(KernelRegistry& r);            // Conv family, pooling, normalization, Dropout
 void RegisterRnnKernels(KernelRegistry& r);           // RNN, GRU, LSTM
