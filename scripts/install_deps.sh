@@ -7,6 +7,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libcli11-dev
   libgtest-dev
+  libjpeg-dev libpng-dev        # ImageDecoder (JPEG, PNG)
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target
 )
 missing=()
