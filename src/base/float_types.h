@@ -56,11 +56,30 @@ inline uint16_t FloatToBFloat16(float f) {
   return static_cast<uint16_t>(x >> 16);
 }
 
+// float64 -> float16 / bfloat16 with a single rounding (no detour through float32).
+uint16_t DoubleToHalf(double d);
+uint16_t DoubleToBFloat16(double d);
+
 // Small float formats (float8 variants, float8e8m0, float4e2m1), stored one per byte.
+// NaN codes decode to NaN; float8e8m0 code 0 is 2^-127 and 0xff is NaN.
 float SmallFloatToFloat(DataType t, uint8_t code);
-// saturate: out-of-range values become the largest finite value (ONNX Cast's default);
-// otherwise they become inf where the format has one, else NaN.
+// Rounds to nearest even. saturate: out-of-range values and infinities become the largest
+// finite value of the sign (ONNX Cast's default); otherwise they become inf (float8e5m2) or
+// NaN (the other float8 types). float4e2m1 has neither inf nor NaN and always saturates.
+// Negative zero, and negatives that round to zero, become +0 in the "fnuz" formats.
+// float8e8m0 targets use FloatToFloat8E8M0 with round-up.
 uint8_t FloatToSmallFloat(DataType t, float f, bool saturate = true);
+// Same from a double, rounded once (float8e8m0: the double is first rounded to float, as ONNX does).
+uint8_t DoubleToSmallFloat(DataType t, double d, bool saturate = true);
+
+// Rounding of float -> float8e8m0 (Cast's round_mode attribute: "up", "down", "nearest").
+enum class E8M0Rounding { kUp, kDown, kNearest };
+// Follows the ONNX reference (onnx.numpy_helper.to_float8e8m0): keeps the float's exponent
+// field, the sign is ignored, zero (and values whose exponent field is 0, rounded down) map
+// to code 0 (2^-127), NaN and infinities map to 0xff (NaN). When the rounding carries past
+// the largest exponent the result is 0xfe with saturate, else 0xff.
+uint8_t FloatToFloat8E8M0(float f, bool saturate = true, E8M0Rounding mode = E8M0Rounding::kUp);
+
 bool IsSmallFloat(DataType t);
 
 }  // namespace inferloop
