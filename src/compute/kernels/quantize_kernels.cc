@@ -214,7 +214,8 @@ Status RunQuantize(KernelContext& ctx, const QuantizeAttrs& a) {
   Reader rs(*scale);
   std::vector<double> scales(static_cast<size_t>(scale->size()));
   for (int64_t k = 0; k < scale->size(); ++k) scales[k] = RoundTo(precision, rs(k));
-  std::vector<double> zps(static_cast<size_t>(zp ? zp->size() : 1), 0.0);
+  // Without a zero point every scale index reads 0: size the table like the scales.
+  std::vector<double> zps(static_cast<size_t>(zp ? zp->size() : std::max<int64_t>(scale->size(), 1)), 0.0);
   if (zp) {
     Reader rz(*zp);
     for (int64_t k = 0; k < zp->size(); ++k) zps[k] = rz(k);
@@ -292,7 +293,8 @@ Status RunDequantize(KernelContext& ctx, int64_t axis, int64_t block_size, DataT
   Reader rs(*scale);
   std::vector<double> scales(static_cast<size_t>(scale->size()));
   for (int64_t k = 0; k < scale->size(); ++k) scales[k] = rs(k);
-  std::vector<double> zps(static_cast<size_t>(zp ? zp->size() : 1), 0.0);
+  // Without a zero point every scale index reads 0: size the table like the scales.
+  std::vector<double> zps(static_cast<size_t>(zp ? zp->size() : std::max<int64_t>(scale->size(), 1)), 0.0);
   if (zp) {
     Reader rz(*zp);
     for (int64_t k = 0; k < zp->size(); ++k) zps[k] = rz(k);
