@@ -156,6 +156,32 @@ TEST(Session, InitializerThatIsAlsoAnInputCanBeOverridden) {
   EXPECT_EQ((*r)[0].second.tensor().data<float>()[1], 2.0f);
 }
 
+TEST(Session, HugeExpandIsRefusedBeforeAllocating) {
+  ModelBuilder b(13);
+  b.Input("x", DataType::kFloat, {1}).Output("y", DataType::kFloat, {-1});
+  b.Initializer("shape", Tensor::FromVector<int64_t>(DataType::kInt64, {1}, {int64_t{1} << 40}));
+  b.Node("Expand", {"x", "shape"}, {"y"});
+  SessionOptions opts;
+  opts.max_tensor_bytes = size_t{1} << 30;
+  auto s = Session::CreateFromBytes(b.Bytes().data(), b.Bytes().size(), opts);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto r = (*s)->Run({{"x", F32({1}, {1})}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("Expand"), std::string::npos) << r.status().ToString();
+}
+
+TEST(Session, OverflowingExpandIsAnErrorNotACrash) {
+  ModelBuilder b(13);
+  b.Input("x", DataType::kFloat, {1}).Output("y", DataType::kFloat, {-1, -1});
+  b.Initializer("shape", Tensor::FromVector<int64_t>(DataType::kInt64, {2}, {int64_t{1} << 40, int64_t{1} << 40}));
+  b.Node("Expand", {"x", "shape"}, {"y"});
+  auto s = Session::CreateFromBytes(b.Bytes().data(), b.Bytes().size());
+  ASSERT_TRUE(s.ok());
+  auto r = (*s)->Run({{"x", F32({1}, {1})}});
+  ASSERT_FALSE(r.ok());
+}
+
 TEST(Session, ConcurrentRunsOnOneSessionAgree) {
   auto s = MustCreate(AddModel());
   constexpr int kThreads = 8, kIters = 200;
