@@ -1,5 +1,6 @@
 #include "graph/tensor_proto.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -79,6 +80,55 @@ void CopyConvert(const Src& src, Tensor* t) {
   for (int i = 0; i < src.size(); ++i) d[i] = static_cast<Dst>(src.Get(i));
 }
 
+// The number of values the proto carries for `dt`, in the units `n` counts (elements), or
+// the byte size of raw/external data, compared with what `n` elements need.
+Status CheckDataSize(const onnxpb::TensorProto& p, DataType dt, int64_t n, const std::string& who) {
+  if (dt == DataType::kString) {
+    if (p.string_data_size() != n)
+      return Status::InvalidArgument(who + " has " + std::to_string(p.string_data_size()) + " strings for " + std::to_string(n) + " elements");
+    return Status::Ok();
+  }
+  const uint64_t un = static_cast<uint64_t>(n);
+  uint64_t need_bytes;
+  if (IsSubByte(dt)) {
+    const uint64_t per_byte = 8 / BitsOf(dt);
+    need_bytes = (un + per_byte - 1) / per_byte;
+  } else {
+    const uint64_t es = DataTypeSize(dt);
+    if (es && un > UINT64_MAX / es) return Status::InvalidArgument(who + " is too large");
+    need_bytes = un * es;
+  }
+  if (p.data_location() == onnxpb::TensorProto::EXTERNAL) {
+    for (const auto& kv : p.external_data()) {
+      if (kv.key() != "length") continue;
+      char* end = nullptr;
+      unsigned long long len = std::strtoull(kv.value().c_str(), &end, 10);
+      if (end && *end == '\0' && len != need_bytes)
+        return Status::InvalidArgument(who + " needs " + std::to_string(need_bytes) + " bytes of external data, its length says " + kv.value());
+    }
+    return Status::Ok();  // the file's size is checked against offset/length when read
+  }
+  if (p.has_raw_data()) {
+    if (p.raw_data().size() != need_bytes)
+      return Status::InvalidArgument(who + " needs " + std::to_string(need_bytes) + " bytes of raw_data, has " + std::to_string(p.raw_data().size()));
+    return Status::Ok();
+  }
+  int64_t have;
+  switch (dt) {
+    case DataType::kFloat: case DataType::kComplex64: have = p.float_data_size(); break;
+    case DataType::kDouble: case DataType::kComplex128: have = p.double_data_size(); break;
+    case DataType::kInt64: have = p.int64_data_size(); break;
+    case DataType::kUInt32: case DataType::kUInt64: have = p.uint64_data_size(); break;
+    default: have = p.int32_data_size();
+  }
+  int64_t want = (dt == DataType::kComplex64 || dt == DataType::kComplex128) ? 2 * n : n;
+  if (IsSubByte(dt)) want = static_cast<int64_t>(need_bytes);  // one packed byte per int32 entry
+  if (have != want)
+    return Status::InvalidArgument(who + " of shape " + ShapeToString(Shape(p.dims().begin(), p.dims().end())) + " has " +
+                                   std::to_string(have) + " values, expected " + std::to_string(want));
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::string> ReadFileBytes(const std::string& path) {
@@ -103,8 +153,12 @@ Result<Tensor> TensorFromProto(const onnxpb::TensorProto& proto, const std::stri
   for (int64_t d : shape)
     if (d < 0) return Status::InvalidArgument(who + " has negative dimension in " + ShapeToString(shape));
   if (proto.has_segment()) return Status::Unimplemented(who + " uses segments, which are not supported");
+  // Check that the file really holds the data the dims claim before allocating anything, so a
+  // few corrupt bytes cannot make the loader reserve gigabytes.
+  const int64_t n = ShapeElementCount(shape);
+  if (n < 0) return Status::InvalidArgument(who + " has a shape whose element count overflows: " + ShapeToString(shape));
+  IL_RETURN_IF_ERROR(CheckDataSize(proto, dt, n, who));
   IL_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dt, shape));
-  const int64_t n = t.size();
 
   if (dt == DataType::kString) {
     if (proto.string_data_size() != n)
