@@ -12,5 +12,6 @@ using Runner = std::function<int()>;
 Runner AddTestOnnxCommand(CLI::App& app);
 Runner AddRunCommand(CLI::App& app);
 Runner AddInspectCommand(CLI::App& app);
+Runner AddOpsCommand(CLI::App& app);
 
 }  // namespace inferloop::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   };
   add(inferloop::cli::AddRunCommand);
   add(inferloop::cli::AddInspectCommand);
+  add(inferloop::cli::AddOpsCommand);
   add(inferloop::cli::AddTestOnnxCommand);
   try {
     app.parse(argc, argv);
