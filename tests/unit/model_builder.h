@@ -1,7 +1,9 @@
 // Builds small ONNX models in memory for tests (via the project's protobuf schema).
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graph/tensor_proto.h"
@@ -69,5 +71,46 @@ class ModelBuilder {
   }
   onnxpb::ModelProto model_;
 };
+
+using IoList = std::vector<std::pair<std::string, DataType>>;
+using AttrFn = std::function<void(onnxpb::NodeProto&)>;
+
+inline void IntsAttr(onnxpb::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnxpb::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+
+inline void StrAttr(onnxpb::NodeProto& n, const std::string& name, const std::string& v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnxpb::AttributeProto::STRING);
+  a->set_s(v);
+}
+
+// A model of one `op` node whose tensor inputs and outputs declare a dtype but no shape.
+// An empty input name marks an omitted optional input (passed to the node, not declared).
+inline std::string OneNodeModel(int64_t opset, const std::string& op, const IoList& ins, const IoList& outs,
+                                const AttrFn& attrs = nullptr) {
+  ModelBuilder b(opset);
+  std::vector<std::string> in_names, out_names;
+  for (const auto& [n, t] : ins) {
+    in_names.push_back(n);
+    if (n.empty()) continue;
+    auto* vi = b.proto().mutable_graph()->add_input();
+    vi->set_name(n);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
+  }
+  for (const auto& [n, t] : outs) {
+    auto* vi = b.proto().mutable_graph()->add_output();
+    vi->set_name(n);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
+    out_names.push_back(n);
+  }
+  auto& node = b.Node(op, in_names, out_names);
+  if (attrs) attrs(node);
+  return b.Bytes();
+}
 
 }  // namespace inferloop::testing

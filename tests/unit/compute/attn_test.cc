@@ -11,6 +11,7 @@ namespace inferloop {
 namespace {
 
 using testing::ModelBuilder;
+using testing::StrAttr;
 
 Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
 Tensor Seq(Shape shape, float scale = 0.1f) {
@@ -19,12 +20,6 @@ Tensor Seq(Shape shape, float scale = 0.1f) {
   return F32(std::move(shape), v);
 }
 
-void StrAttr(onnxpb::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::STRING);
-  a->set_s(v);
-}
 
 Result<std::unique_ptr<Session>> Create(ModelBuilder& b) {
   const std::string bytes = b.Bytes();

@@ -17,38 +17,14 @@ namespace inferloop {
 namespace {
 
 using testing::ModelBuilder;
+using testing::IntsAttr;
+using testing::OneNodeModel;
+using testing::StrAttr;
 
 Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
 Tensor Str(Shape shape, std::vector<std::string> v) { return Tensor::FromStrings(std::move(shape), std::move(v)); }
 
-void StrAttr(onnxpb::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::STRING);
-  a->set_s(v);
-}
 
-std::string Model(int64_t opset, const std::string& op, const std::vector<std::pair<std::string, DataType>>& ins,
-                  const std::vector<std::pair<std::string, DataType>>& outs,
-                  const std::function<void(onnxpb::NodeProto&)>& attrs = nullptr) {
-  ModelBuilder b(opset);
-  std::vector<std::string> in_names, out_names;
-  for (auto& [n, t] : ins) {
-    auto* vi = b.proto().mutable_graph()->add_input();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    in_names.push_back(n);
-  }
-  for (auto& [n, t] : outs) {
-    auto* vi = b.proto().mutable_graph()->add_output();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    out_names.push_back(n);
-  }
-  auto& node = b.Node(op, in_names, out_names);
-  if (attrs) attrs(node);
-  return b.Bytes();
-}
 
 Result<std::unique_ptr<Session>> Create(const std::string& bytes) {
   return Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
@@ -139,19 +115,19 @@ TEST(TensorCast, StringsRoundTrip) {
 
 TEST(CastKernel, AttributesAreValidated) {
   // Cast-1 names the type in a string.
-  auto s = Create(Model(1, "Cast", {{"x", DataType::kFloat}}, {{"y", DataType::kInt32}},
+  auto s = Create(OneNodeModel(1, "Cast", {{"x", DataType::kFloat}}, {{"y", DataType::kInt32}},
                         [](onnxpb::NodeProto& n) { StrAttr(n, "to", "INT32"); }));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   auto r = (*s)->Run({{"x", F32({2}, {1.9f, -1.9f})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Values<int32_t>((*r)[0].second.tensor()), (std::vector<int32_t>{1, -1}));
 
-  auto bad = Create(Model(13, "Cast", {{"x", DataType::kFloat}}, {{"y", DataType::kInt32}},
+  auto bad = Create(OneNodeModel(13, "Cast", {{"x", DataType::kFloat}}, {{"y", DataType::kInt32}},
                           [](onnxpb::NodeProto& n) { ModelBuilder::IntAttr(n, "to", 99); }));
   EXPECT_FALSE(bad.ok());
-  bad = Create(Model(13, "Cast", {{"x", DataType::kFloat}}, {{"y", DataType::kInt32}}));
+  bad = Create(OneNodeModel(13, "Cast", {{"x", DataType::kFloat}}, {{"y", DataType::kInt32}}));
   EXPECT_FALSE(bad.ok());
-  bad = Create(Model(25, "Cast", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat8E8M0}}, [](onnxpb::NodeProto& n) {
+  bad = Create(OneNodeModel(25, "Cast", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat8E8M0}}, [](onnxpb::NodeProto& n) {
     ModelBuilder::IntAttr(n, "to", static_cast<int>(DataType::kFloat8E8M0));
     StrAttr(n, "round_mode", "sideways");
   }));
@@ -160,7 +136,7 @@ TEST(CastKernel, AttributesAreValidated) {
 
 std::string QuantModel(int64_t opset, const std::string& op, DataType x, DataType scale, DataType zp, DataType y,
                        const std::function<void(onnxpb::NodeProto&)>& attrs = nullptr) {
-  return Model(opset, op, {{"x", x}, {"s", scale}, {"z", zp}}, {{"y", y}}, attrs);
+  return OneNodeModel(opset, op, {{"x", x}, {"s", scale}, {"z", zp}}, {{"y", y}}, attrs);
 }
 
 TEST(QuantizeKernels, RoundsSaturatesAndValidatesShapes) {
@@ -184,7 +160,7 @@ TEST(QuantizeKernels, RoundsSaturatesAndValidatesShapes) {
   ASSERT_FALSE(r.ok());
 
   // Blocked: axis 1, block 2 on a [2, 3] input needs a [2, 2] scale.
-  auto b = Create(Model(21, "DequantizeLinear", {{"x", DataType::kInt8}, {"s", DataType::kFloat}}, {{"y", DataType::kFloat}},
+  auto b = Create(OneNodeModel(21, "DequantizeLinear", {{"x", DataType::kInt8}, {"s", DataType::kFloat}}, {{"y", DataType::kFloat}},
                         [](onnxpb::NodeProto& n) {
                           ModelBuilder::IntAttr(n, "axis", 1);
                           ModelBuilder::IntAttr(n, "block_size", 2);
@@ -199,7 +175,7 @@ TEST(QuantizeKernels, RoundsSaturatesAndValidatesShapes) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
 
   // Out-of-range axis.
-  auto a = Create(Model(13, "DequantizeLinear", {{"x", DataType::kUInt8}, {"s", DataType::kFloat}}, {{"y", DataType::kFloat}},
+  auto a = Create(OneNodeModel(13, "DequantizeLinear", {{"x", DataType::kUInt8}, {"s", DataType::kFloat}}, {{"y", DataType::kFloat}},
                         [](onnxpb::NodeProto& n) { ModelBuilder::IntAttr(n, "axis", 5); }));
   ASSERT_TRUE(a.ok());
   r = (*a)->Run({{"x", Tensor::FromVector<uint8_t>(DataType::kUInt8, {2}, {1, 2})}, {"s", F32({2}, {1, 2})}});
@@ -208,7 +184,7 @@ TEST(QuantizeKernels, RoundsSaturatesAndValidatesShapes) {
 }
 
 TEST(StringKernels, SplitNormalizeAndRegex) {
-  auto sp = Create(Model(20, "StringSplit", {{"x", DataType::kString}}, {{"y", DataType::kString}, {"n", DataType::kInt64}},
+  auto sp = Create(OneNodeModel(20, "StringSplit", {{"x", DataType::kString}}, {{"y", DataType::kString}, {"n", DataType::kInt64}},
                          [](onnxpb::NodeProto& n) { ModelBuilder::IntAttr(n, "maxsplit", 1); }));
   ASSERT_TRUE(sp.ok()) << sp.status().ToString();
   auto r = (*sp)->Run({{"x", Str({2}, {"  a  b c ", ""})}});
@@ -218,7 +194,7 @@ TEST(StringKernels, SplitNormalizeAndRegex) {
   EXPECT_EQ(std::vector<std::string>(y.strings(), y.strings() + 4), (std::vector<std::string>{"a", "b c ", "", ""}));
   EXPECT_EQ(Values<int64_t>((*r)[1].second.tensor()), (std::vector<int64_t>{2, 0}));
 
-  auto norm = Create(Model(10, "StringNormalizer", {{"x", DataType::kString}}, {{"y", DataType::kString}},
+  auto norm = Create(OneNodeModel(10, "StringNormalizer", {{"x", DataType::kString}}, {{"y", DataType::kString}},
                            [](onnxpb::NodeProto& n) {
                              StrAttr(n, "case_change_action", "UPPER");
                              auto* a = n.add_attribute();
@@ -234,25 +210,25 @@ TEST(StringKernels, SplitNormalizeAndRegex) {
   EXPECT_EQ(ny.strings()[0], "CAF\xc3\x89");
   r = (*norm)->Run({{"x", Str({2, 2}, {"a", "b", "c", "d"})}});
   EXPECT_FALSE(r.ok());
-  auto bad = Create(Model(10, "StringNormalizer", {{"x", DataType::kString}}, {{"y", DataType::kString}},
+  auto bad = Create(OneNodeModel(10, "StringNormalizer", {{"x", DataType::kString}}, {{"y", DataType::kString}},
                           [](onnxpb::NodeProto& n) { StrAttr(n, "case_change_action", "TITLE"); }));
   EXPECT_FALSE(bad.ok());
 
-  auto re = Create(Model(20, "RegexFullMatch", {{"x", DataType::kString}}, {{"y", DataType::kBool}},
+  auto re = Create(OneNodeModel(20, "RegexFullMatch", {{"x", DataType::kString}}, {{"y", DataType::kBool}},
                          [](onnxpb::NodeProto& n) { StrAttr(n, "pattern", "(?P<w>.)\\d{2}"); }));
   ASSERT_TRUE(re.ok()) << re.status().ToString();
   // '.' matches one code point, not one byte.
   r = (*re)->Run({{"x", Str({3}, {"\xe7\x9a\x84" "12", "ab12", "x1"})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Values<uint8_t>((*r)[0].second.tensor()), (std::vector<uint8_t>{1, 0, 0}));
-  bad = Create(Model(20, "RegexFullMatch", {{"x", DataType::kString}}, {{"y", DataType::kBool}},
+  bad = Create(OneNodeModel(20, "RegexFullMatch", {{"x", DataType::kString}}, {{"y", DataType::kBool}},
                      [](onnxpb::NodeProto& n) { StrAttr(n, "pattern", "(a"); }));
   EXPECT_FALSE(bad.ok());
-  bad = Create(Model(20, "RegexFullMatch", {{"x", DataType::kString}}, {{"y", DataType::kBool}},
+  bad = Create(OneNodeModel(20, "RegexFullMatch", {{"x", DataType::kString}}, {{"y", DataType::kBool}},
                      [](onnxpb::NodeProto& n) { StrAttr(n, "pattern", "(a)\\1"); }));
   EXPECT_FALSE(bad.ok());
   // Long input: no deep recursion.
-  auto many = Create(Model(20, "RegexFullMatch", {{"x", DataType::kString}}, {{"y", DataType::kBool}},
+  auto many = Create(OneNodeModel(20, "RegexFullMatch", {{"x", DataType::kString}}, {{"y", DataType::kBool}},
                            [](onnxpb::NodeProto& n) { StrAttr(n, "pattern", "(a|b)*c"); }));
   ASSERT_TRUE(many.ok());
   r = (*many)->Run({{"x", Str({1}, {std::string(200000, 'a') + "c"})}});

@@ -18,6 +18,7 @@ namespace inferloop {
 namespace {
 
 using testing::ModelBuilder;
+using testing::StrAttr;
 
 Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
 Tensor I32(Shape shape, std::vector<int32_t> v) { return Tensor::FromVector<int32_t>(DataType::kInt32, std::move(shape), v); }
@@ -25,12 +26,6 @@ Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int6
 Tensor U8(Shape shape, std::vector<uint8_t> v) { return Tensor::FromVector<uint8_t>(DataType::kUInt8, std::move(shape), v); }
 Tensor Bool(Shape shape, std::vector<uint8_t> v) { return Tensor::FromVector<uint8_t>(DataType::kBool, std::move(shape), v); }
 
-void StrAttr(onnxpb::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::STRING);
-  a->set_s(v);
-}
 void FloatAttr(onnxpb::NodeProto& n, const std::string& name, float v) {
   auto* a = n.add_attribute();
   a->set_name(name);
@@ -41,20 +36,7 @@ void FloatAttr(onnxpb::NodeProto& n, const std::string& name, float v) {
 // A one-node model whose inputs have unknown shape, so any shape can be fed.
 std::string Model(int64_t opset, const std::string& op, const std::vector<std::pair<std::string, DataType>>& ins,
                   DataType out, const std::function<void(onnxpb::NodeProto&)>& attrs = nullptr) {
-  ModelBuilder b(opset);
-  std::vector<std::string> in_names;
-  for (auto& [n, t] : ins) {
-    auto* vi = b.proto().mutable_graph()->add_input();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    in_names.push_back(n);
-  }
-  auto* vo = b.proto().mutable_graph()->add_output();
-  vo->set_name("out");
-  vo->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(out));
-  auto& node = b.Node(op, in_names, {"out"});
-  if (attrs) attrs(node);
-  return b.Bytes();
+  return testing::OneNodeModel(opset, op, ins, {{"out", out}}, attrs);
 }
 
 Result<std::unique_ptr<Session>> TryMake(const std::string& bytes) {

@@ -17,23 +17,14 @@ namespace inferloop {
 namespace {
 
 using testing::ModelBuilder;
+using testing::IntsAttr;
+using testing::OneNodeModel;
+using testing::StrAttr;
 
 Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
 Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
 Tensor U8(Shape shape, std::vector<uint8_t> v) { return Tensor::FromVector<uint8_t>(DataType::kUInt8, std::move(shape), v); }
 
-void IntsAttr(onnxpb::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void StrAttr(onnxpb::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::STRING);
-  a->set_s(v);
-}
 void StrsAttr(onnxpb::NodeProto& n, const std::string& name, const std::vector<std::string>& v) {
   auto* a = n.add_attribute();
   a->set_name(name);
@@ -42,28 +33,6 @@ void StrsAttr(onnxpb::NodeProto& n, const std::string& name, const std::vector<s
 }
 
 // One-node model; an input named "" is omitted.
-std::string Model(int64_t opset, const std::string& op, const std::vector<std::pair<std::string, DataType>>& ins,
-                  const std::vector<std::pair<std::string, DataType>>& outs,
-                  const std::function<void(onnxpb::NodeProto&)>& attrs = nullptr) {
-  ModelBuilder b(opset);
-  std::vector<std::string> in_names, out_names;
-  for (auto& [n, t] : ins) {
-    in_names.push_back(n);
-    if (n.empty()) continue;
-    auto* vi = b.proto().mutable_graph()->add_input();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-  }
-  for (auto& [n, t] : outs) {
-    auto* vi = b.proto().mutable_graph()->add_output();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    out_names.push_back(n);
-  }
-  auto& node = b.Node(op, in_names, out_names);
-  if (attrs) attrs(node);
-  return b.Bytes();
-}
 
 std::unique_ptr<Session> Make(const std::string& bytes) {
   auto s = Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
@@ -80,7 +49,7 @@ void ExpectInvalid(const Result<std::vector<NamedValue>>& r, const std::string& 
 // ---------------------------------------------------------------------------------------------
 
 TEST(ImageKernels, ResizeRejectsBadParameters) {
-  auto s = Make(Model(19, "Resize", {{"x", DataType::kFloat}, {"", DataType::kFloat}, {"scales", DataType::kFloat}, {"sizes", DataType::kInt64}},
+  auto s = Make(OneNodeModel(19, "Resize", {{"x", DataType::kFloat}, {"", DataType::kFloat}, {"scales", DataType::kFloat}, {"sizes", DataType::kInt64}},
                       {{"y", DataType::kFloat}}, [](auto& n) { StrAttr(n, "mode", "linear"); }));
   ASSERT_TRUE(s);
   Tensor x = F32({1, 1, 2, 2}, {1, 2, 3, 4});
@@ -89,20 +58,20 @@ TEST(ImageKernels, ResizeRejectsBadParameters) {
   ExpectInvalid(s->Run({{"x", x}, {"scales", F32({4}, {1, 1, 0, 2})}, {"sizes", I64({0}, {})}}), "positive");
   ExpectInvalid(s->Run({{"x", x}, {"scales", F32({0}, {})}, {"sizes", I64({4}, {1, 1, -1, 2})}}), "non-negative");
 
-  auto sa = Make(Model(19, "Resize", {{"x", DataType::kFloat}, {"", DataType::kFloat}, {"", DataType::kFloat}, {"sizes", DataType::kInt64}},
+  auto sa = Make(OneNodeModel(19, "Resize", {{"x", DataType::kFloat}, {"", DataType::kFloat}, {"", DataType::kFloat}, {"sizes", DataType::kInt64}},
                        {{"y", DataType::kFloat}}, [](auto& n) { IntsAttr(n, "axes", {2, 7}); }));
   ASSERT_TRUE(sa);
   ExpectInvalid(sa->Run({{"x", x}, {"sizes", I64({2}, {3, 3})}}), "out of range");
 
   // Unknown modes are rejected when the session is created.
-  std::string bad = Model(19, "Resize", {{"x", DataType::kFloat}, {"", DataType::kFloat}, {"scales", DataType::kFloat}},
+  std::string bad = OneNodeModel(19, "Resize", {{"x", DataType::kFloat}, {"", DataType::kFloat}, {"scales", DataType::kFloat}},
                           {{"y", DataType::kFloat}}, [](auto& n) { StrAttr(n, "mode", "lanczos"); });
   auto sb = Session::CreateFromBytes(bad.data(), bad.size(), SessionOptions{});
   EXPECT_FALSE(sb.ok());
 }
 
 TEST(ImageKernels, ResizeCubicUint8Saturates) {
-  auto s = Make(Model(19, "Resize", {{"x", DataType::kUInt8}, {"", DataType::kFloat}, {"scales", DataType::kFloat}},
+  auto s = Make(OneNodeModel(19, "Resize", {{"x", DataType::kUInt8}, {"", DataType::kFloat}, {"scales", DataType::kFloat}},
                       {{"y", DataType::kUInt8}}, [](auto& n) {
                         StrAttr(n, "mode", "cubic");
                         StrAttr(n, "coordinate_transformation_mode", "align_corners");
@@ -119,7 +88,7 @@ TEST(ImageKernels, ResizeCubicUint8Saturates) {
 }
 
 TEST(ImageKernels, UpsampleNearestLegacy) {
-  auto s = Make(Model(9, "Upsample", {{"x", DataType::kFloat}, {"scales", DataType::kFloat}}, {{"y", DataType::kFloat}}));
+  auto s = Make(OneNodeModel(9, "Upsample", {{"x", DataType::kFloat}, {"scales", DataType::kFloat}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s);
   auto r = s->Run({{"x", F32({1, 3}, {1, 2, 3})}, {"scales", F32({2}, {2, 2})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -130,7 +99,7 @@ TEST(ImageKernels, UpsampleNearestLegacy) {
 }
 
 TEST(ImageKernels, GridSampleChecksGridShape) {
-  auto s = Make(Model(20, "GridSample", {{"x", DataType::kFloat}, {"g", DataType::kFloat}}, {{"y", DataType::kFloat}}));
+  auto s = Make(OneNodeModel(20, "GridSample", {{"x", DataType::kFloat}, {"g", DataType::kFloat}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s);
   Tensor x = F32({1, 1, 2, 2}, {1, 2, 3, 4});
   ExpectInvalid(s->Run({{"x", x}, {"g", F32({1, 1, 1, 3}, {0, 0, 0})}}), "grid");
@@ -142,7 +111,7 @@ TEST(ImageKernels, GridSampleChecksGridShape) {
 }
 
 TEST(ImageKernels, RoiAlignRejectsBadBatchIndex) {
-  auto s = Make(Model(16, "RoiAlign", {{"x", DataType::kFloat}, {"rois", DataType::kFloat}, {"bi", DataType::kInt64}},
+  auto s = Make(OneNodeModel(16, "RoiAlign", {{"x", DataType::kFloat}, {"rois", DataType::kFloat}, {"bi", DataType::kInt64}},
                       {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s);
   Tensor x = F32({1, 1, 2, 2}, {1, 2, 3, 4});
@@ -151,7 +120,7 @@ TEST(ImageKernels, RoiAlignRejectsBadBatchIndex) {
 }
 
 TEST(ImageKernels, NonMaxSuppressionTiesAndLimits) {
-  auto s = Make(Model(11, "NonMaxSuppression",
+  auto s = Make(OneNodeModel(11, "NonMaxSuppression",
                       {{"boxes", DataType::kFloat}, {"scores", DataType::kFloat}, {"max", DataType::kInt64}, {"iou", DataType::kFloat}},
                       {{"sel", DataType::kInt64}}));
   ASSERT_TRUE(s);
@@ -187,9 +156,9 @@ std::vector<std::complex<double>> NaiveDft(const std::vector<std::complex<double
 }
 
 TEST(SignalKernels, DftMatchesNaiveForAnyLength) {
-  auto s = Make(Model(20, "DFT", {{"x", DataType::kDouble}, {"", DataType::kInt64}, {"axis", DataType::kInt64}},
+  auto s = Make(OneNodeModel(20, "DFT", {{"x", DataType::kDouble}, {"", DataType::kInt64}, {"axis", DataType::kInt64}},
                       {{"y", DataType::kDouble}}));
-  auto si = Make(Model(20, "DFT", {{"x", DataType::kDouble}, {"", DataType::kInt64}, {"axis", DataType::kInt64}},
+  auto si = Make(OneNodeModel(20, "DFT", {{"x", DataType::kDouble}, {"", DataType::kInt64}, {"axis", DataType::kInt64}},
                        {{"y", DataType::kDouble}}, [](auto& n) { ModelBuilder::IntAttr(n, "inverse", 1); }));
   ASSERT_TRUE(s && si);
   for (int64_t n : {1, 2, 3, 7, 12, 16, 97, 100}) {
@@ -219,9 +188,9 @@ TEST(SignalKernels, DftMatchesNaiveForAnyLength) {
 }
 
 TEST(SignalKernels, IrfftInvertsRfft) {
-  auto fwd = Make(Model(20, "DFT", {{"x", DataType::kFloat}, {"len", DataType::kInt64}, {"axis", DataType::kInt64}},
+  auto fwd = Make(OneNodeModel(20, "DFT", {{"x", DataType::kFloat}, {"len", DataType::kInt64}, {"axis", DataType::kInt64}},
                         {{"y", DataType::kFloat}}, [](auto& n) { ModelBuilder::IntAttr(n, "onesided", 1); }));
-  auto inv = Make(Model(20, "DFT", {{"x", DataType::kFloat}, {"len", DataType::kInt64}, {"axis", DataType::kInt64}},
+  auto inv = Make(OneNodeModel(20, "DFT", {{"x", DataType::kFloat}, {"len", DataType::kInt64}, {"axis", DataType::kInt64}},
                         {{"y", DataType::kFloat}}, [](auto& n) {
                           ModelBuilder::IntAttr(n, "onesided", 1);
                           ModelBuilder::IntAttr(n, "inverse", 1);
@@ -240,7 +209,7 @@ TEST(SignalKernels, IrfftInvertsRfft) {
 }
 
 TEST(SignalKernels, StftRejectsLongFrames) {
-  auto s = Make(Model(17, "STFT", {{"x", DataType::kFloat}, {"step", DataType::kInt64}, {"", DataType::kFloat}, {"len", DataType::kInt64}},
+  auto s = Make(OneNodeModel(17, "STFT", {{"x", DataType::kFloat}, {"step", DataType::kInt64}, {"", DataType::kFloat}, {"len", DataType::kInt64}},
                       {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s);
   Tensor x = F32({1, 4, 1}, {1, 2, 3, 4});
@@ -253,7 +222,7 @@ TEST(SignalKernels, StftRejectsLongFrames) {
 }
 
 TEST(SignalKernels, TfIdfStringsAndTypeMismatch) {
-  auto s = Make(Model(9, "TfIdfVectorizer", {{"x", DataType::kString}}, {{"y", DataType::kFloat}}, [](auto& n) {
+  auto s = Make(OneNodeModel(9, "TfIdfVectorizer", {{"x", DataType::kString}}, {{"y", DataType::kFloat}}, [](auto& n) {
     StrAttr(n, "mode", "TF");
     ModelBuilder::IntAttr(n, "min_gram_length", 1);
     ModelBuilder::IntAttr(n, "max_gram_length", 2);
@@ -273,7 +242,7 @@ TEST(SignalKernels, TfIdfStringsAndTypeMismatch) {
 }
 
 TEST(SignalKernels, TfIdfRejectsInputOfTheWrongKind) {
-  auto s = Make(Model(9, "TfIdfVectorizer", {{"x", DataType::kInt64}}, {{"y", DataType::kFloat}}, [](auto& n) {
+  auto s = Make(OneNodeModel(9, "TfIdfVectorizer", {{"x", DataType::kInt64}}, {{"y", DataType::kFloat}}, [](auto& n) {
     StrAttr(n, "mode", "TF");
     ModelBuilder::IntAttr(n, "min_gram_length", 1);
     ModelBuilder::IntAttr(n, "max_gram_length", 1);
@@ -287,7 +256,7 @@ TEST(SignalKernels, TfIdfRejectsInputOfTheWrongKind) {
 }
 
 TEST(SignalKernels, MelWeightMatrixRejectsEdgesAboveNyquist) {
-  auto s = Make(Model(17, "MelWeightMatrix",
+  auto s = Make(OneNodeModel(17, "MelWeightMatrix",
                       {{"m", DataType::kInt64}, {"d", DataType::kInt64}, {"sr", DataType::kInt64}, {"lo", DataType::kFloat}, {"hi", DataType::kFloat}},
                       {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s);
@@ -320,8 +289,8 @@ std::vector<uint8_t> TinyBmp() {
 }
 
 TEST(ImageKernels, ImageDecoderBmpPnmAndCorruptData) {
-  auto rgb = Make(Model(20, "ImageDecoder", {{"x", DataType::kUInt8}}, {{"y", DataType::kUInt8}}));
-  auto gray = Make(Model(20, "ImageDecoder", {{"x", DataType::kUInt8}}, {{"y", DataType::kUInt8}},
+  auto rgb = Make(OneNodeModel(20, "ImageDecoder", {{"x", DataType::kUInt8}}, {{"y", DataType::kUInt8}}));
+  auto gray = Make(OneNodeModel(20, "ImageDecoder", {{"x", DataType::kUInt8}}, {{"y", DataType::kUInt8}},
                          [](auto& n) { StrAttr(n, "pixel_format", "Grayscale"); }));
   ASSERT_TRUE(rgb && gray);
   std::vector<uint8_t> bmp = TinyBmp();

@@ -13,38 +13,14 @@ namespace inferloop {
 namespace {
 
 using testing::ModelBuilder;
+using testing::IntsAttr;
+using testing::OneNodeModel;
+using testing::StrAttr;
 
 Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
 Tensor U8(Shape shape, std::vector<uint8_t> v) { return Tensor::FromVector<uint8_t>(DataType::kUInt8, std::move(shape), v); }
 
-void StrAttr(onnxpb::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::STRING);
-  a->set_s(v);
-}
 
-std::string Model(int64_t opset, const std::string& op, const std::vector<std::pair<std::string, DataType>>& ins,
-                  const std::vector<std::pair<std::string, DataType>>& outs,
-                  const std::function<void(onnxpb::NodeProto&)>& attrs = nullptr) {
-  ModelBuilder b(opset);
-  std::vector<std::string> in_names, out_names;
-  for (auto& [n, t] : ins) {
-    auto* vi = b.proto().mutable_graph()->add_input();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    in_names.push_back(n);
-  }
-  for (auto& [n, t] : outs) {
-    auto* vi = b.proto().mutable_graph()->add_output();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    out_names.push_back(n);
-  }
-  auto& node = b.Node(op, in_names, out_names);
-  if (attrs) attrs(node);
-  return b.Bytes();
-}
 
 std::unique_ptr<Session> Make(const std::string& bytes) {
   auto s = Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
@@ -55,11 +31,11 @@ std::unique_ptr<Session> Make(const std::string& bytes) {
 std::unique_ptr<Session> MakeEinsum(const std::string& eq, int n_inputs) {
   std::vector<std::pair<std::string, DataType>> ins;
   for (int i = 0; i < n_inputs; ++i) ins.push_back({"x" + std::to_string(i), DataType::kFloat});
-  return Make(Model(12, "Einsum", ins, {{"y", DataType::kFloat}}, [&](auto& n) { StrAttr(n, "equation", eq); }));
+  return Make(OneNodeModel(12, "Einsum", ins, {{"y", DataType::kFloat}}, [&](auto& n) { StrAttr(n, "equation", eq); }));
 }
 
 TEST(MatmulKernels, MatMulShapes) {
-  auto s = Make(Model(13, "MatMul", {{"a", DataType::kFloat}, {"b", DataType::kFloat}}, {{"y", DataType::kFloat}}));
+  auto s = Make(OneNodeModel(13, "MatMul", {{"a", DataType::kFloat}, {"b", DataType::kFloat}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s);
   // 1-D x 1-D: a scalar.
   auto r = s->Run({{"a", F32({3}, {1, 2, 3})}, {"b", F32({3}, {4, 5, 6})}});
@@ -82,7 +58,7 @@ TEST(MatmulKernels, MatMulShapes) {
 }
 
 TEST(MatmulKernels, GemmBroadcastsC) {
-  auto s = Make(Model(13, "Gemm", {{"a", DataType::kFloat}, {"b", DataType::kFloat}, {"c", DataType::kFloat}},
+  auto s = Make(OneNodeModel(13, "Gemm", {{"a", DataType::kFloat}, {"b", DataType::kFloat}, {"c", DataType::kFloat}},
                       {{"y", DataType::kFloat}}, [](auto& n) { ModelBuilder::IntAttr(n, "transB", 1); }));
   ASSERT_TRUE(s);
   // a [1,2], b^T: b is [3,2] -> y [1,3]; c [3] broadcasts along rows.
@@ -127,14 +103,14 @@ TEST(MatmulKernels, EinsumEquations) {
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   // Malformed equations are rejected when the session is made.
   for (const char* eq : {"ij,jk->ik,", "i.j->ij", "ij->kk", "ij->q"}) {
-    std::string bytes = Model(12, "Einsum", {{"x0", DataType::kFloat}}, {{"y", DataType::kFloat}},
+    std::string bytes = OneNodeModel(12, "Einsum", {{"x0", DataType::kFloat}}, {{"y", DataType::kFloat}},
                               [&](auto& n) { StrAttr(n, "equation", eq); });
     EXPECT_FALSE(Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{}).ok()) << eq;
   }
 }
 
 TEST(MatmulKernels, MatMulIntegerPerRowZeroPoint) {
-  auto s = Make(Model(10, "MatMulInteger",
+  auto s = Make(OneNodeModel(10, "MatMulInteger",
                       {{"a", DataType::kUInt8}, {"b", DataType::kUInt8}, {"az", DataType::kUInt8}, {"bz", DataType::kUInt8}},
                       {{"y", DataType::kInt32}}));
   ASSERT_TRUE(s);

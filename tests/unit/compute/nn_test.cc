@@ -16,44 +16,15 @@ namespace inferloop {
 namespace {
 
 using testing::ModelBuilder;
+using testing::IntsAttr;
+using testing::OneNodeModel;
+using testing::StrAttr;
 using Attrs = std::function<void(onnxpb::NodeProto&)>;
 
 Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
 Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
 
-void Ints(onnxpb::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void Str(onnxpb::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::STRING);
-  a->set_s(v);
-}
 
-std::string Model(int64_t opset, const std::string& op, const std::vector<std::pair<std::string, DataType>>& ins,
-                  const std::vector<std::pair<std::string, DataType>>& outs, const Attrs& attrs = nullptr) {
-  ModelBuilder b(opset);
-  std::vector<std::string> in_names, out_names;
-  for (auto& [n, t] : ins) {
-    auto* vi = b.proto().mutable_graph()->add_input();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    in_names.push_back(n);
-  }
-  for (auto& [n, t] : outs) {
-    auto* vi = b.proto().mutable_graph()->add_output();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    out_names.push_back(n);
-  }
-  auto& node = b.Node(op, in_names, out_names);
-  if (attrs) attrs(node);
-  return b.Bytes();
-}
 
 std::unique_ptr<Session> Make(const std::string& bytes) {
   auto s = Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
@@ -100,11 +71,11 @@ TEST(NnKernels, ConvMatchesNaiveWithGroupsPadsStridesDilations) {
   const int N = 2, C = 4, H = 9, W = 11, M = 6, KH = 3, KW = 2, G = 2, sh = 2, sw = 3, dh = 2, dw = 1;
   const int pt = 1, pl = 0, pb = 2, pr = 1;
   const int OH = (H + pt + pb - ((KH - 1) * dh + 1)) / sh + 1, OW = (W + pl + pr - ((KW - 1) * dw + 1)) / sw + 1;
-  auto s = Make(Model(22, "Conv", kXWB, kY, [&](auto& n) {
+  auto s = Make(OneNodeModel(22, "Conv", kXWB, kY, [&](auto& n) {
     ModelBuilder::IntAttr(n, "group", G);
-    Ints(n, "strides", {sh, sw});
-    Ints(n, "dilations", {dh, dw});
-    Ints(n, "pads", {pt, pl, pb, pr});
+    IntsAttr(n, "strides", {sh, sw});
+    IntsAttr(n, "dilations", {dh, dw});
+    IntsAttr(n, "pads", {pt, pl, pb, pr});
   }));
   ASSERT_TRUE(s);
   auto x = Random(N * C * H * W, 1), w = Random(M * (C / G) * KH * KW, 2), b = Random(M, 3);
@@ -117,7 +88,7 @@ TEST(NnKernels, ConvMatchesNaiveWithGroupsPadsStridesDilations) {
 }
 
 TEST(NnKernels, ConvShapeErrors) {
-  auto s = Make(Model(22, "Conv", kXWB, kY, [](auto& n) { ModelBuilder::IntAttr(n, "group", 2); }));
+  auto s = Make(OneNodeModel(22, "Conv", kXWB, kY, [](auto& n) { ModelBuilder::IntAttr(n, "group", 2); }));
   ASSERT_TRUE(s);
   // W expects 2 * 2 = 4 input channels, X has 3 (also not divisible by group).
   auto r = s->Run({{"x", F32({1, 3, 4, 4}, std::vector<float>(48, 1))}, {"w", F32({2, 2, 1, 1}, {1, 1, 1, 1})},
@@ -131,7 +102,7 @@ TEST(NnKernels, ConvShapeErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   // Kernel larger than the input.
-  auto s1 = Make(Model(22, "Conv", kXWB, kY));
+  auto s1 = Make(OneNodeModel(22, "Conv", kXWB, kY));
   ASSERT_TRUE(s1);
   r = s1->Run({{"x", F32({1, 1, 2, 2}, {1, 2, 3, 4})}, {"w", F32({1, 1, 3, 3}, std::vector<float>(9, 1))}, {"b", F32({1}, {0})}});
   ASSERT_FALSE(r.ok());
@@ -141,16 +112,16 @@ TEST(NnKernels, ConvShapeErrors) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   // Bad auto_pad is rejected when the session is made.
-  std::string bytes = Model(22, "Conv", kXWB, kY, [](auto& n) { Str(n, "auto_pad", "SAME"); });
+  std::string bytes = OneNodeModel(22, "Conv", kXWB, kY, [](auto& n) { StrAttr(n, "auto_pad", "SAME"); });
   EXPECT_FALSE(Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{}).ok());
 }
 
 TEST(NnKernels, ConvTransposeOutputPaddingAndGroups) {
   // 1-D, group 2, stride 2, output_padding 1: each input element spreads its kernel.
-  auto s = Make(Model(22, "ConvTranspose", kXWB, kY, [](auto& n) {
+  auto s = Make(OneNodeModel(22, "ConvTranspose", kXWB, kY, [](auto& n) {
     ModelBuilder::IntAttr(n, "group", 2);
-    Ints(n, "strides", {2});
-    Ints(n, "output_padding", {1});
+    IntsAttr(n, "strides", {2});
+    IntsAttr(n, "output_padding", {1});
   }));
   ASSERT_TRUE(s);
   // X [1, 2, 2], W [2, 1, 2] -> Y [1, 2, (2-1)*2 + 2 + 1 = 5].
@@ -168,9 +139,9 @@ TEST(NnKernels, ConvTransposeOutputPaddingAndGroups) {
 
 TEST(NnKernels, MaxPoolIndicesStorageOrder) {
   for (int order : {0, 1}) {
-    auto s = Make(Model(12, "MaxPool", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}, {"i", DataType::kInt64}}, [&](auto& n) {
-      Ints(n, "kernel_shape", {2, 2});
-      Ints(n, "strides", {2, 2});
+    auto s = Make(OneNodeModel(12, "MaxPool", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}, {"i", DataType::kInt64}}, [&](auto& n) {
+      IntsAttr(n, "kernel_shape", {2, 2});
+      IntsAttr(n, "strides", {2, 2});
       ModelBuilder::IntAttr(n, "storage_order", order);
     }));
     ASSERT_TRUE(s);
@@ -186,10 +157,10 @@ TEST(NnKernels, MaxPoolIndicesStorageOrder) {
 TEST(NnKernels, AveragePoolCeilModeDivisors) {
   // in 5, kernel 2, stride 2, pad 1 both sides, ceil: out = ceil((5 + 2 - 2) / 2) + 1 = 4.
   for (int cip : {0, 1}) {
-    auto s = Make(Model(19, "AveragePool", {{"x", DataType::kFloat}}, kY, [&](auto& n) {
-      Ints(n, "kernel_shape", {2});
-      Ints(n, "strides", {2});
-      Ints(n, "pads", {1, 1});
+    auto s = Make(OneNodeModel(19, "AveragePool", {{"x", DataType::kFloat}}, kY, [&](auto& n) {
+      IntsAttr(n, "kernel_shape", {2});
+      IntsAttr(n, "strides", {2});
+      IntsAttr(n, "pads", {1, 1});
       ModelBuilder::IntAttr(n, "ceil_mode", 1);
       ModelBuilder::IntAttr(n, "count_include_pad", cip);
     }));
@@ -205,16 +176,16 @@ TEST(NnKernels, AveragePoolCeilModeDivisors) {
     EXPECT_FLOAT_EQ(p[2], 9.0f);
   }
   // Missing kernel_shape is rejected at creation.
-  std::string bytes = Model(19, "AveragePool", {{"x", DataType::kFloat}}, kY);
+  std::string bytes = OneNodeModel(19, "AveragePool", {{"x", DataType::kFloat}}, kY);
   EXPECT_FALSE(Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{}).ok());
 }
 
 TEST(NnKernels, DeformConvWithZeroOffsetsIsConv) {
   const int N = 1, C = 2, H = 5, W = 4, M = 3;
   auto x = Random(N * C * H * W, 7), w = Random(M * C * 3 * 3, 8), b = Random(M, 9);
-  auto conv = Make(Model(22, "Conv", kXWB, kY, [](auto& n) { Ints(n, "pads", {1, 1, 1, 1}); }));
-  auto deform = Make(Model(22, "DeformConv", {{"x", DataType::kFloat}, {"w", DataType::kFloat}, {"o", DataType::kFloat}, {"b", DataType::kFloat}},
-                           kY, [](auto& n) { Ints(n, "pads", {1, 1, 1, 1}); }));
+  auto conv = Make(OneNodeModel(22, "Conv", kXWB, kY, [](auto& n) { IntsAttr(n, "pads", {1, 1, 1, 1}); }));
+  auto deform = Make(OneNodeModel(22, "DeformConv", {{"x", DataType::kFloat}, {"w", DataType::kFloat}, {"o", DataType::kFloat}, {"b", DataType::kFloat}},
+                           kY, [](auto& n) { IntsAttr(n, "pads", {1, 1, 1, 1}); }));
   ASSERT_TRUE(conv && deform);
   auto rc = conv->Run({{"x", F32({N, C, H, W}, x)}, {"w", F32({M, C, 3, 3}, w)}, {"b", F32({M}, b)}});
   auto rd = deform->Run({{"x", F32({N, C, H, W}, x)}, {"w", F32({M, C, 3, 3}, w)},
@@ -233,9 +204,9 @@ TEST(NnKernels, DeformConvWithZeroOffsetsIsConv) {
 }
 
 TEST(NnKernels, MaxUnpoolRejectsOutOfRangeIndices) {
-  auto s = Make(Model(11, "MaxUnpool", {{"x", DataType::kFloat}, {"i", DataType::kInt64}}, kY, [](auto& n) {
-    Ints(n, "kernel_shape", {2, 2});
-    Ints(n, "strides", {2, 2});
+  auto s = Make(OneNodeModel(11, "MaxUnpool", {{"x", DataType::kFloat}, {"i", DataType::kInt64}}, kY, [](auto& n) {
+    IntsAttr(n, "kernel_shape", {2, 2});
+    IntsAttr(n, "strides", {2, 2});
   }));
   ASSERT_TRUE(s);
   auto r = s->Run({{"x", F32({1, 1, 1, 1}, {5})}, {"i", I64({1, 1, 1, 1}, {3})}});
@@ -247,14 +218,14 @@ TEST(NnKernels, MaxUnpoolRejectsOutOfRangeIndices) {
 }
 
 TEST(NnKernels, NormalizationErrors) {
-  auto ln = Make(Model(17, "LayerNormalization", {{"x", DataType::kFloat}, {"s", DataType::kFloat}}, kY,
+  auto ln = Make(OneNodeModel(17, "LayerNormalization", {{"x", DataType::kFloat}, {"s", DataType::kFloat}}, kY,
                        [](auto& n) { ModelBuilder::IntAttr(n, "axis", 2); }));
   ASSERT_TRUE(ln);
   auto r = ln->Run({{"x", F32({2, 2}, {1, 2, 3, 4})}, {"s", F32({2}, {1, 1})}});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("axis"), std::string::npos) << r.status().ToString();
   // Scale that does not broadcast.
-  auto ln1 = Make(Model(17, "LayerNormalization", {{"x", DataType::kFloat}, {"s", DataType::kFloat}}, kY));
+  auto ln1 = Make(OneNodeModel(17, "LayerNormalization", {{"x", DataType::kFloat}, {"s", DataType::kFloat}}, kY));
   ASSERT_TRUE(ln1);
   r = ln1->Run({{"x", F32({2, 2}, {1, 2, 3, 4})}, {"s", F32({3}, {1, 1, 1})}});
   ASSERT_FALSE(r.ok());
@@ -264,7 +235,7 @@ TEST(NnKernels, NormalizationErrors) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_NEAR((*r)[0].second.tensor().data<float>()[0], -1.0f, 1e-4);
   // GroupNormalization: channels not divisible by num_groups.
-  auto gn = Make(Model(21, "GroupNormalization", {{"x", DataType::kFloat}, {"s", DataType::kFloat}, {"b", DataType::kFloat}}, kY,
+  auto gn = Make(OneNodeModel(21, "GroupNormalization", {{"x", DataType::kFloat}, {"s", DataType::kFloat}, {"b", DataType::kFloat}}, kY,
                        [](auto& n) { ModelBuilder::IntAttr(n, "num_groups", 2); }));
   ASSERT_TRUE(gn);
   r = gn->Run({{"x", F32({1, 3, 1}, {1, 2, 3})}, {"s", F32({3}, {1, 1, 1})}, {"b", F32({3}, {0, 0, 0})}});
@@ -273,7 +244,7 @@ TEST(NnKernels, NormalizationErrors) {
 }
 
 TEST(NnKernels, DropoutTrainingIsSeededAndRatioZeroIsIdentity) {
-  auto s = Make(Model(13, "Dropout", {{"x", DataType::kFloat}, {"r", DataType::kFloat}, {"t", DataType::kBool}},
+  auto s = Make(OneNodeModel(13, "Dropout", {{"x", DataType::kFloat}, {"r", DataType::kFloat}, {"t", DataType::kBool}},
                       {{"y", DataType::kFloat}, {"m", DataType::kBool}}, [](auto& n) { ModelBuilder::IntAttr(n, "seed", 3); }));
   ASSERT_TRUE(s);
   std::vector<float> xv(64, 1.0f);

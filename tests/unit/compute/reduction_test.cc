@@ -15,46 +15,16 @@ namespace inferloop {
 namespace {
 
 using testing::ModelBuilder;
+using testing::IntsAttr;
+using testing::OneNodeModel;
+using testing::StrAttr;
 
 Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
 Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
 Tensor I32(Shape shape, std::vector<int32_t> v) { return Tensor::FromVector<int32_t>(DataType::kInt32, std::move(shape), v); }
 
-void IntsAttr(onnxpb::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void StrAttr(onnxpb::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::STRING);
-  a->set_s(v);
-}
 
 // One-node model whose inputs/outputs have unknown shape.
-std::string Model(int64_t opset, const std::string& op, const std::vector<std::pair<std::string, DataType>>& ins,
-                  const std::vector<std::pair<std::string, DataType>>& outs,
-                  const std::function<void(onnxpb::NodeProto&)>& attrs = nullptr) {
-  ModelBuilder b(opset);
-  std::vector<std::string> in_names, out_names;
-  for (auto& [n, t] : ins) {
-    auto* vi = b.proto().mutable_graph()->add_input();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    in_names.push_back(n);
-  }
-  for (auto& [n, t] : outs) {
-    auto* vi = b.proto().mutable_graph()->add_output();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    out_names.push_back(n);
-  }
-  auto& node = b.Node(op, in_names, out_names);
-  if (attrs) attrs(node);
-  return b.Bytes();
-}
 
 std::unique_ptr<Session> Make(const std::string& bytes) {
   auto s = Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
@@ -64,7 +34,7 @@ std::unique_ptr<Session> Make(const std::string& bytes) {
 
 TEST(ReductionKernels, ReduceSumAxesAttributeAndInput) {
   // Opset 11: axes attribute.
-  auto s11 = Make(Model(11, "ReduceSum", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}}, [](auto& n) {
+  auto s11 = Make(OneNodeModel(11, "ReduceSum", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}}, [](auto& n) {
     IntsAttr(n, "axes", {-1});
     ModelBuilder::IntAttr(n, "keepdims", 0);
   }));
@@ -77,7 +47,7 @@ TEST(ReductionKernels, ReduceSumAxesAttributeAndInput) {
   EXPECT_EQ(y.data<float>()[1], 15.0f);
 
   // Opset 13: axes input; bad and repeated axes are rejected.
-  auto s13 = Make(Model(13, "ReduceSum", {{"x", DataType::kFloat}, {"axes", DataType::kInt64}}, {{"y", DataType::kFloat}}));
+  auto s13 = Make(OneNodeModel(13, "ReduceSum", {{"x", DataType::kFloat}, {"axes", DataType::kInt64}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s13);
   r = s13->Run({{"x", F32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"axes", I64({1}, {2})}});
   ASSERT_FALSE(r.ok());
@@ -94,7 +64,7 @@ TEST(ReductionKernels, ReduceSumAxesAttributeAndInput) {
 }
 
 TEST(ReductionKernels, EmptySetIdentities) {
-  auto smin = Make(Model(20, "ReduceMin", {{"x", DataType::kInt32}, {"axes", DataType::kInt64}}, {{"y", DataType::kInt32}}));
+  auto smin = Make(OneNodeModel(20, "ReduceMin", {{"x", DataType::kInt32}, {"axes", DataType::kInt64}}, {{"y", DataType::kInt32}}));
   ASSERT_TRUE(smin);
   auto r = smin->Run({{"x", I32({2, 0}, {})}, {"axes", I64({1}, {1})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -102,13 +72,13 @@ TEST(ReductionKernels, EmptySetIdentities) {
   ASSERT_EQ(y.shape(), (Shape{2, 1}));
   EXPECT_EQ(y.data<int32_t>()[0], std::numeric_limits<int32_t>::max());
 
-  auto sprod = Make(Model(18, "ReduceProd", {{"x", DataType::kFloat}, {"axes", DataType::kInt64}}, {{"y", DataType::kFloat}}));
+  auto sprod = Make(OneNodeModel(18, "ReduceProd", {{"x", DataType::kFloat}, {"axes", DataType::kInt64}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(sprod);
   r = sprod->Run({{"x", F32({0, 3}, {})}, {"axes", I64({1}, {0})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)[0].second.tensor().data<float>()[2], 1.0f);
 
-  auto slse = Make(Model(18, "ReduceLogSumExp", {{"x", DataType::kFloat}, {"axes", DataType::kInt64}}, {{"y", DataType::kFloat}}));
+  auto slse = Make(OneNodeModel(18, "ReduceLogSumExp", {{"x", DataType::kFloat}, {"axes", DataType::kInt64}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(slse);
   r = slse->Run({{"x", F32({0, 3}, {})}, {"axes", I64({1}, {0})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -117,14 +87,14 @@ TEST(ReductionKernels, EmptySetIdentities) {
 
 TEST(ReductionKernels, SoftmaxOldOpsetCoercesTo2D) {
   // Opset 11, axis 1 on [2,2,2]: each row of 4 elements sums to one.
-  auto s = Make(Model(11, "Softmax", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}}));
+  auto s = Make(OneNodeModel(11, "Softmax", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s);
   auto r = s->Run({{"x", F32({2, 2, 2}, {0, 0, 0, 0, 1, 1, 1, 1})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const float* y = (*r)[0].second.tensor().data<float>();
   for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(y[i], 0.25f);
   // Opset 13 default axis -1: pairs sum to one.
-  auto s13 = Make(Model(13, "Softmax", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}}));
+  auto s13 = Make(OneNodeModel(13, "Softmax", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s13);
   r = s13->Run({{"x", F32({2, 2, 2}, {0, 0, 0, 0, 1, 1, 1, 1})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -132,7 +102,7 @@ TEST(ReductionKernels, SoftmaxOldOpsetCoercesTo2D) {
   // Axis out of range.
   r = s13->Run({{"x", F32({2}, {1, 2})}});
   ASSERT_TRUE(r.ok());
-  auto bad = Make(Model(13, "Softmax", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}},
+  auto bad = Make(OneNodeModel(13, "Softmax", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}},
                         [](auto& n) { ModelBuilder::IntAttr(n, "axis", 3); }));
   ASSERT_TRUE(bad);
   r = bad->Run({{"x", F32({2}, {1, 2})}});
@@ -141,7 +111,7 @@ TEST(ReductionKernels, SoftmaxOldOpsetCoercesTo2D) {
 }
 
 TEST(ReductionKernels, TopKTiesAndBadK) {
-  auto s = Make(Model(11, "TopK", {{"x", DataType::kFloat}, {"k", DataType::kInt64}},
+  auto s = Make(OneNodeModel(11, "TopK", {{"x", DataType::kFloat}, {"k", DataType::kInt64}},
                       {{"v", DataType::kFloat}, {"i", DataType::kInt64}}));
   ASSERT_TRUE(s);
   auto r = s->Run({{"x", F32({5}, {1, 3, 3, 2, 3})}, {"k", I64({1}, {2})}});
@@ -157,7 +127,7 @@ TEST(ReductionKernels, TopKTiesAndBadK) {
 }
 
 TEST(ReductionKernels, ArgMaxSelectLastAndEmptyAxis) {
-  auto s = Make(Model(13, "ArgMax", {{"x", DataType::kFloat}}, {{"y", DataType::kInt64}},
+  auto s = Make(OneNodeModel(13, "ArgMax", {{"x", DataType::kFloat}}, {{"y", DataType::kInt64}},
                       [](auto& n) { ModelBuilder::IntAttr(n, "select_last_index", 1); }));
   ASSERT_TRUE(s);
   auto r = s->Run({{"x", F32({4}, {1, 5, 5, 0})}});
@@ -169,7 +139,7 @@ TEST(ReductionKernels, ArgMaxSelectLastAndEmptyAxis) {
 }
 
 TEST(ReductionKernels, CumSumExclusiveReverse) {
-  auto s = Make(Model(14, "CumSum", {{"x", DataType::kInt32}, {"axis", DataType::kInt64}}, {{"y", DataType::kInt32}},
+  auto s = Make(OneNodeModel(14, "CumSum", {{"x", DataType::kInt32}, {"axis", DataType::kInt64}}, {{"y", DataType::kInt32}},
                       [](auto& n) {
                         ModelBuilder::IntAttr(n, "exclusive", 1);
                         ModelBuilder::IntAttr(n, "reverse", 1);
@@ -187,7 +157,7 @@ TEST(ReductionKernels, CumSumExclusiveReverse) {
 }
 
 TEST(LossKernels, TargetOutOfRangeAndIgnoreIndex) {
-  auto s = Make(Model(13, "NegativeLogLikelihoodLoss", {{"x", DataType::kFloat}, {"t", DataType::kInt64}},
+  auto s = Make(OneNodeModel(13, "NegativeLogLikelihoodLoss", {{"x", DataType::kFloat}, {"t", DataType::kInt64}},
                       {{"y", DataType::kFloat}}, [](auto& n) {
                         StrAttr(n, "reduction", "mean");
                         ModelBuilder::IntAttr(n, "ignore_index", -1);
@@ -204,7 +174,7 @@ TEST(LossKernels, TargetOutOfRangeAndIgnoreIndex) {
   ASSERT_FALSE(r.ok());
 
   const std::string bytes =
-      Model(13, "SoftmaxCrossEntropyLoss", {{"x", DataType::kFloat}, {"t", DataType::kInt64}}, {{"y", DataType::kFloat}},
+      OneNodeModel(13, "SoftmaxCrossEntropyLoss", {{"x", DataType::kFloat}, {"t", DataType::kInt64}}, {{"y", DataType::kFloat}},
             [](auto& n) { StrAttr(n, "reduction", "average"); });
   auto bad = Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
   EXPECT_FALSE(bad.ok());

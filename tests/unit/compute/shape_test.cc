@@ -14,45 +14,15 @@ namespace inferloop {
 namespace {
 
 using testing::ModelBuilder;
+using testing::IntsAttr;
+using testing::OneNodeModel;
+using testing::StrAttr;
 
 Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
 Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
 
-void IntsAttr(onnxpb::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::INTS);
-  for (int64_t x : v) a->add_ints(x);
-}
-void StrAttr(onnxpb::NodeProto& n, const std::string& name, const std::string& v) {
-  auto* a = n.add_attribute();
-  a->set_name(name);
-  a->set_type(onnxpb::AttributeProto::STRING);
-  a->set_s(v);
-}
 
 // Builds a model where inputs have unknown rank (no shape) so any shape can be fed.
-std::string Model(int64_t opset, const std::string& op, const std::vector<std::pair<std::string, DataType>>& ins,
-                  const std::vector<std::pair<std::string, DataType>>& outs,
-                  const std::function<void(onnxpb::NodeProto&)>& attrs = nullptr) {
-  ModelBuilder b(opset);
-  std::vector<std::string> in_names, out_names;
-  for (auto& [n, t] : ins) {
-    auto* vi = b.proto().mutable_graph()->add_input();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    in_names.push_back(n);
-  }
-  for (auto& [n, t] : outs) {
-    auto* vi = b.proto().mutable_graph()->add_output();
-    vi->set_name(n);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(t));
-    out_names.push_back(n);
-  }
-  auto& node = b.Node(op, in_names, out_names);
-  if (attrs) attrs(node);
-  return b.Bytes();
-}
 
 std::unique_ptr<Session> Make(const std::string& bytes, size_t max_bytes = size_t{16} << 30) {
   SessionOptions opts;
@@ -63,7 +33,7 @@ std::unique_ptr<Session> Make(const std::string& bytes, size_t max_bytes = size_
 }
 
 TEST(ShapeKernels, GatherWrapsNegativeAndRejectsOutOfRange) {
-  auto s = Make(Model(13, "Gather", {{"x", DataType::kFloat}, {"i", DataType::kInt64}}, {{"y", DataType::kFloat}}));
+  auto s = Make(OneNodeModel(13, "Gather", {{"x", DataType::kFloat}, {"i", DataType::kInt64}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s);
   auto r = s->Run({{"x", F32({3}, {10, 20, 30})}, {"i", I64({2}, {-1, 0})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -79,12 +49,12 @@ TEST(ShapeKernels, GatherWrapsNegativeAndRejectsOutOfRange) {
 }
 
 TEST(ShapeKernels, GatherNDAndScatterNDRejectOutOfRange) {
-  auto g = Make(Model(13, "GatherND", {{"x", DataType::kFloat}, {"i", DataType::kInt64}}, {{"y", DataType::kFloat}}));
+  auto g = Make(OneNodeModel(13, "GatherND", {{"x", DataType::kFloat}, {"i", DataType::kInt64}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(g);
   auto r = g->Run({{"x", F32({2, 2}, {1, 2, 3, 4})}, {"i", I64({1, 2}, {1, 2})}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  auto sc = Make(Model(16, "ScatterND", {{"x", DataType::kFloat}, {"i", DataType::kInt64}, {"u", DataType::kFloat}},
+  auto sc = Make(OneNodeModel(16, "ScatterND", {{"x", DataType::kFloat}, {"i", DataType::kInt64}, {"u", DataType::kFloat}},
                        {{"y", DataType::kFloat}}, [](onnxpb::NodeProto& n) { StrAttr(n, "reduction", "add"); }));
   ASSERT_TRUE(sc);
   // Duplicate indices accumulate with reduction=add.
@@ -97,7 +67,7 @@ TEST(ShapeKernels, GatherNDAndScatterNDRejectOutOfRange) {
 
 TEST(ShapeKernels, ExpandTileConstantOfShapeRangeRefuseHugeOutputs) {
   const size_t limit = size_t{1} << 20;
-  auto e = Make(Model(13, "Expand", {{"x", DataType::kFloat}, {"s", DataType::kInt64}}, {{"y", DataType::kFloat}}), limit);
+  auto e = Make(OneNodeModel(13, "Expand", {{"x", DataType::kFloat}, {"s", DataType::kInt64}}, {{"y", DataType::kFloat}}), limit);
   ASSERT_TRUE(e);
   auto r = e->Run({{"x", F32({1}, {1})}, {"s", I64({2}, {int64_t{1} << 20, int64_t{1} << 20})}});
   ASSERT_FALSE(r.ok());
@@ -106,17 +76,17 @@ TEST(ShapeKernels, ExpandTileConstantOfShapeRangeRefuseHugeOutputs) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
 
-  auto t = Make(Model(13, "Tile", {{"x", DataType::kFloat}, {"s", DataType::kInt64}}, {{"y", DataType::kFloat}}), limit);
+  auto t = Make(OneNodeModel(13, "Tile", {{"x", DataType::kFloat}, {"s", DataType::kInt64}}, {{"y", DataType::kFloat}}), limit);
   r = t->Run({{"x", F32({2}, {1, 2})}, {"s", I64({1}, {int64_t{1} << 62})}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
 
-  auto c = Make(Model(20, "ConstantOfShape", {{"s", DataType::kInt64}}, {{"y", DataType::kFloat}}), limit);
+  auto c = Make(OneNodeModel(20, "ConstantOfShape", {{"s", DataType::kInt64}}, {{"y", DataType::kFloat}}), limit);
   r = c->Run({{"s", I64({3}, {int64_t{1} << 31, int64_t{1} << 31, int64_t{1} << 31})}});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted) << r.status().ToString();
 
-  auto g = Make(Model(11, "Range", {{"a", DataType::kInt64}, {"b", DataType::kInt64}, {"c", DataType::kInt64}},
+  auto g = Make(OneNodeModel(11, "Range", {{"a", DataType::kInt64}, {"b", DataType::kInt64}, {"c", DataType::kInt64}},
                       {{"y", DataType::kInt64}}),
                 limit);
   r = g->Run({{"a", I64({}, {INT64_MIN})}, {"b", I64({}, {INT64_MAX})}, {"c", I64({}, {1})}});
@@ -128,7 +98,7 @@ TEST(ShapeKernels, ExpandTileConstantOfShapeRangeRefuseHugeOutputs) {
 }
 
 TEST(ShapeKernels, SliceNegativeStepClampsAndRejectsZeroStep) {
-  auto s = Make(Model(13, "Slice",
+  auto s = Make(OneNodeModel(13, "Slice",
                       {{"x", DataType::kFloat}, {"st", DataType::kInt64}, {"en", DataType::kInt64},
                        {"ax", DataType::kInt64}, {"sp", DataType::kInt64}},
                       {{"y", DataType::kFloat}}));
@@ -149,7 +119,7 @@ TEST(ShapeKernels, SliceNegativeStepClampsAndRejectsZeroStep) {
 }
 
 TEST(ShapeKernels, PadReflectWithNegativePad) {
-  auto s = Make(Model(18, "Pad", {{"x", DataType::kFloat}, {"p", DataType::kInt64}}, {{"y", DataType::kFloat}},
+  auto s = Make(OneNodeModel(18, "Pad", {{"x", DataType::kFloat}, {"p", DataType::kInt64}}, {{"y", DataType::kFloat}},
                       [](onnxpb::NodeProto& n) { StrAttr(n, "mode", "reflect"); }));
   ASSERT_TRUE(s);
   // numpy: np.pad([0,1,2,3], (0,2), 'reflect') = [0,1,2,3,2,1]; then drop 1 at the front.
@@ -164,7 +134,7 @@ TEST(ShapeKernels, PadReflectWithNegativePad) {
 }
 
 TEST(ShapeKernels, UniqueUnsortedKeepsFirstOccurrenceOrder) {
-  auto s = Make(Model(11, "Unique", {{"x", DataType::kInt64}},
+  auto s = Make(OneNodeModel(11, "Unique", {{"x", DataType::kInt64}},
                       {{"y", DataType::kInt64}, {"idx", DataType::kInt64}, {"inv", DataType::kInt64}, {"cnt", DataType::kInt64}},
                       [](onnxpb::NodeProto& n) { ModelBuilder::IntAttr(n, "sorted", 0); }));
   ASSERT_TRUE(s);
@@ -181,12 +151,12 @@ TEST(ShapeKernels, UniqueUnsortedKeepsFirstOccurrenceOrder) {
 }
 
 TEST(ShapeKernels, StringTransposeAndConcat) {
-  auto s = Make(Model(13, "Transpose", {{"x", DataType::kString}}, {{"y", DataType::kString}}));
+  auto s = Make(OneNodeModel(13, "Transpose", {{"x", DataType::kString}}, {{"y", DataType::kString}}));
   ASSERT_TRUE(s);
   auto r = s->Run({{"x", Tensor::FromStrings({2, 2}, {"a", "b", "c", "d"})}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)[0].second.tensor().strings()[1], "c");
-  auto c = Make(Model(13, "Concat", {{"a", DataType::kString}, {"b", DataType::kString}}, {{"y", DataType::kString}},
+  auto c = Make(OneNodeModel(13, "Concat", {{"a", DataType::kString}, {"b", DataType::kString}}, {{"y", DataType::kString}},
                       [](onnxpb::NodeProto& n) { ModelBuilder::IntAttr(n, "axis", -1); }));
   ASSERT_TRUE(c);
   r = c->Run({{"a", Tensor::FromStrings({1, 1}, {"x"})}, {"b", Tensor::FromStrings({1, 2}, {"y", "z"})}});
@@ -196,7 +166,7 @@ TEST(ShapeKernels, StringTransposeAndConcat) {
 }
 
 TEST(ShapeKernels, ReshapeAndTransposeValidate) {
-  auto s = Make(Model(14, "Reshape", {{"x", DataType::kFloat}, {"s", DataType::kInt64}}, {{"y", DataType::kFloat}}));
+  auto s = Make(OneNodeModel(14, "Reshape", {{"x", DataType::kFloat}, {"s", DataType::kInt64}}, {{"y", DataType::kFloat}}));
   ASSERT_TRUE(s);
   auto r = s->Run({{"x", F32({2, 3}, {1, 2, 3, 4, 5, 6})}, {"s", I64({2}, {-1, -1})}});
   ASSERT_FALSE(r.ok());
@@ -204,7 +174,7 @@ TEST(ShapeKernels, ReshapeAndTransposeValidate) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)[0].second.tensor().shape(), (Shape{2, 3}));
   // A perm that is not a permutation is refused when the session is created.
-  std::string bad = Model(13, "Transpose", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}},
+  std::string bad = OneNodeModel(13, "Transpose", {{"x", DataType::kFloat}}, {{"y", DataType::kFloat}},
                           [](onnxpb::NodeProto& n) { IntsAttr(n, "perm", {0, 0}); });
   auto t = Session::CreateFromBytes(bad.data(), bad.size());
   EXPECT_FALSE(t.ok());
