@@ -1,6 +1,10 @@
 #include "graph/onnx_loader.h"
 
+#include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <map>
@@ -82,7 +86,8 @@ Result<GraphValue> ConvertValueInfo(const onnxpb::ValueInfoProto& vi) {
   return v;
 }
 
-Result<Graph> ConvertGraph(const onnxpb::GraphProto& gp, LoadContext& ctx, int depth);
+Result<Graph> ConvertGraph(const onnxpb::GraphProto& gp, LoadContext& ctx, int depth,
+                           onnxpb::GraphProto* release = nullptr);
 
 Result<Attribute> ConvertAttribute(const onnxpb::AttributeProto& ap, LoadContext& ctx, int depth) {
   Attribute a;
@@ -245,14 +250,28 @@ Status InlineFunction(const onnxpb::FunctionProto& fn, const Node& call, LoadCon
   return Status::Ok();
 }
 
-Result<Graph> ConvertGraph(const onnxpb::GraphProto& gp, LoadContext& ctx, int depth) {
+// Frees a converted initializer's payload so the proto and the tensor are not both resident.
+void ReleaseTensorData(onnxpb::TensorProto* tp) {
+  std::string().swap(*tp->mutable_raw_data());
+  google::protobuf::RepeatedField<float>().Swap(tp->mutable_float_data());
+  google::protobuf::RepeatedField<double>().Swap(tp->mutable_double_data());
+  google::protobuf::RepeatedField<int32_t>().Swap(tp->mutable_int32_data());
+  google::protobuf::RepeatedField<int64_t>().Swap(tp->mutable_int64_data());
+}
+
+// `release`: when the caller owns the proto (the top-level graph), each initializer's data is
+// freed right after conversion, so loading peaks near one copy of the weights, not two.
+Result<Graph> ConvertGraph(const onnxpb::GraphProto& gp, LoadContext& ctx, int depth,
+                           onnxpb::GraphProto* release) {
   if (depth > kMaxGraphDepth) return Status::InvalidArgument("subgraphs nested too deeply");
   Graph g;
   g.name = gp.name();
-  for (const auto& tp : gp.initializer()) {
+  for (int i = 0; i < gp.initializer_size(); ++i) {
+    const auto& tp = gp.initializer(i);
     auto r = TensorFromProto(tp, ctx.base_dir);
     if (!r.ok()) return r.status().WithContext("initializer '" + tp.name() + "'");
     g.initializers.emplace_back(tp.name(), std::move(r).value());
+    if (release) ReleaseTensorData(release->mutable_initializer(i));
   }
   for (const auto& sp : gp.sparse_initializer()) {
     auto r = SparseTensorFromProto(sp, ctx.base_dir);
@@ -275,6 +294,10 @@ Result<Graph> ConvertGraph(const onnxpb::GraphProto& gp, LoadContext& ctx, int d
   return g;
 }
 
+constexpr const char* kParseError = "not a valid ONNX model: the protobuf could not be parsed (truncated or corrupt file?)";
+
+Result<Model> ConvertModel(onnxpb::ModelProto& mp, const std::string& base_dir);
+
 }  // namespace
 
 Result<Model> LoadModelFromBytes(const void* data, size_t size, const std::string& base_dir) {
@@ -283,8 +306,13 @@ Result<Model> LoadModelFromBytes(const void* data, size_t size, const std::strin
   onnxpb::ModelProto mp;
   google::protobuf::io::CodedInputStream cis(static_cast<const uint8_t*>(data), static_cast<int>(size));
   cis.SetRecursionLimit(200);
-  if (!mp.ParseFromCodedStream(&cis) || !cis.ConsumedEntireMessage())
-    return Status::InvalidArgument("not a valid ONNX model: the protobuf could not be parsed (truncated or corrupt file?)");
+  if (!mp.ParseFromCodedStream(&cis) || !cis.ConsumedEntireMessage()) return Status::InvalidArgument(kParseError);
+  return ConvertModel(mp, base_dir);
+}
+
+namespace {
+
+Result<Model> ConvertModel(onnxpb::ModelProto& mp, const std::string& base_dir) {
   if (!mp.has_graph()) return Status::InvalidArgument("not a valid ONNX model: it has no graph");
   Model m;
   m.ir_version = mp.ir_version();
@@ -295,14 +323,38 @@ Result<Model> LoadModelFromBytes(const void* data, size_t size, const std::strin
   LoadContext ctx;
   ctx.base_dir = base_dir;
   for (const auto& fn : mp.functions()) ctx.functions[{CanonicalDomain(fn.domain()), fn.name()}] = &fn;
-  IL_ASSIGN_OR_RETURN(m.graph, ConvertGraph(mp.graph(), ctx, 0));
+  IL_ASSIGN_OR_RETURN(m.graph, ConvertGraph(mp.graph(), ctx, 0, mp.mutable_graph()));
   return m;
 }
 
+}  // namespace
+
 Result<Model> LoadModelFromFile(const std::string& path) {
-  IL_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
+  // Streamed from the file through a small buffer: the file's bytes are never held whole
+  // next to the parsed proto (for a 440 MB model this halves peak memory while loading).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound("cannot open model file '" + path + "'");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument("'" + path + "' is not a regular file");
+  }
+  if (st.st_size > static_cast<off_t>(INT32_MAX)) {
+    ::close(fd);
+    return Status::InvalidArgument(path + ": model file is over 2 GiB; store large weights as external data");
+  }
+  onnxpb::ModelProto mp;
+  bool parsed;
+  {
+    google::protobuf::io::FileInputStream fis(fd, 1 << 20);
+    fis.SetCloseOnDelete(true);
+    google::protobuf::io::CodedInputStream cis(&fis);
+    cis.SetRecursionLimit(200);
+    parsed = mp.ParseFromCodedStream(&cis) && cis.ConsumedEntireMessage();
+  }
+  if (!parsed) return Status::InvalidArgument(path + ": " + kParseError);
   std::string dir = std::filesystem::path(path).parent_path().string();
-  auto r = LoadModelFromBytes(bytes.data(), bytes.size(), dir);
+  auto r = ConvertModel(mp, dir);
   if (!r.ok()) return r.status().WithContext(path);
   return r;
 }
