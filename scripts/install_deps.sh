@@ -9,6 +9,7 @@ PACKAGES=(
   libgtest-dev
   libjpeg-dev libpng-dev        # ImageDecoder (JPEG, PNG)
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target
+  libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

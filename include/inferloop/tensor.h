@@ -1,6 +1,7 @@
 // Tensor, DataType and Value: the one tensor type used by the API and inside the engine.
 //
-// A Tensor is a dtype, a shape and a reference-counted buffer. Copies are shallow (they share
+// A Tensor is a dtype, a shape (inferloop/shape.h: vector-like, rank <= 8 kept inline) and a
+// reference-counted buffer. Copies are shallow (they share
 // the buffer); kernels never write into their inputs. Elements are stored unpacked: sub-byte
 // types (int4, uint4, float4e2m1, int2, uint2) take one byte per element in memory and are
 // packed only in files. 16-bit floats are stored as their raw uint16 bits, float8 as uint8.
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "inferloop/shape.h"
 #include "inferloop/status.h"
 
 namespace inferloop {
@@ -58,7 +60,6 @@ size_t DataTypeSize(DataType t);
 // True if `t` is a value the loader understands.
 bool IsKnownDataType(int32_t t);
 
-using Shape = std::vector<int64_t>;
 // "[2,3,4]"
 std::string ShapeToString(const Shape& s);
 // Product of dims; -1 if any dim is negative; -2 on int64 overflow.
@@ -77,6 +78,11 @@ class Tensor {
   template <typename T>
   static Tensor FromVector(DataType dtype, Shape shape, const std::vector<T>& values);
   static Tensor Scalar(float v);
+  // A tensor over memory it does not own (a runtime arena, a caller's buffer): `data` must hold
+  // element count * DataTypeSize bytes, 64-byte aligned for kernels' sake, and stay valid while
+  // `keep_alive` (shared by every copy of the tensor) lives. Not for STRING. Does not allocate
+  // when the rank fits inline.
+  static Tensor View(DataType dtype, Shape shape, void* data, std::shared_ptr<void> keep_alive);
 
   bool defined() const { return dtype_ != DataType::kUndefined; }
   DataType dtype() const { return dtype_; }
@@ -95,6 +101,9 @@ class Tensor {
   std::string* strings() { return static_cast<std::string*>(data_); }
   const std::string* strings() const { return static_cast<const std::string*>(data_); }
 
+  // How many tensors share this tensor's buffer (or a View's keep-alive); 0 when there is none.
+  long buffer_use_count() const { return buffer_.use_count(); }
+
   // Same buffer, new shape with the same element count.
   Result<Tensor> Reshaped(Shape new_shape) const;
   // Deep copy.
@@ -105,7 +114,7 @@ class Tensor {
   DataType dtype_ = DataType::kUndefined;
   Shape shape_;
   int64_t size_ = 0;
-  std::shared_ptr<Buffer> buffer_;
+  std::shared_ptr<void> buffer_;  // a Buffer, or a View's keep-alive
   void* data_ = nullptr;
 };
 

@@ -143,6 +143,16 @@ Tensor Tensor::FromStrings(Shape shape, std::vector<std::string> values) {
   return t;
 }
 
+Tensor Tensor::View(DataType dtype, Shape shape, void* data, std::shared_ptr<void> keep_alive) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.size_ = ShapeElementCount(shape);
+  t.shape_ = std::move(shape);
+  t.data_ = data;
+  t.buffer_ = std::move(keep_alive);
+  return t;
+}
+
 Tensor Tensor::Scalar(float v) { return FromVector<float>(DataType::kFloat, {}, {v}); }
 
 Result<Tensor> Tensor::Reshaped(Shape new_shape) const {

@@ -1,0 +1,143 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/thread_pool.h"
+
+namespace inferloop {
+namespace {
+
+// Every index of [0, n) is visited exactly once; every range except the last is >= grain.
+void CheckCoverage(ThreadPool* pool, int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+  std::mutex mu;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  ParallelFor(pool, n, grain, [&](int64_t b, int64_t e) {
+    ASSERT_LE(0, b);
+    ASSERT_LT(b, e);
+    ASSERT_LE(e, n);
+    for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    std::lock_guard<std::mutex> lock(mu);
+    ranges.emplace_back(b, e);
+  });
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " grain=" << grain << " i=" << i;
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t k = 0; k + 1 < ranges.size(); ++k) EXPECT_GE(ranges[k].second - ranges[k].first, grain);
+}
+
+TEST(RtThreadPool, CoversRangeExactlyOnce) {
+  for (int threads : {1, 2, 3, 4}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.num_threads(), threads);
+    for (int64_t n : {0, 1, 2, 3, 7, 8, 63, 64, 65, 1000, 4097})
+      for (int64_t grain : {1, 2, 3, 16, 100, 5000}) CheckCoverage(&pool, n, grain);
+  }
+  for (int64_t n : {0, 1, 17}) CheckCoverage(nullptr, n, 1);
+}
+
+TEST(RtThreadPool, UsesSeveralThreads) {
+  ThreadPool pool(2);
+  std::mutex mu;
+  std::vector<std::thread::id> ids;
+  std::atomic<int> arrived{0};
+  // Two blocks that each wait (briefly) for the other: only possible with two threads.
+  ParallelFor(&pool, 2, 1, [&](int64_t, int64_t) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ids.push_back(std::this_thread::get_id());
+    }
+    arrived.fetch_add(1);
+    for (int spin = 0; spin < 2000000 && arrived.load() < 2; ++spin) std::this_thread::yield();
+  });
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_NE(ids[0], ids[1]);
+}
+
+TEST(RtThreadPool, NestedCallsRunInline) {
+  ThreadPool pool(3);
+  std::atomic<int64_t> total{0};
+  std::atomic<int> nested_saw_region{0};
+  ParallelFor(&pool, 12, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      EXPECT_TRUE(ThreadPool::InParallelRegion());
+      std::thread::id outer = std::this_thread::get_id();
+      pool.ParallelFor(100, 1, [&](int64_t ib, int64_t ie) {
+        EXPECT_EQ(std::this_thread::get_id(), outer);  // inline on the same thread
+        EXPECT_EQ(ib, 0);
+        EXPECT_EQ(ie, 100);
+        nested_saw_region.fetch_add(1);
+        total.fetch_add(ie - ib);
+      });
+    }
+  });
+  EXPECT_EQ(total.load(), 12 * 100);
+  EXPECT_EQ(nested_saw_region.load(), 12);
+  EXPECT_FALSE(ThreadPool::InParallelRegion());
+}
+
+TEST(RtThreadPool, ConcurrentCallersEachComplete) {
+  ThreadPool* pool = SharedThreadPool(2);
+  EXPECT_EQ(pool, SharedThreadPool(2));
+  EXPECT_NE(pool, SharedThreadPool(3));
+  std::vector<std::thread> callers;
+  std::atomic<int> bad{0};
+  for (int c = 0; c < 4; ++c)
+    callers.emplace_back([&, c] {
+      for (int rep = 0; rep < 200; ++rep) {
+        int64_t n = 50 + c * 13 + rep;
+        std::vector<int> hits(static_cast<size_t>(n), 0);
+        ParallelFor(pool, n, 4, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) ++hits[i];
+        });
+        for (int h : hits)
+          if (h != 1) bad.fetch_add(1);
+      }
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(RtThreadPool, ReservationStaysWithinPool) {
+  ThreadPool pool(4);
+  ThreadPool::Reservation a(&pool, 3);
+  EXPECT_EQ(a.threads(), 3);
+  ThreadPool::Reservation b(&pool, 3);
+  EXPECT_EQ(b.threads(), 1);
+  {
+    ThreadPool::Reservation c(&pool, 8);
+    EXPECT_EQ(c.threads(), 1);  // the caller itself, even when the pool is fully used
+  }
+  ThreadPool::Reservation none(nullptr, 4);
+  EXPECT_EQ(none.threads(), 1);
+}
+
+TEST(RtThreadPool, DefaultThreadCountIsAtLeastOne) {
+  EXPECT_GE(DefaultThreadCount(), 1);
+  ThreadPool pool(0);
+  EXPECT_EQ(pool.num_threads(), DefaultThreadCount());
+}
+
+TEST(RtThreadPool, ParsesCgroupV2CpuMax) {
+  EXPECT_EQ(CpuLimitFromCgroupV2("max 100000\n"), 0);
+  EXPECT_EQ(CpuLimitFromCgroupV2("200000 100000\n"), 2);
+  EXPECT_EQ(CpuLimitFromCgroupV2("150000 100000"), 2);  // 1.5 CPUs -> 2 threads
+  EXPECT_EQ(CpuLimitFromCgroupV2("50000 100000"), 1);
+  EXPECT_EQ(CpuLimitFromCgroupV2("400000"), 4);         // period defaults to 100000
+  EXPECT_EQ(CpuLimitFromCgroupV2(""), 0);
+  EXPECT_EQ(CpuLimitFromCgroupV2("garbage 100000"), 0);
+  EXPECT_EQ(CpuLimitFromCgroupV2("100000 0"), 0);
+}
+
+TEST(RtThreadPool, ParsesCgroupV1Quota) {
+  EXPECT_EQ(CpuLimitFromCgroupV1("-1\n", "100000\n"), 0);
+  EXPECT_EQ(CpuLimitFromCgroupV1("300000\n", "100000\n"), 3);
+  EXPECT_EQ(CpuLimitFromCgroupV1("250000", "100000"), 3);
+  EXPECT_EQ(CpuLimitFromCgroupV1("", "100000"), 0);
+  EXPECT_EQ(CpuLimitFromCgroupV1("100000", ""), 0);
+}
+
+}  // namespace
+}  // namespace inferloop
