@@ -1,5 +1,8 @@
 #include "compute/kernel.h"
 
+#include <cstdint>
+#include <new>
+
 namespace inferloop {
 
 int64_t KernelInfo::GetInt(const std::string& name, int64_t def) const {
@@ -29,6 +32,16 @@ std::vector<std::string> KernelInfo::GetStrings(const std::string& name, std::ve
 const Tensor* KernelInfo::GetTensor(const std::string& name) const {
   const Attribute* a = attr(name);
   return a && (a->type == Attribute::Type::kTensor || a->type == Attribute::Type::kSparseTensor) ? &a->t : nullptr;
+}
+
+void* KernelContext::Scratch(size_t bytes) {
+  constexpr size_t kAlign = 64;
+  std::unique_ptr<uint8_t[]> block(new (std::nothrow) uint8_t[bytes + kAlign]);
+  if (!block) return nullptr;
+  auto addr = reinterpret_cast<uintptr_t>(block.get());
+  void* p = block.get() + ((kAlign - addr % kAlign) % kAlign);
+  fallback_scratch_.push_back(std::move(block));
+  return p;
 }
 
 Result<const Tensor*> KernelContext::RequireInput(int i) const {

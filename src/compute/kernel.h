@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "graph/graph.h"
 #include "inferloop/status.h"
 #include "inferloop/tensor.h"
@@ -68,6 +69,20 @@ class KernelContext {
   virtual void SetOutput(int i, Value v) = 0;
   // Allocates a zeroed tensor within the session's per-tensor memory limit.
   virtual Result<Tensor> Allocate(DataType dtype, Shape shape) = 0;
+  // Like Allocate, but the contents are unspecified: for outputs the kernel writes in full.
+  // The runtime may place it in the session's planned arena. For the elementwise ops listed in
+  // runtime/memory_plan.cc (kInPlaceOps: unary math/activations, Add/Sub/Mul/Div, ...) it may be
+  // the memory of an input that dies at this node: such kernels must write output element i
+  // only after reading the inputs' element(s) for i, as any elementwise loop does.
+  virtual Result<Tensor> AllocateUninit(DataType dtype, Shape shape) { return Allocate(dtype, std::move(shape)); }
+  // The intra-op pool this run may use; nullptr = run single-threaded.
+  virtual ThreadPool* thread_pool() const { return nullptr; }
+  // Temporary memory for this Compute call: 64-byte aligned, contents unspecified, valid until
+  // Compute returns; each call gives a separate block. The runtime takes it from the run's
+  // scratch arena, so kernels that use it instead of std::vector/Tensor temporaries allocate
+  // nothing in steady-state runs. Split one block among ParallelFor chunks yourself (the chunks
+  // must not call Scratch). nullptr when the memory is not available: return ResourceExhausted.
+  virtual void* Scratch(size_t bytes);
   // Runs `g` with `inputs`; names not defined inside `g` resolve in this node's scope.
   virtual Result<std::vector<Value>> RunSubgraph(const Subgraph& g, std::vector<Value> inputs) = 0;
   virtual const Node& node() const = 0;
@@ -81,6 +96,9 @@ class KernelContext {
   Result<const Tensor*> RequireInput(int i) const;
   void SetOutput(int i, Tensor t) { SetOutput(i, Value(std::move(t))); }
   Status Invalid(const std::string& msg) const { return Status::InvalidArgument(node().Describe() + ": " + msg); }
+
+ private:
+  std::vector<std::unique_ptr<uint8_t[]>> fallback_scratch_;  // Scratch() without a run arena
 };
 
 class Kernel {

@@ -48,6 +48,8 @@ const KernelRegistry& DefaultKernelRegistry() {
     RegisterRandomKernels(r);
     RegisterImageKernels(r);
     RegisterSignalKernels(r);
+    RegisterFusedGeluKernel(r);
+    RegisterFusedAttentionKernel(r);
     return r;
   }();
   return registry;

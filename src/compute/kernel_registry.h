@@ -52,5 +52,7 @@ void RegisterTrainingKernels(KernelRegistry& r);      // ai.onnx.preview.trainin
 void RegisterRandomKernels(KernelRegistry& r);        // Random*, Bernoulli, Multinomial
 void RegisterImageKernels(KernelRegistry& r);         // Resize, Upsample, GridSample, AffineGrid, RoiAlign, NonMaxSuppression, ImageDecoder
 void RegisterSignalKernels(KernelRegistry& r);        // DFT, STFT, window functions, MelWeightMatrix, TfIdfVectorizer
+void RegisterFusedGeluKernel(KernelRegistry& r);      // com.inferloop Gelu (fused_gelu.cc)
+void RegisterFusedAttentionKernel(KernelRegistry& r); // com.inferloop MultiHeadAttention (fused_attention.cc)
 
 }  // namespace inferloop

@@ -54,17 +54,26 @@ struct Str {
   static const std::string& Load(const std::string& v) { return v; }
 };
 
+// A float32 arithmetic op's vectorized form (compute/simd) and its scalar form (used for shapes
+// the vector path does not take).
+struct FloatArith {
+  simd::BinaryOp op;
+  float (*scalar)(float, float);
+};
+
 // Registers a binary op whose inputs share a dtype. kOutBool: the output is bool
 // (comparisons, logic), else the input dtype. f is a generic callable (C, C) -> C or bool.
+// With `arith`, float32 inputs go to the vectorized kernels.
 template <Types kTypes, bool kOutBool, typename F>
-void RegBinary(KernelRegistry& r, const char* op, int since, F f) {
-  r.Register("", op, since, [op, f](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+void RegBinary(KernelRegistry& r, const char* op, int since, F f, const FloatArith* arith = nullptr) {
+  r.Register("", op, since, [op, f, arith](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     const LegacyBroadcast lb = LegacyBroadcast::FromInfo(info);
-    return MakeKernel([op, f, lb](KernelContext& ctx) -> Status {
+    return MakeKernel([op, f, lb, arith](KernelContext& ctx) -> Status {
       const Tensor *a, *b;
       Tensor holder;
       IL_RETURN_IF_ERROR(GetBinaryInputs(ctx, lb, a, b, holder));
       const DataType t = a->dtype();
+      if (arith && t == DataType::kFloat) return FloatBinary(ctx, *a, *b, arith->op, arith->scalar);
       auto run = [&](auto tag) -> Status {
         using Tr = typename decltype(tag)::type;
         if constexpr (kOutBool) return ApplyBinary<Tr, Tr, Bool>(ctx, *a, *b, DataType::kBool, f);
@@ -210,8 +219,10 @@ Status ComputePow(KernelContext& ctx, const LegacyBroadcast& lb) {
     using CB = typename TB::C;
     if constexpr (std::is_floating_point_v<CB>) {
       double e;
-      if (b->size() == 1 && b->rank() <= a->rank() && ScalarAsDouble(*b, &e) && e == 2.0)
+      if (b->size() == 1 && b->rank() <= a->rank() && ScalarAsDouble(*b, &e) && e == 2.0) {
+        if constexpr (std::is_same_v<TB, Plain<float>>) return FloatUnary(ctx, *a, simd::UnaryOp::kSquare);
         return ApplyUnary<TB, TB>(ctx, *a, a->dtype(), [](CB x) { return x * x; });
+      }
     }
     return DispatchAllNumeric(
         b->dtype(),
@@ -263,10 +274,14 @@ void RegisterElementwiseBinary(KernelRegistry& r) {
   auto sub = [](auto x, auto y) -> decltype(x) { return SubOp(x, y); };
   auto mul = [](auto x, auto y) -> decltype(x) { return MulOp(x, y); };
   auto div = [](auto x, auto y) -> decltype(x) { return DivOp(x, y); };
-  RegBinary<Types::kNumeric, false>(r, "Add", 1, add);
-  RegBinary<Types::kNumeric, false>(r, "Sub", 1, sub);
-  RegBinary<Types::kNumeric, false>(r, "Mul", 1, mul);
-  RegBinary<Types::kNumeric, false>(r, "Div", 1, div);
+  static const FloatArith kAdd{simd::BinaryOp::kAdd, [](float x, float y) { return x + y; }};
+  static const FloatArith kSub{simd::BinaryOp::kSub, [](float x, float y) { return x - y; }};
+  static const FloatArith kMul{simd::BinaryOp::kMul, [](float x, float y) { return x * y; }};
+  static const FloatArith kDiv{simd::BinaryOp::kDiv, [](float x, float y) { return x / y; }};
+  RegBinary<Types::kNumeric, false>(r, "Add", 1, add, &kAdd);
+  RegBinary<Types::kNumeric, false>(r, "Sub", 1, sub, &kSub);
+  RegBinary<Types::kNumeric, false>(r, "Mul", 1, mul, &kMul);
+  RegBinary<Types::kNumeric, false>(r, "Div", 1, div, &kDiv);
 
   RegBinary<Types::kNumericBoolString, true>(r, "Equal", 1, [](const auto& x, const auto& y) -> bool { return x == y; });
   RegBinary<Types::kNumeric, true>(r, "Greater", 1, [](auto x, auto y) -> bool { return x > y; });

@@ -26,6 +26,7 @@
 #include "compute/dispatch.h"
 #include "compute/kernel.h"
 #include "compute/kernel_registry.h"
+#include "compute/simd/float_kernels.h"
 
 namespace inferloop {
 namespace elementwise {
@@ -263,7 +264,7 @@ void ForEachBroadcastRow2(const Shape& out, const std::vector<int64_t>& sa, cons
 // out[i] = TO::Store(f(TI::Load(x[i]))) into a new tensor of dtype out_type, set as output 0.
 template <typename TI, typename TO, typename F>
 Status ApplyUnary(KernelContext& ctx, const Tensor& x, DataType out_type, F&& f) {
-  IL_ASSIGN_OR_RETURN(Tensor out, ctx.Allocate(out_type, x.shape()));
+  IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(out_type, x.shape()));
   Map1<TI, TO>(x.data<typename TI::S>(), out.data<typename TO::S>(), x.size(), f);
   ctx.SetOutput(0, std::move(out));
   return Status::Ok();
@@ -277,6 +278,24 @@ void BinaryLoop(const Tensor& a, const Tensor& b, Tensor& out, F&& f) {
   const auto* pb = b.data<typename TB::S>();
   auto* po = out.data<typename TO::S>();
   const Shape& os = out.shape();
+  // Same shape or a single-element operand: flat loops, no stride bookkeeping (or allocation).
+  const int64_t n = out.size();
+  if (a.size() == n && b.size() == n) {
+    Map2<TA, TB, TO>(pa, pb, po, n, f);
+    return;
+  }
+  if (b.size() == 1 && a.size() == n) {
+    const auto vb = TB::Load(pb[0]);
+    auto g = [&f, &vb](const auto& x) { return f(x, vb); };
+    Map1<TA, TO>(pa, po, n, g);
+    return;
+  }
+  if (a.size() == 1 && b.size() == n) {
+    const auto va = TA::Load(pa[0]);
+    auto g = [&f, &va](const auto& y) { return f(va, y); };
+    Map1<TB, TO>(pb, po, n, g);
+    return;
+  }
   ForEachBroadcastRow2(os, BroadcastStrides(a.shape(), os), BroadcastStrides(b.shape(), os),
                        [&](int64_t o, int64_t ia, int64_t ib, int64_t len, int64_t sa, int64_t sb) {
                          if (sa == 1 && sb == 1) {
@@ -296,11 +315,57 @@ void BinaryLoop(const Tensor& a, const Tensor& b, Tensor& out, F&& f) {
                        });
 }
 
+// The numpy broadcast of two shapes (without BroadcastShapes' vector of shapes): false when
+// they do not broadcast.
+inline bool BroadcastTwo(const Shape& a, const Shape& b, Shape* out) {
+  const size_t r = a.size() > b.size() ? a.size() : b.size();
+  out->assign(r, 1);
+  for (size_t k = 0; k < r; ++k) {
+    const int64_t da = k < r - a.size() ? 1 : a[k - (r - a.size())];
+    const int64_t db = k < r - b.size() ? 1 : b[k - (r - b.size())];
+    if (da == db || db == 1) (*out)[k] = da;
+    else if (da == 1) (*out)[k] = db;
+    else return false;
+  }
+  return true;
+}
+
+// BroadcastTwo, or BroadcastShapes' error.
+inline Result<Shape> BroadcastShape2(const Shape& a, const Shape& b) {
+  Shape out;
+  if (BroadcastTwo(a, b, &out)) return out;
+  return BroadcastShapes({a, b});
+}
+
 template <typename TA, typename TB, typename TO, typename F>
 Status ApplyBinary(KernelContext& ctx, const Tensor& a, const Tensor& b, DataType out_type, F&& f) {
-  IL_ASSIGN_OR_RETURN(Shape out_shape, BroadcastShapes({a.shape(), b.shape()}));
-  IL_ASSIGN_OR_RETURN(Tensor out, ctx.Allocate(out_type, std::move(out_shape)));
+  IL_ASSIGN_OR_RETURN(Shape out_shape, BroadcastShape2(a.shape(), b.shape()));
+  IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(out_type, std::move(out_shape)));
   BinaryLoop<TA, TB, TO>(a, b, out, std::forward<F>(f));
+  ctx.SetOutput(0, std::move(out));
+  return Status::Ok();
+}
+
+// Float32 fast paths (compute/simd): vectorized and split over the run's thread pool.
+
+// y = op(x) for a float32 x, set as output 0.
+inline Status FloatUnary(KernelContext& ctx, const Tensor& x, simd::UnaryOp op, simd::UnaryArgs args = {}) {
+  IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(DataType::kFloat, x.shape()));
+  simd::Unary(ctx.thread_pool(), op, x.data<float>(), out.data<float>(), x.size(), args);
+  ctx.SetOutput(0, std::move(out));
+  return Status::Ok();
+}
+
+// y = op(a, b) with numpy broadcasting for float32 a and b, set as output 0. Shapes that do not
+// broadcast get the same error as ApplyBinary.
+inline Status FloatBinary(KernelContext& ctx, const Tensor& a, const Tensor& b, simd::BinaryOp op,
+                          float (*scalar_op)(float, float)) {
+  IL_ASSIGN_OR_RETURN(Shape out_shape, BroadcastShape2(a.shape(), b.shape()));
+  IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(DataType::kFloat, std::move(out_shape)));
+  const Shape& os = out.shape();
+  if (!simd::BinaryBroadcast(ctx.thread_pool(), op, a.data<float>(), a.shape().data(), a.rank(), b.data<float>(),
+                             b.shape().data(), b.rank(), out.data<float>(), os.data(), out.rank()))
+    BinaryLoop<Plain<float>, Plain<float>, Plain<float>>(a, b, out, scalar_op);
   ctx.SetOutput(0, std::move(out));
   return Status::Ok();
 }

@@ -133,6 +133,11 @@ Status ComputeClip(KernelContext& ctx, const ClipAttrs& attrs) {
           if (attrs.max) hi = SaturateCast<C>(*attrs.max);
         }
         // numpy clip: minimum(maximum(x, lo), hi); so min > max gives max everywhere.
+        if constexpr (std::is_same_v<Tr, Plain<float>>) {
+          const float l = lo ? *lo : -std::numeric_limits<float>::infinity();
+          const float h = hi ? *hi : std::numeric_limits<float>::infinity();
+          if ((lo || hi) && !std::isnan(l) && !std::isnan(h)) return FloatUnary(ctx, *x, simd::UnaryOp::kClip, {l, h});
+        }
         if (lo && hi) {
           const C l = *lo, h = *hi;
           return ApplyUnary<Tr, Tr>(ctx, *x, t, [l, h](C v) { return MinOp(MaxOp(v, l), h); });
@@ -161,7 +166,7 @@ void SelectRow(const uint8_t* __restrict pc, const T* __restrict px, const T* __
 template <typename T>
 Status WhereTyped(KernelContext& ctx, const Tensor& c, const Tensor& x, const Tensor& y) {
   IL_ASSIGN_OR_RETURN(Shape out_shape, BroadcastShapes({c.shape(), x.shape(), y.shape()}));
-  IL_ASSIGN_OR_RETURN(Tensor out, ctx.Allocate(x.dtype(), out_shape));
+  IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(x.dtype(), out_shape));
   const auto* pc = c.data<uint8_t>();
   const T* px = x.data<T>();
   const T* py = y.data<T>();

@@ -17,14 +17,29 @@ Status DispatchTypes(DataType t, F&& f, const char* what) {
   else return DispatchInt(t, std::forward<F>(f), what);
 }
 
+// The vectorized float32 form of an op (compute/simd), when it has one.
+struct FloatFast {
+  bool on = false;
+  simd::UnaryOp op = simd::UnaryOp::kRelu;
+  simd::UnaryArgs args;
+};
+using FloatFastFn = FloatFast (*)(const KernelInfo&);
+
+template <simd::UnaryOp kOp>
+FloatFast Fast(const KernelInfo&) {
+  return {true, kOp, {}};
+}
+
 // Registers a same-type unary op. make(info) -> Result<F>, F a generic callable C -> C that
-// captures the validated attributes.
+// captures the validated attributes; float32 inputs use fast(info) when given.
 template <Types kTypes, typename Make>
-void RegUnary(KernelRegistry& r, const char* op, int since, Make make) {
-  r.Register("", op, since, [op, make](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+void RegUnary(KernelRegistry& r, const char* op, int since, Make make, FloatFastFn fast = nullptr) {
+  r.Register("", op, since, [op, make, fast](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     IL_ASSIGN_OR_RETURN(auto f, make(info));
-    return MakeKernel([op, f](KernelContext& ctx) -> Status {
+    const FloatFast ff = fast ? fast(info) : FloatFast{};
+    return MakeKernel([op, f, ff](KernelContext& ctx) -> Status {
       IL_ASSIGN_OR_RETURN(const Tensor* x, ctx.RequireInput(0));
+      if (ff.on && x->dtype() == DataType::kFloat) return FloatUnary(ctx, *x, ff.op, ff.args);
       return DispatchTypes<kTypes>(
           x->dtype(),
           [&](auto tag) {
@@ -38,8 +53,8 @@ void RegUnary(KernelRegistry& r, const char* op, int since, Make make) {
 
 // Same, for an op without attributes: f is a default-constructible generic lambda.
 template <Types kTypes, typename F>
-void RegSimple(KernelRegistry& r, const char* op, int since, F f) {
-  RegUnary<kTypes>(r, op, since, [f](const KernelInfo&) -> Result<F> { return f; });
+void RegSimple(KernelRegistry& r, const char* op, int since, F f, FloatFastFn fast = nullptr) {
+  RegUnary<kTypes>(r, op, since, [f](const KernelInfo&) -> Result<F> { return f; }, fast);
 }
 
 template <typename C>
@@ -87,8 +102,8 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
     if constexpr (std::is_floating_point_v<C>) return std::fabs(x);
     else if constexpr (std::is_signed_v<C>) return x < 0 ? NegOp(x) : x;
     else return x;
-  });
-  RegSimple<Types::kNumeric>(r, "Neg", 1, [](auto x) -> decltype(x) { return NegOp(x); });
+  }, Fast<simd::UnaryOp::kAbs>);
+  RegSimple<Types::kNumeric>(r, "Neg", 1, [](auto x) -> decltype(x) { return NegOp(x); }, Fast<simd::UnaryOp::kNeg>);
   RegSimple<Types::kNumeric>(r, "Sign", 9, [](auto x) -> decltype(x) {
     using C = decltype(x);
     if (x > C(0)) return C(1);
@@ -101,17 +116,17 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
     using C = decltype(x);
     if constexpr (std::is_unsigned_v<C>) return x;
     else return x < C(0) ? C(0) : x;  // NaN propagates
-  });
+  }, Fast<simd::UnaryOp::kRelu>);
 
   // ---- float math ----
   RegSimple<Types::kFloat>(r, "Ceil", 1, [](auto x) -> decltype(x) { return std::ceil(x); });
   RegSimple<Types::kFloat>(r, "Floor", 1, [](auto x) -> decltype(x) { return std::floor(x); });
   // Round half to even: nearbyint in the default rounding mode (inferloop never changes it).
   RegSimple<Types::kFloat>(r, "Round", 11, [](auto x) -> decltype(x) { return std::nearbyint(x); });
-  RegSimple<Types::kFloat>(r, "Exp", 1, [](auto x) -> decltype(x) { return std::exp(x); });
-  RegSimple<Types::kFloat>(r, "Log", 1, [](auto x) -> decltype(x) { return std::log(x); });
-  RegSimple<Types::kFloat>(r, "Sqrt", 1, [](auto x) -> decltype(x) { return std::sqrt(x); });
-  RegSimple<Types::kFloat>(r, "Reciprocal", 1, [](auto x) -> decltype(x) { return decltype(x)(1) / x; });
+  RegSimple<Types::kFloat>(r, "Exp", 1, [](auto x) -> decltype(x) { return std::exp(x); }, Fast<simd::UnaryOp::kExp>);
+  RegSimple<Types::kFloat>(r, "Log", 1, [](auto x) -> decltype(x) { return std::log(x); }, Fast<simd::UnaryOp::kLog>);
+  RegSimple<Types::kFloat>(r, "Sqrt", 1, [](auto x) -> decltype(x) { return std::sqrt(x); }, Fast<simd::UnaryOp::kSqrt>);
+  RegSimple<Types::kFloat>(r, "Reciprocal", 1, [](auto x) -> decltype(x) { return decltype(x)(1) / x; }, Fast<simd::UnaryOp::kReciprocal>);
   RegSimple<Types::kFloat>(r, "Sin", 7, [](auto x) -> decltype(x) { return std::sin(x); });
   RegSimple<Types::kFloat>(r, "Cos", 7, [](auto x) -> decltype(x) { return std::cos(x); });
   RegSimple<Types::kFloat>(r, "Tan", 7, [](auto x) -> decltype(x) { return std::tan(x); });
@@ -123,11 +138,11 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
   RegSimple<Types::kFloat>(r, "Asinh", 9, [](auto x) -> decltype(x) { return std::asinh(x); });
   RegSimple<Types::kFloat>(r, "Acosh", 9, [](auto x) -> decltype(x) { return std::acosh(x); });
   RegSimple<Types::kFloat>(r, "Atanh", 9, [](auto x) -> decltype(x) { return std::atanh(x); });
-  RegSimple<Types::kFloat>(r, "Tanh", 1, [](auto x) -> decltype(x) { return std::tanh(x); });
-  RegSimple<Types::kFloat>(r, "Erf", 9, [](auto x) -> decltype(x) { return std::erf(x); });
+  RegSimple<Types::kFloat>(r, "Tanh", 1, [](auto x) -> decltype(x) { return std::tanh(x); }, Fast<simd::UnaryOp::kTanh>);
+  RegSimple<Types::kFloat>(r, "Erf", 9, [](auto x) -> decltype(x) { return std::erf(x); }, Fast<simd::UnaryOp::kErf>);
 
   // ---- activations ----
-  RegSimple<Types::kFloat>(r, "Sigmoid", 1, [](auto x) -> decltype(x) { return SigmoidOf(x); });
+  RegSimple<Types::kFloat>(r, "Sigmoid", 1, [](auto x) -> decltype(x) { return SigmoidOf(x); }, Fast<simd::UnaryOp::kSigmoid>);
   RegSimple<Types::kFloat>(r, "Softplus", 1, [](auto x) -> decltype(x) { return SoftplusOf(x); });
   RegSimple<Types::kFloat>(r, "Softsign", 1, [](auto x) -> decltype(x) { return x / (decltype(x)(1) + std::fabs(x)); });
   RegSimple<Types::kFloat>(r, "Mish", 18, [](auto x) -> decltype(x) { return x * std::tanh(SoftplusOf(x)); });
@@ -136,7 +151,7 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
     C t = x / C(6) + C(0.5);
     t = t < C(0) ? C(0) : (t > C(1) ? C(1) : t);
     return x * t;
-  });
+  }, Fast<simd::UnaryOp::kHardSwish>);
 
   RegUnary<Types::kFloat>(r, "Elu", 1, [](const KernelInfo& info) {
     const float alpha = info.GetFloat("alpha", 1.0f);
@@ -165,6 +180,8 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
       return x < C(0) ? C(alpha) * x : x;
     };
     return Result<decltype(f)>(f);
+  }, [](const KernelInfo& info) {
+    return FloatFast{true, simd::UnaryOp::kLeakyRelu, {info.GetFloat("alpha", 0.01f), 0.f}};
   });
   RegUnary<Types::kFloat>(r, "Selu", 1, [](const KernelInfo& info) {
     const float alpha = info.GetFloat("alpha", 1.67326319217681884765625f);
@@ -183,6 +200,8 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
       return v < C(0) ? C(0) : (v > C(1) ? C(1) : v);
     };
     return Result<decltype(f)>(f);
+  }, [](const KernelInfo& info) {
+    return FloatFast{true, simd::UnaryOp::kHardSigmoid, {info.GetFloat("alpha", 0.2f), info.GetFloat("beta", 0.5f)}};
   });
   RegUnary<Types::kFloat>(r, "ThresholdedRelu", 10, [](const KernelInfo& info) {
     const float alpha = info.GetFloat("alpha", 1.0f);
@@ -211,6 +230,9 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
     if (approx != "none" && approx != "tanh")
       return Result<decltype(f)>(info.Invalid("attribute approximate must be 'none' or 'tanh', got '" + approx + "'"));
     return Result<decltype(f)>(f);
+  }, [](const KernelInfo& info) {
+    const bool use_tanh = info.GetString("approximate", "none") == "tanh";
+    return FloatFast{true, use_tanh ? simd::UnaryOp::kGeluTanh : simd::UnaryOp::kGelu, {}};
   });
   RegUnary<Types::kNumeric>(r, "Shrink", 9, [](const KernelInfo& info) {
     const float bias = info.GetFloat("bias", 0.0f), lambd = info.GetFloat("lambd", 0.5f);

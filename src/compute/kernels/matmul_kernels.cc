@@ -7,6 +7,7 @@
 #include "compute/broadcast.h"
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"
+#include "compute/kernels/dnnl_kernels.h"
 #include "compute/kernels/matmul_internal.h"
 #include "compute/tensor_cast.h"
 
@@ -161,10 +162,10 @@ Status ComputeGemm(KernelContext& ctx, const GemmConfig& g) {
 }  // namespace
 
 void RegisterMatmulKernels(KernelRegistry& r) {
-  r.Register("", "MatMul", 1, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
+  const KernelFactory matmul = [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
     return MakeKernel([](KernelContext& ctx) { return ComputeMatMul(ctx); });
-  });
-  r.Register("", "Gemm", 1, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
+  };
+  const KernelFactory gemm = [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     GemmConfig g;
     g.trans_a = info.GetInt("transA", 0) != 0;
     g.trans_b = info.GetInt("transB", 0) != 0;
@@ -172,7 +173,12 @@ void RegisterMatmulKernels(KernelRegistry& r) {
     g.beta = info.GetFloat("beta", 1.0f);
     if (info.opset() < 11 && !info.has_input(2)) return info.Invalid("input C is required before opset 11");
     return MakeKernel([g](KernelContext& ctx) { return ComputeGemm(ctx, g); });
-  });
+  };
+  // float32 runs on oneDNN (dnnl_matmul.cc); these scalar kernels keep the rest.
+  r.Register("", "MatMul", 1, [matmul](const KernelInfo& i) { return dnnl_kernels::MakeMatMul(i, matmul); });
+  r.Register("", "Gemm", 1, [gemm](const KernelInfo& i) { return dnnl_kernels::MakeGemm(i, gemm); });
+  r.Register("com.inferloop", "FusedMatMul", 1, [matmul](const KernelInfo& i) { return dnnl_kernels::MakeFusedMatMul(i, matmul); });
+  r.Register("com.inferloop", "FusedGemm", 1, [gemm](const KernelInfo& i) { return dnnl_kernels::MakeFusedGemm(i, gemm); });
   matmul::RegisterEinsumKernels(r);
   matmul::RegisterQuantMatmulKernels(r);
 }

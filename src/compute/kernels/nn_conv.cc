@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "compute/kernels/dnnl_kernels.h"
 #include "compute/kernels/nn_common.h"
 
 namespace inferloop {
@@ -552,8 +553,12 @@ Result<std::unique_ptr<Kernel>> MakeDeformConv(const KernelInfo& info) {
 }  // namespace
 
 void RegisterConvKernels(KernelRegistry& r) {
-  r.Register("", "Conv", 1, MakeConv);
-  r.Register("", "ConvTranspose", 1, MakeConvTranspose);
+  // float32 runs on oneDNN (dnnl_conv.cc); the scalar kernel keeps the rest.
+  r.Register("", "Conv", 1, [](const KernelInfo& i) { return dnnl_kernels::MakeConv(i, MakeConv); });
+  r.Register("com.inferloop", "FusedConv", 1, [](const KernelInfo& i) { return dnnl_kernels::MakeFusedConv(i, MakeConv); });
+  r.Register("com.inferloop", "ReorderToNchwc", 1, dnnl_kernels::MakeReorderToNchwc);
+  r.Register("com.inferloop", "ReorderFromNchwc", 1, dnnl_kernels::MakeReorderFromNchwc);
+  r.Register("", "ConvTranspose", 1, [](const KernelInfo& i) { return dnnl_kernels::MakeConvTranspose(i, MakeConvTranspose); });
   r.Register("", "ConvInteger", 10, MakeConvInteger);
   r.Register("", "QLinearConv", 10, MakeQLinearConv);
   r.Register("", "DeformConv", 19, MakeDeformConv);

@@ -3,9 +3,12 @@
 // Statistics are accumulated in double; values are computed in float (float16/bfloat16/float)
 // or double.
 #include <cmath>
+#include <memory>
+#include <vector>
 
 #include "compute/broadcast.h"
 #include "compute/kernels/nn_common.h"
+#include "compute/simd/float_kernels.h"
 
 namespace inferloop {
 namespace nn {
@@ -81,6 +84,30 @@ Result<Broadcasted<T>> BroadcastParam(const KernelContext& ctx, const Tensor& t,
 
 int NormalizeAxis(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis + rank : axis); }
 
+// True when `t` is float32 and its elements line up one-to-one with X's dims [axis, rank): its
+// dims equal X's trailing dims, possibly after leading 1s (so the flat data is the parameter).
+bool AlignsWithTrailingDims(const Tensor* t, const Shape& xs, int axis) {
+  if (t == nullptr || t->dtype() != DataType::kFloat) return false;
+  const int r = static_cast<int>(xs.size()), tr = t->rank();
+  if (tr > r) return false;  // the reference path reports it
+  for (int i = 0; i < r - axis || i < tr; ++i) {
+    const int64_t td = i < tr ? t->dim(tr - 1 - i) : 1;
+    if (td != (i < r - axis ? xs[r - 1 - i] : 1)) return false;
+  }
+  return true;
+}
+
+// A BatchNormalization parameter usable as-is by the float32 path: float32, shape [C].
+bool IsChannelParam(const Tensor* t, int64_t channels) {
+  return t != nullptr && t->dtype() == DataType::kFloat && t->rank() == 1 && t->dim(0) == channels;
+}
+
+// scale / sqrt(var + epsilon) per channel, in double then rounded.
+void FoldBatchNormScale(const float* scale, const float* var, int64_t channels, float epsilon, float* out) {
+  for (int64_t c = 0; c < channels; ++c)
+    out[c] = static_cast<float>(scale[c] / std::sqrt(static_cast<double>(var[c]) + static_cast<double>(epsilon)));
+}
+
 // Output dtype of LayerNormalization's Mean/InvStdDev from stash_type.
 DataType StashType(int64_t stash) {
   switch (stash) {
@@ -101,6 +128,16 @@ Result<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInfo& info) {
   const bool spatial = opset >= 9 || info.GetInt("spatial", 1) != 0;
   int training_attr = -1;  // -1: decided by the outputs (before opset 14)
   if (opset >= 14) training_attr = info.GetInt("training_mode", 0) != 0 ? 1 : 0;
+  // Inference on float32 with constant [C] parameters: fold scale / sqrt(var + eps) once.
+  std::shared_ptr<const std::vector<float>> folded_scale;
+  const Tensor* cs = info.constant_input(1);
+  const Tensor* cv = info.constant_input(4);
+  if (spatial && cs && cv && info.constant_input(2) && info.constant_input(3) && IsChannelParam(cs, cs->size()) &&
+      IsChannelParam(cv, cs->size())) {
+    auto f = std::make_shared<std::vector<float>>(cs->size());
+    FoldBatchNormScale(cs->data<float>(), cv->data<float>(), cs->size(), epsilon, f->data());
+    folded_scale = std::move(f);
+  }
   return MakeKernel([=](KernelContext& ctx) -> Status {
     IL_ASSIGN_OR_RETURN(const Tensor* x, ctx.RequireInput(0));
     if (x->rank() < 2) return ctx.Invalid("X must have rank >= 2 (N, C, ...), got shape " + ShapeToString(x->shape()));
@@ -108,6 +145,21 @@ Result<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInfo& info) {
     bool training = training_attr == 1;
     if (training_attr < 0) {
       for (int i = 1; i < ctx.num_outputs(); ++i) training = training || ctx.output_wanted(i);
+    }
+    if (!training && spatial && x->dtype() == DataType::kFloat && IsChannelParam(ctx.input(1), C) &&
+        IsChannelParam(ctx.input(2), C) && IsChannelParam(ctx.input(3), C) && IsChannelParam(ctx.input(4), C)) {
+      const float* scale = folded_scale && static_cast<int64_t>(folded_scale->size()) == C ? folded_scale->data() : nullptr;
+      if (scale == nullptr) {
+        float* tmp = static_cast<float*>(ctx.Scratch(static_cast<size_t>(C) * sizeof(float)));
+        if (tmp == nullptr) return Status::ResourceExhausted(ctx.node().Describe() + ": no scratch memory");
+        FoldBatchNormScale(ctx.input(1)->data<float>(), ctx.input(4)->data<float>(), C, epsilon, tmp);
+        scale = tmp;
+      }
+      IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(DataType::kFloat, x->shape()));
+      simd::ChannelAffine(ctx.thread_pool(), x->data<float>(), y.data<float>(), N * C, S, C, ctx.input(3)->data<float>(),
+                          scale, ctx.input(2)->data<float>());
+      ctx.SetOutput(0, std::move(y));
+      return Status::Ok();
     }
     const int64_t P = spatial ? C : C * S;  // parameters per "channel"
     return DispatchFloatCompute(x->dtype(), "BatchNormalization", [&](auto tag) -> Status {
@@ -232,6 +284,29 @@ Result<std::unique_ptr<Kernel>> MakeGroupLikeNorm(const KernelInfo& info, bool i
 // ---------------------------------------------------------------------------------------------
 // LayerNormalization and RMSNormalization: statistics over axes [axis, rank).
 
+// LayerNormalization of float32 X with parameters laid out like X's dims [axis, rank); Mean and
+// InvStdDev (when wanted) in float32.
+Status FloatLayerNorm(KernelContext& ctx, const Tensor& x, const Tensor& scale, const Tensor* bias, int axis,
+                      int64_t outer, int64_t inner, float epsilon) {
+  IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(DataType::kFloat, x.shape()));
+  const bool want_mean = ctx.num_outputs() > 1 && ctx.output_wanted(1);
+  const bool want_inv = ctx.num_outputs() > 2 && ctx.output_wanted(2);
+  Tensor mean_o, inv_o;
+  if (want_mean || want_inv) {
+    Shape stat_shape(x.shape().begin(), x.shape().begin() + axis);
+    stat_shape.resize(x.rank(), 1);
+    if (want_mean) { IL_ASSIGN_OR_RETURN(mean_o, ctx.AllocateUninit(DataType::kFloat, stat_shape)); }
+    if (want_inv) { IL_ASSIGN_OR_RETURN(inv_o, ctx.AllocateUninit(DataType::kFloat, stat_shape)); }
+  }
+  simd::LayerNormRows(ctx.thread_pool(), x.data<float>(), scale.data<float>(), bias ? bias->data<float>() : nullptr,
+                      y.data<float>(), outer, inner, epsilon, want_mean ? mean_o.data<float>() : nullptr,
+                      want_inv ? inv_o.data<float>() : nullptr);
+  ctx.SetOutput(0, std::move(y));
+  if (want_mean) ctx.SetOutput(1, std::move(mean_o));
+  if (want_inv) ctx.SetOutput(2, std::move(inv_o));
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Kernel>> MakeLayerNorm(const KernelInfo& info, bool rms) {
   const int64_t axis_attr = info.GetInt("axis", -1);
   const float epsilon = info.GetFloat("epsilon", 1e-5f);
@@ -248,6 +323,12 @@ Result<std::unique_ptr<Kernel>> MakeLayerNorm(const KernelInfo& info, bool rms) 
     const int axis = NormalizeAxis(axis_attr, r);
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < r; ++d) (d < axis ? outer : inner) *= x->dim(d);
+    const bool want_stats = !rms && ((ctx.num_outputs() > 1 && ctx.output_wanted(1)) ||
+                                     (ctx.num_outputs() > 2 && ctx.output_wanted(2)));
+    if (!rms && inner > 0 && x->dtype() == DataType::kFloat && AlignsWithTrailingDims(scale_t, x->shape(), axis) &&
+        (bias_t == nullptr || AlignsWithTrailingDims(bias_t, x->shape(), axis)) &&
+        (!want_stats || stash_dt == DataType::kFloat))
+      return FloatLayerNorm(ctx, *x, *scale_t, bias_t, axis, outer, inner, epsilon);
     return DispatchFloatCompute(x->dtype(), name, [&](auto tag) -> Status {
       using T = typename decltype(tag)::type;
       IL_ASSIGN_OR_RETURN(Broadcasted<T> sc, BroadcastParam<T>(ctx, *scale_t, x->shape(), axis, "Scale"));

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "base/float_types.h"
+#include "compute/kernels/dnnl_kernels.h"
 #include "compute/kernels/nn_common.h"
 
 namespace inferloop {
@@ -380,11 +381,31 @@ Result<std::unique_ptr<Kernel>> MakeMaxUnpool(const KernelInfo& info) {
 }  // namespace
 
 void RegisterPoolKernels(KernelRegistry& r) {
-  r.Register("", "AveragePool", 1, [](const KernelInfo& i) { return MakeAvgLpPool(i, AvgKind::kAverage); });
+  // float32 runs on oneDNN (dnnl_pool.cc) where it can; these scalar kernels keep the rest.
+  using dnnl_kernels::MakePool;
+  using dnnl_kernels::PoolKind;
+  r.Register("", "AveragePool", 1, [](const KernelInfo& i) {
+    return MakePool(i, PoolKind::kAverage, [](const KernelInfo& j) { return MakeAvgLpPool(j, AvgKind::kAverage); });
+  });
   r.Register("", "LpPool", 1, [](const KernelInfo& i) { return MakeAvgLpPool(i, AvgKind::kLp); });
-  r.Register("", "MaxPool", 1, MakeMaxPool);
-  r.Register("", "GlobalAveragePool", 1, [](const KernelInfo& i) { return MakeGlobalPool(i, GlobalKind::kAverage); });
-  r.Register("", "GlobalMaxPool", 1, [](const KernelInfo& i) { return MakeGlobalPool(i, GlobalKind::kMax); });
+  r.Register("", "MaxPool", 1, [](const KernelInfo& i) { return MakePool(i, PoolKind::kMax, MakeMaxPool); });
+  r.Register("", "GlobalAveragePool", 1, [](const KernelInfo& i) {
+    return MakePool(i, PoolKind::kGlobalAverage, [](const KernelInfo& j) { return MakeGlobalPool(j, GlobalKind::kAverage); });
+  });
+  r.Register("", "GlobalMaxPool", 1, [](const KernelInfo& i) {
+    return MakePool(i, PoolKind::kGlobalMax, [](const KernelInfo& j) { return MakeGlobalPool(j, GlobalKind::kMax); });
+  });
+  // The same pools on channel-blocked tensors (attribute layout = "NCHW16c"; dnnl_pool.cc).
+  r.Register("com.inferloop", "MaxPool", 1, [](const KernelInfo& i) { return MakePool(i, PoolKind::kMax, MakeMaxPool); });
+  r.Register("com.inferloop", "AveragePool", 1, [](const KernelInfo& i) {
+    return MakePool(i, PoolKind::kAverage, [](const KernelInfo& j) { return MakeAvgLpPool(j, AvgKind::kAverage); });
+  });
+  r.Register("com.inferloop", "GlobalAveragePool", 1, [](const KernelInfo& i) {
+    return MakePool(i, PoolKind::kGlobalAverage, [](const KernelInfo& j) { return MakeGlobalPool(j, GlobalKind::kAverage); });
+  });
+  r.Register("com.inferloop", "GlobalMaxPool", 1, [](const KernelInfo& i) {
+    return MakePool(i, PoolKind::kGlobalMax, [](const KernelInfo& j) { return MakeGlobalPool(j, GlobalKind::kMax); });
+  });
   r.Register("", "GlobalLpPool", 1, [](const KernelInfo& i) { return MakeGlobalPool(i, GlobalKind::kLp); });
   r.Register("", "MaxUnpool", 9, MakeMaxUnpool);
 }

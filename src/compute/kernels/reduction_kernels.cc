@@ -12,6 +12,7 @@
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/reduction_internal.h"
+#include "compute/simd/float_kernels.h"
 #include "compute/tensor_cast.h"
 
 namespace inferloop {
@@ -221,6 +222,22 @@ Status ComputeReduce(KernelContext& ctx, const ReduceConfig& cfg) {
   }
   ReducePlan plan = MakePlan(x->shape(), reduced, cfg.keepdims);
   const DataType dt = x->dtype();
+
+  // float32 Sum/Mean over trailing axes (rows of contiguous elements): vectorized.
+  if (dt == DataType::kFloat && (cfg.op == ReduceOp::kSum || cfg.op == ReduceOp::kMean) && rank > 0) {
+    int64_t k = rank;
+    while (k > 0 && reduced[k - 1]) --k;
+    bool suffix = true;
+    for (int64_t d = 0; d < k; ++d) suffix = suffix && !reduced[d];
+    const int64_t rows = plan.out_count, n = plan.reduce_count;
+    if (suffix && n > 0) {
+      IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(dt, plan.out_shape));
+      simd::SumRows(ctx.thread_pool(), x->data<float>(), rows, n,
+                    cfg.op == ReduceOp::kMean ? 1.0 / static_cast<double>(n) : 1.0, out.data<float>());
+      ctx.SetOutput(0, std::move(out));
+      return Status::Ok();
+    }
+  }
 
   if (IsFloat16Like(dt)) {
     IL_ASSIGN_OR_RETURN(Tensor xf, ToFloat32(*x));

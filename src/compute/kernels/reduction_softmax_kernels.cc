@@ -11,6 +11,7 @@
 
 #include "compute/dispatch.h"
 #include "compute/kernels/reduction_internal.h"
+#include "compute/simd/float_kernels.h"
 #include "compute/tensor_cast.h"
 
 namespace inferloop {
@@ -91,6 +92,14 @@ Status ComputeSoftmax(KernelContext& ctx, const SmConfig& c) {
   const int64_t n = c.coerce_2d ? DimProduct(s, axis, rank) : s[axis];
   const int64_t inner = c.coerce_2d ? 1 : DimProduct(s, axis + 1, rank);
   const DataType dt = x->dtype();
+  if (dt == DataType::kFloat && c.kind != SmKind::kHardmax) {
+    IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(dt, s));
+    const bool log = c.kind == SmKind::kLogSoftmax;
+    if (inner == 1) simd::SoftmaxRows(ctx.thread_pool(), x->data<float>(), out.data<float>(), outer, n, log);
+    else simd::SoftmaxStrided(ctx.thread_pool(), x->data<float>(), out.data<float>(), outer, n, inner, log);
+    ctx.SetOutput(0, std::move(out));
+    return Status::Ok();
+  }
   if (IsFloat16Like(dt)) {
     IL_ASSIGN_OR_RETURN(Tensor xf, ToFloat32(*x));
     IL_ASSIGN_OR_RETURN(Tensor yf, ctx.Allocate(DataType::kFloat, s));

@@ -1,11 +1,13 @@
 // Index-driven shape kernels: Gather, GatherElements, GatherND, Scatter, ScatterElements,
 // ScatterND, TensorScatter, Compress.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "base/float_types.h"
+#include "base/thread_pool.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/shape_common.h"
 
@@ -54,6 +56,50 @@ Result<std::vector<int64_t>> ReadRawIndices(KernelContext& ctx, const Tensor& t,
 
 // ---------------------------------------------------------------------------------------------
 // Gather
+
+// Gather of a non-string tensor with int32/int64 indices (already known valid axis), reading
+// the indices in place: every output slice is one memcpy of the dims after `axis`, split over
+// the pool. Out-of-range indices are reported before anything is written.
+template <typename I>
+Status GatherBytesTyped(KernelContext& ctx, const Tensor& data, const Tensor& ind, int axis) {
+  const int64_t dim = data.dim(axis);
+  const I* idx = ind.data<I>();
+  const int64_t n = ind.size();
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t x = static_cast<int64_t>(idx[j]);
+    if (x < -dim || x >= dim)
+      return ctx.Invalid("indices value " + std::to_string(x) + " is out of range [" + std::to_string(-dim) + ", " +
+                         std::to_string(dim - 1) + "]");
+  }
+  const int r = data.rank();
+  Shape out_shape(data.shape().begin(), data.shape().begin() + axis);
+  out_shape.insert(out_shape.end(), ind.shape().begin(), ind.shape().end());
+  out_shape.insert(out_shape.end(), data.shape().begin() + axis + 1, data.shape().end());
+  IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(data.dtype(), std::move(out_shape)));
+  if (out.size() > 0) {
+    const size_t slice = static_cast<size_t>(Product(data.shape(), axis + 1, r)) * DataTypeSize(data.dtype());
+    const auto* src = static_cast<const uint8_t*>(data.raw_data());
+    auto* dst = static_cast<uint8_t*>(out.raw_data());
+    const int64_t outer = Product(data.shape(), 0, axis);
+    const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>((size_t{64} << 10) / std::max<size_t>(1, slice)));
+    ParallelFor(ctx.thread_pool(), outer * n, grain, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        const int64_t o = k / n;
+        int64_t x = static_cast<int64_t>(idx[k % n]);
+        if (x < 0) x += dim;
+        std::memcpy(dst + static_cast<size_t>(k) * slice, src + static_cast<size_t>(o * dim + x) * slice, slice);
+      }
+    });
+  }
+  ctx.SetOutput(0, std::move(out));
+  return Status::Ok();
+}
+
+Status GatherBytes(KernelContext& ctx, const Tensor& data, const Tensor& ind, int axis) {
+  if (ind.dtype() == DataType::kInt32) return GatherBytesTyped<int32_t>(ctx, data, ind, axis);
+  return GatherBytesTyped<int64_t>(ctx, data, ind, axis);
+}
+
 KernelResult MakeGather(const KernelInfo& info) {
   const int64_t axis = info.GetInt("axis", 0);
   return MakeKernel([axis](KernelContext& ctx) -> Status {
@@ -64,6 +110,8 @@ KernelResult MakeGather(const KernelInfo& info) {
     int64_t a = axis;
     if (!NormalizeAxis(a, r)) return ctx.Invalid(AxisError(axis, r));
     const int64_t dim = data->dim(static_cast<int>(a));
+    if (data->dtype() != DataType::kString && (ind->dtype() == DataType::kInt64 || ind->dtype() == DataType::kInt32))
+      return GatherBytes(ctx, *data, *ind, static_cast<int>(a));
     IL_ASSIGN_OR_RETURN(std::vector<int64_t> idx, ReadIndices(ctx, *ind, dim, "indices"));
     Shape out_shape(data->shape().begin(), data->shape().begin() + a);
     out_shape.insert(out_shape.end(), ind->shape().begin(), ind->shape().end());

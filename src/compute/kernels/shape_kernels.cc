@@ -265,7 +265,7 @@ KernelResult MakeSize(const KernelInfo&) {
 
 // ---------------------------------------------------------------------------------------------
 // Reshape
-Result<Shape> ComputeReshape(const Shape& in, const std::vector<int64_t>& spec, bool allowzero, int64_t in_size) {
+Result<Shape> ComputeReshape(const Shape& in, const Shape& spec, bool allowzero, int64_t in_size) {
   Shape out(spec.size());
   int infer = -1;
   bool has_zero = false;
@@ -315,11 +315,16 @@ KernelResult MakeReshape(const KernelInfo& info) {
   if (from_attr && !info.has_attr("shape")) return info.Invalid("attribute 'shape' is required in opset < 5");
   return MakeKernel([allowzero, from_attr, attr_shape](KernelContext& ctx) -> Status {
     IL_ASSIGN_OR_RETURN(const Tensor* in, ctx.RequireInput(0));
-    std::vector<int64_t> spec = attr_shape;
+    Shape spec(attr_shape.begin(), attr_shape.end());  // inline storage: no allocation per run
     if (!from_attr) {
       IL_ASSIGN_OR_RETURN(const Tensor* s, ctx.RequireInput(1));
       if (s->rank() != 1) return ctx.Invalid("shape input must be 1-D, got rank " + std::to_string(s->rank()));
-      IL_ASSIGN_OR_RETURN(spec, ReadInt64s(*s, "shape"));
+      if (s->dtype() == DataType::kInt64) {
+        spec.assign(s->data<int64_t>(), s->data<int64_t>() + s->size());
+      } else {
+        IL_ASSIGN_OR_RETURN(std::vector<int64_t> v, ReadInt64s(*s, "shape"));
+        spec = v;
+      }
     }
     auto out_shape = ComputeReshape(in->shape(), spec, allowzero, in->size());
     if (!out_shape.ok()) return out_shape.status().WithContext(ctx.node().Describe());

@@ -1,9 +1,13 @@
 // Data-movement shape kernels: Transpose, Concat, Split, Slice, Tile, Pad, DepthToSpace,
 // SpaceToDepth, CenterCropPad, ReverseSequence.
+#include <algorithm>
+#include <cstring>
 #include <limits>
 
+#include "base/thread_pool.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/shape_common.h"
+#include "compute/simd/transpose.h"
 
 namespace inferloop {
 
@@ -33,6 +37,22 @@ KernelResult MakeTranspose(const KernelInfo& info) {
   return MakeKernel([has_perm, perm](KernelContext& ctx) -> Status {
     IL_ASSIGN_OR_RETURN(const Tensor* in, ctx.RequireInput(0));
     const int r = in->rank();
+    // Fast path: any non-string dtype up to rank 8, written straight into the output.
+    constexpr int kFastRank = 8;
+    if (in->dtype() != DataType::kString && r <= kFastRank && (!has_perm || static_cast<int>(perm.size()) == r)) {
+      int64_t pv[kFastRank];
+      Shape out_shape(r);
+      for (int d = 0; d < r; ++d) {
+        pv[d] = has_perm ? perm[d] : r - 1 - d;
+        out_shape[d] = in->dim(static_cast<int>(pv[d]));
+      }
+      IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(in->dtype(), std::move(out_shape)));
+      if (simd::TransposeBytes(ctx.thread_pool(), in->raw_data(), out.raw_data(), DataTypeSize(in->dtype()),
+                               in->shape().data(), pv, r)) {
+        ctx.SetOutput(0, std::move(out));
+        return Status::Ok();
+      }
+    }
     std::vector<int64_t> p = perm;
     if (!has_perm) {
       p.resize(r);
@@ -51,13 +71,54 @@ KernelResult MakeTranspose(const KernelInfo& info) {
 
 // ---------------------------------------------------------------------------------------------
 // Concat
+
+// Copies the n inputs (non-string, validated) into `out` along `axis`: each output row (one
+// index of the dims before axis) is the inputs' blocks back to back. The output bytes are
+// split over the pool in chunks of at least 256 KiB, each walking the blocks it covers.
+void ConcatBytes(ThreadPool* pool, const Tensor* const* ins, int n, int axis, Tensor& out) {
+  const size_t es = DataTypeSize(out.dtype());
+  const int64_t inner = Product(out.shape(), axis + 1, out.rank()) * static_cast<int64_t>(es);
+  const int64_t total = static_cast<int64_t>(out.nbytes());
+  if (total <= 0) return;
+  const int64_t row = out.dim(axis) * inner;  // bytes per output row
+  auto block = [&](int i) { return ins[i]->dim(axis) * inner; };
+  uint8_t* dst = static_cast<uint8_t*>(out.raw_data());
+  ParallelFor(pool, total, int64_t{256} << 10, [&](int64_t b, int64_t e) {
+    int64_t o = b / row, off = b % row;  // row, and offset within it
+    int i = 0;
+    int64_t start = 0;  // offset of input i's block within the row
+    while (off >= start + block(i)) start += block(i++);
+    for (int64_t pos = b; pos < e;) {
+      const int64_t bi = block(i), in_off = off - start, len = std::min(bi - in_off, e - pos);
+      std::memcpy(dst + pos, static_cast<const uint8_t*>(ins[i]->raw_data()) + o * bi + in_off, static_cast<size_t>(len));
+      pos += len;
+      off += len;
+      while (pos < e && off >= start + block(i)) {  // next non-empty block, wrapping to the next row
+        start += block(i++);
+        if (i == n) {
+          i = 0;
+          start = off = 0;
+          ++o;
+        }
+      }
+    }
+  });
+}
+
 KernelResult MakeConcat(const KernelInfo& info) {
   if (info.opset() >= 4 && !info.has_attr("axis")) return info.Invalid("attribute 'axis' is required");
   int64_t axis = info.GetInt("axis", 1);
   return MakeKernel([axis](KernelContext& ctx) -> Status {
     const int n = ctx.num_inputs();
     if (n < 1) return ctx.Invalid("needs at least one input");
-    std::vector<const Tensor*> ins(n);
+    constexpr int kInline = 16;  // inputs held without a heap allocation
+    const Tensor* ins_inline[kInline];
+    std::vector<const Tensor*> ins_heap;
+    const Tensor** ins = ins_inline;
+    if (n > kInline) {
+      ins_heap.resize(n);
+      ins = ins_heap.data();
+    }
     for (int i = 0; i < n; ++i) { IL_ASSIGN_OR_RETURN(ins[i], ctx.RequireInput(i)); }
     const Tensor& first = *ins[0];
     const int r = first.rank();
@@ -80,6 +141,12 @@ KernelResult MakeConcat(const KernelInfo& info) {
                            std::to_string(a));
       if (out_shape[a] > std::numeric_limits<int64_t>::max() - t.dim(static_cast<int>(a))) return Overflow(ctx, "output shape");
       out_shape[a] += t.dim(static_cast<int>(a));
+    }
+    if (first.dtype() != DataType::kString) {
+      IL_ASSIGN_OR_RETURN(Tensor out, ctx.AllocateUninit(first.dtype(), out_shape));
+      ConcatBytes(ctx.thread_pool(), ins, n, static_cast<int>(a), out);
+      ctx.SetOutput(0, std::move(out));
+      return Status::Ok();
     }
     IL_ASSIGN_OR_RETURN(Tensor out, ctx.Allocate(first.dtype(), out_shape));
     if (out.size() > 0) {

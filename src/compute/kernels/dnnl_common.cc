@@ -1,0 +1,301 @@
+#include "compute/kernels/dnnl_common.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+
+#include "compute/dispatch.h"
+#include "compute/tensor_cast.h"
+
+extern "C" void omp_set_num_threads(int);
+
+namespace inferloop {
+namespace dnnl_kernels {
+
+namespace {
+constexpr int kPrimitiveCacheCapacity = 64;
+}  // namespace
+
+bool Enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("INFERLOOP_DISABLE_DNNL");
+    return v == nullptr || v[0] == '\0' || std::strcmp(v, "0") == 0;
+  }();
+  return enabled;
+}
+
+const dnnl::engine& Engine() {
+  static const dnnl::engine engine = [] {
+    // Kernels keep their own primitives per shape (ShapeCache); oneDNN's global cache only
+    // shares identical primitives between kernels (e.g. the layers of a transformer). Its
+    // default of 1024 entries would keep the JIT code of every shape a dynamic-shape model ever
+    // saw; a small cap keeps memory bounded when shapes vary.
+    dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
+  return engine;
+}
+
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+namespace {
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+
+struct ScratchSlot {
+  std::unique_ptr<void, AlignedFree> data;
+  size_t bytes = 0;
+};
+
+}  // namespace
+
+void* ThreadScratch(int slot, size_t bytes) {
+  thread_local ScratchSlot slots[4];
+  ScratchSlot& s = slots[slot];
+  if (bytes == 0) bytes = 64;
+  if (s.bytes < bytes) {
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    s.data.reset(std::aligned_alloc(64, rounded));
+    s.bytes = s.data ? rounded : 0;
+  }
+  return s.data.get();
+}
+
+ThreadScope::ThreadScope(const KernelContext& ctx) {
+  ThreadPool* pool = ctx.thread_pool();
+  if (pool != nullptr && pool->num_threads() > 1 && !ThreadPool::InParallelRegion()) {
+    reservation_.emplace(pool, pool->num_threads());
+    threads_ = reservation_->threads();
+  }
+  omp_set_num_threads(threads_);
+}
+
+dnnl::memory::format_tag PlainTag(int rank) {
+  using tag = dnnl::memory::format_tag;
+  static const tag tags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef,
+                             tag::abcdefg, tag::abcdefgh, tag::abcdefghi, tag::abcdefghij,
+                             tag::abcdefghijk, tag::abcdefghijkl};
+  return rank >= 1 && rank <= 12 ? tags[rank - 1] : tag::undef;
+}
+
+Shape BlockedShape(const Shape& logical) {
+  Shape s{logical[0], (logical[1] + kChannelBlock - 1) / kChannelBlock};
+  s.insert(s.end(), logical.begin() + 2, logical.end());
+  s.push_back(kChannelBlock);
+  return s;
+}
+
+dnnl::memory::format_tag BlockedTag(int logical_rank) {
+  using tag = dnnl::memory::format_tag;
+  switch (logical_rank) {
+    case 3: return tag::aBc16b;
+    case 4: return tag::aBcd16b;
+    case 5: return tag::aBcde16b;
+    default: return tag::undef;
+  }
+}
+
+bool IsBlockedStorage(const Shape& storage, int64_t channels) {
+  if (storage.size() < 3 || storage.back() != kChannelBlock) return false;
+  return channels <= 0 || storage[1] == (channels + kChannelBlock - 1) / kChannelBlock;
+}
+
+Result<bool> BlockedLayoutFromInfo(const KernelInfo& info) {
+  const std::string layout = info.GetString("layout", "NCHW");
+  if (layout == "NCHW" || layout.empty()) return false;
+  if (layout == "NCHW16c") return true;
+  return info.Invalid("layout must be NCHW or NCHW16c, got '" + layout + "'");
+}
+
+void AppendActivation(const Activation& act, dnnl::post_ops& po) {
+  using alg = dnnl::algorithm;
+  switch (act.kind) {
+    case ActivationKind::kNone: return;
+    case ActivationKind::kRelu: po.append_eltwise(1.f, alg::eltwise_relu, 0.f, 0.f); return;
+    case ActivationKind::kLeakyRelu: po.append_eltwise(1.f, alg::eltwise_relu, act.alpha, 0.f); return;
+    case ActivationKind::kClip: po.append_eltwise(1.f, alg::eltwise_clip, act.alpha, act.beta); return;
+    case ActivationKind::kSigmoid: po.append_eltwise(1.f, alg::eltwise_logistic, 0.f, 0.f); return;
+    case ActivationKind::kTanh: po.append_eltwise(1.f, alg::eltwise_tanh, 0.f, 0.f); return;
+    case ActivationKind::kHardSigmoid:
+      po.append_eltwise(1.f, alg::eltwise_linear, act.alpha, act.beta);
+      po.append_eltwise(1.f, alg::eltwise_clip, 0.f, 1.f);
+      return;
+    case ActivationKind::kHardSwish: po.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f); return;
+    case ActivationKind::kElu: po.append_eltwise(1.f, alg::eltwise_elu, act.alpha, 0.f); return;
+    case ActivationKind::kGelu: po.append_eltwise(1.f, alg::eltwise_gelu_erf, 0.f, 0.f); return;
+    case ActivationKind::kGeluTanh: po.append_eltwise(1.f, alg::eltwise_gelu_tanh, 0.f, 0.f); return;
+  }
+}
+
+void RejectReference(const dnnl::primitive_desc_base& pd) {
+  const std::string impl = pd.impl_info_str();
+  if (impl.find("ref") != std::string::npos) throw dnnl::error(dnnl_unimplemented, "only a reference implementation");
+}
+
+dnnl::primitive_attr MakeAttr(const dnnl::post_ops& po) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_post_ops(po);
+  return attr;
+}
+
+namespace {
+std::atomic<int64_t> g_executions{0};
+}  // namespace
+
+int64_t PrimitiveExecutions() { return g_executions.load(std::memory_order_relaxed); }
+
+Status Execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch_md, ExecArgs& args, const char* what) {
+  MemArg scratch;
+  const size_t sbytes = scratch_md.get_size();
+  if (sbytes > 0) {
+    void* buf = ThreadScratch(3, sbytes);
+    if (buf == nullptr) return Status::ResourceExhausted(std::string(what) + ": out of memory for a scratchpad");
+    scratch = MemArg(scratch_md, buf);
+    if (!scratch) return Status::Internal(std::string(what) + ": oneDNN could not wrap the scratchpad");
+    args.Add(DNNL_ARG_SCRATCHPAD, scratch.get());
+  }
+  for (int i = 0; i < args.n; ++i)
+    if (args.args[i].memory == nullptr) return Status::Internal(std::string(what) + ": oneDNN could not wrap an argument");
+  g_executions.fetch_add(1, std::memory_order_relaxed);
+  dnnl_stream_t stream = ThreadStream().get();
+  dnnl_status_t st = dnnl_primitive_execute(prim.get(), stream, args.n, args.args);
+  if (st == dnnl_success) st = dnnl_stream_wait(stream);
+  if (st != dnnl_success) return Status::Internal(std::string(what) + ": oneDNN execution failed (status " + std::to_string(st) + ")");
+  return Status::Ok();
+}
+
+MemArg::MemArg(const dnnl::memory::desc& md, const void* data) {
+  if (dnnl_memory_create(&m_, &md.data, Engine().get(), const_cast<void*>(data)) != dnnl_success) m_ = nullptr;
+}
+
+void MemArg::Reset() {
+  if (m_) dnnl_memory_destroy(m_);
+  m_ = nullptr;
+}
+
+ReorderPrim MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  dnnl::reorder::primitive_desc pd(Engine(), from, Engine(), to, attr);
+  return {dnnl::reorder(pd), pd.scratchpad_desc()};
+}
+
+Status RunReorder(const ReorderPrim& r, dnnl_memory_t from, dnnl_memory_t to) {
+  ExecArgs args;
+  args.Add(DNNL_ARG_FROM, from);
+  args.Add(DNNL_ARG_TO, to);
+  return Execute(r.prim, r.scratch, args, "reorder");
+}
+
+PackedWeights::PackedWeights(const Tensor* w) {
+  if (w && w->dtype() == DataType::kFloat) w_ = *w;
+}
+
+std::shared_ptr<const dnnl::memory> PackedWeights::Get(const dnnl::memory::desc& user_md, const dnnl::memory::desc& md) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = packed_.begin(); it != packed_.end();) {
+    auto sp = it->lock();
+    if (!sp) {
+      it = packed_.erase(it);
+      continue;
+    }
+    if (sp->get_desc() == md) return sp;
+    ++it;
+  }
+  if (!w_.defined() || user_md.get_size() != w_.nbytes()) throw dnnl::error(dnnl_invalid_arguments, "no constant weights to pack");
+  auto packed = std::make_shared<dnnl::memory>(md, Engine());  // oneDNN allocates the buffer
+  MemArg from(user_md, w_.raw_data());
+  if (!RunReorder(MakeReorder(user_md, md), from.get(), packed->get()).ok())
+    throw dnnl::error(dnnl_runtime_error, "packing constant weights failed");
+  packed_.push_back(packed);
+  return packed;
+}
+
+Result<Activation> ActivationFromInfo(const KernelInfo& info) {
+  auto act = ParseActivation(info.GetString("activation", ""), info.GetFloats("activation_params"));
+  if (!act.ok()) return info.Invalid(act.status().message());
+  return act;
+}
+
+Result<size_t> PickFastest(const std::vector<std::function<Status()>>& runs) {
+  using Clock = std::chrono::steady_clock;
+  if (runs.size() <= 1) return size_t{0};
+  std::vector<double> best(runs.size(), 0);
+  double slowest = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {  // warm-up (first-touch, JIT caches)
+    const auto t0 = Clock::now();
+    IL_RETURN_IF_ERROR(runs[i]());
+    best[i] = std::chrono::duration<double>(Clock::now() - t0).count();
+    slowest = std::max(slowest, best[i]);
+  }
+  // About 60 ms of timed calls per candidate, 1 to 7 rounds.
+  const int rounds = std::clamp(static_cast<int>(0.06 / std::max(slowest, 1e-6)), 1, 7);
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const auto t0 = Clock::now();
+      IL_RETURN_IF_ERROR(runs[i]());
+      const double t = std::chrono::duration<double>(Clock::now() - t0).count();
+      best[i] = r == 0 ? t : std::min(best[i], t);
+    }
+  return static_cast<size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+}
+
+std::string ShapeKey(const Shape& s) {
+  std::string k;
+  for (size_t i = 0; i < s.size(); ++i) k += (i ? "x" : "") + std::to_string(s[i]);
+  return k.empty() ? "scalar" : k;
+}
+
+void FloatEpilogue(float* y, int64_t n, const float* residual, const float* row_bias, int64_t row_len,
+                   const Activation& act) {
+  if (residual)
+    for (int64_t i = 0; i < n; ++i) y[i] += residual[i];
+  if (row_bias && row_len > 0)
+    for (int64_t i = 0; i < n; ++i) y[i] += row_bias[i % row_len];
+  ApplyActivation(act, y, n);
+}
+
+Status RunScalarFused(KernelContext& ctx, const Kernel& scalar, int residual_input, int bias_input, const Activation& act) {
+  CapturingContext cc(ctx);
+  IL_RETURN_IF_ERROR(scalar.Compute(cc));
+  if (!cc.captured().is_tensor()) return ctx.Invalid("the unfused operator produced no tensor");
+  const Tensor& y0 = cc.captured().tensor();
+  const Tensor* res = residual_input >= 0 ? ctx.input(residual_input) : nullptr;
+  const Tensor* bias = bias_input >= 0 ? ctx.input(bias_input) : nullptr;
+  if (res && res->shape() != y0.shape())
+    return ctx.Invalid("Z must have the output's shape " + ShapeToString(y0.shape()) + ", got " + ShapeToString(res->shape()));
+  const int64_t row = y0.rank() > 0 ? y0.dim(y0.rank() - 1) : 1;
+  if (bias && (bias->rank() != 1 || bias->dim(0) != row))
+    return ctx.Invalid("bias must be 1-D of the output's last dimension " + std::to_string(row) + ", got " +
+                       ShapeToString(bias->shape()));
+  for (const Tensor* t : {res, bias})
+    if (t && t->dtype() != y0.dtype())
+      return ctx.Invalid(std::string("fused inputs must have the output's dtype ") + DataTypeName(y0.dtype()) + ", got " +
+                         DataTypeName(t->dtype()));
+  if (y0.dtype() != DataType::kFloat && y0.dtype() != DataType::kDouble && y0.dtype() != DataType::kFloat16 &&
+      y0.dtype() != DataType::kBFloat16)
+    return UnsupportedType("fused activation epilogue", y0.dtype());
+  IL_ASSIGN_OR_RETURN(Tensor yf, y0.dtype() == DataType::kFloat ? Result<Tensor>(y0) : CastTensor(y0, DataType::kFloat));
+  Tensor rf, bf;
+  if (res) { IL_ASSIGN_OR_RETURN(rf, CastTensor(*res, DataType::kFloat)); }
+  if (bias) { IL_ASSIGN_OR_RETURN(bf, CastTensor(*bias, DataType::kFloat)); }
+  FloatEpilogue(yf.data<float>(), yf.size(), res ? rf.data<float>() : nullptr, bias ? bf.data<float>() : nullptr, row, act);
+  if (y0.dtype() == DataType::kFloat) {
+    ctx.SetOutput(0, std::move(yf));
+    return Status::Ok();
+  }
+  IL_ASSIGN_OR_RETURN(Tensor y, CastTensor(yf, y0.dtype()));
+  ctx.SetOutput(0, std::move(y));
+  return Status::Ok();
+}
+
+}  // namespace dnnl_kernels
+}  // namespace inferloop

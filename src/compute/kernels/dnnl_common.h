@@ -1,0 +1,299 @@
+// Shared plumbing of the oneDNN-backed float32 kernels (dnnl_*.cc): the CPU engine, per-thread
+// streams and scratch buffers, the OpenMP thread count of a call, fused-activation post-ops and
+// the small per-kernel cache of primitives keyed by input shape. Internal to compute/kernels.
+//
+// Threads: oneDNN (Debian's build) runs on libgomp, like ThreadPool. A call claims threads
+// from the context's pool (ThreadScope) and sets the calling thread's OpenMP thread count before
+// it creates or executes a primitive; primitives are cached per thread count because oneDNN
+// fixes its work split when a primitive is created.
+//
+// Scratchpads are user-managed (one growable buffer per calling thread), so one primitive may run
+// from several threads at once: the library-managed global scratchpad would bind a primitive to
+// the thread that created it.
+//
+// Steady state (a shape seen before): kernels find their plan by a PlanKey built without heap
+// allocation and run it through oneDNN's C API (MemArg, ExecArgs), so the only heap allocations
+// of a call are oneDNN's own bookkeeping inside dnnl_primitive_execute / dnnl_memory_create.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "compute/activation.h"
+#include "compute/kernel.h"
+#include "compute/kernel_registry.h"
+#include "compute/kernels/dnnl_kernels.h"
+
+namespace inferloop {
+namespace dnnl_kernels {
+
+// False when the environment sets INFERLOOP_DISABLE_DNNL to a non-empty value other than "0":
+// every oneDNN kernel then runs the scalar reference path (for A/B checks). Read once.
+bool Enabled();
+
+const dnnl::engine& Engine();
+// The calling thread's stream (streams are cheap; one per thread avoids sharing questions).
+dnnl::stream& ThreadStream();
+
+// Per calling thread, a 64-byte-aligned buffer of at least `bytes`, one per slot (0..3); grows
+// and is kept. Valid until the same thread asks for the same slot again.
+void* ThreadScratch(int slot, size_t bytes);
+
+// Claims the pool's threads for one oneDNN call and sets the calling thread's OpenMP thread
+// count to threads(). One thread when the context has no pool or the call already runs inside
+// a parallel chunk.
+class ThreadScope {
+ public:
+  explicit ThreadScope(const KernelContext& ctx);
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+  int threads() const { return threads_; }
+
+ private:
+  std::optional<ThreadPool::Reservation> reservation_;
+  int threads_ = 1;
+};
+
+inline dnnl::memory::dims Dims(const Shape& s) { return dnnl::memory::dims(s.begin(), s.end()); }
+
+// The plain row-major (dense, no padding) format of a rank-`rank` tensor: a, ab, abc, ...
+dnnl::memory::format_tag PlainTag(int rank);
+
+// A oneDNN memory object over caller-owned data, made and destroyed through the C API (the
+// C++ dnnl::memory would add a shared_ptr control block per call). Const data is only read.
+class MemArg {
+ public:
+  MemArg() = default;
+  MemArg(const dnnl::memory::desc& md, const void* data);
+  ~MemArg() { Reset(); }
+  MemArg(MemArg&& o) noexcept : m_(o.m_) { o.m_ = nullptr; }
+  MemArg& operator=(MemArg&& o) noexcept {
+    if (this != &o) {
+      Reset();
+      m_ = o.m_;
+      o.m_ = nullptr;
+    }
+    return *this;
+  }
+  MemArg(const MemArg&) = delete;
+  MemArg& operator=(const MemArg&) = delete;
+  dnnl_memory_t get() const { return m_; }
+  explicit operator bool() const { return m_ != nullptr; }
+
+ private:
+  void Reset();
+  dnnl_memory_t m_ = nullptr;
+};
+
+// The arguments of one primitive execution, on the stack.
+struct ExecArgs {
+  dnnl_exec_arg_t args[12];
+  int n = 0;
+  void Add(int arg, dnnl_memory_t m) { args[n++] = {arg, m}; }
+};
+
+// The channel-blocked layout NCHW16c (docs/DNNL_KERNELS.md): a tensor of logical shape
+// [N, C, S...] stored as [N, ceil(C/16), S..., 16], element (n, c, s...) at
+// [n, c / 16, s..., c % 16], channels past C zero.
+constexpr int64_t kChannelBlock = 16;
+// The storage shape of logical shape `logical` (rank >= 2).
+Shape BlockedShape(const Shape& logical);
+// oneDNN's tag for it: aBc16b, aBcd16b, aBcde16b for logical rank 3, 4, 5 (undef otherwise).
+dnnl::memory::format_tag BlockedTag(int logical_rank);
+// True when `storage` can be the NCHW16c storage of a logical tensor with `channels` channels
+// (channels <= 0: any): rank >= 3, last dim 16, dim 1 = ceil(channels / 16).
+bool IsBlockedStorage(const Shape& storage, int64_t channels);
+// Reads the `layout` attribute: false for absent / "NCHW", true for "NCHW16c"; else an error.
+Result<bool> BlockedLayoutFromInfo(const KernelInfo& info);
+
+// Appends eltwise post-ops computing `act` on the destination. Every ActivationKind maps
+// (HardSigmoid = linear then clip to [0, 1]).
+void AppendActivation(const Activation& act, dnnl::post_ops& po);
+
+// Throws dnnl::error when `pd` is one of oneDNN's reference implementations ("ref:any" and
+// the like): they are far slower than the scalar kernels, so they never count as a candidate.
+void RejectReference(const dnnl::primitive_desc_base& pd);
+
+// An attribute with user scratchpad mode and the given post-ops.
+dnnl::primitive_attr MakeAttr(const dnnl::post_ops& po);
+
+// Runs `prim` with `args` plus a scratchpad of `scratch_md` from the thread's scratch slot 3
+// on the thread's stream, and waits. oneDNN failures become Status errors naming `what`.
+Status Execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch_md, ExecArgs& args, const char* what);
+
+// A reorder primitive (layout conversion) with its scratchpad.
+struct ReorderPrim {
+  dnnl::reorder prim;
+  dnnl::memory::desc scratch;
+};
+// Throws dnnl::error when oneDNN cannot convert between the layouts.
+ReorderPrim MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+Status RunReorder(const ReorderPrim& r, dnnl_memory_t from, dnnl_memory_t to);
+
+// A constant weight tensor (an initializer) and its copies reordered into the layouts that
+// primitives asked for. A copy lives while some plan holds it, and plans wanting the same
+// layout share one. Thread-safe.
+class PackedWeights {
+ public:
+  // `w` may be undefined (no constant weights); Matches is then always false.
+  explicit PackedWeights(const Tensor* w);
+  // True when the run-time input `t` is this constant (same buffer).
+  bool Matches(const Tensor& t) const { return w_.defined() && w_.raw_data() == t.raw_data(); }
+  // The weights (plain layout `user_md`) in layout `md`. Throws dnnl::error on failure.
+  std::shared_ptr<const dnnl::memory> Get(const dnnl::memory::desc& user_md, const dnnl::memory::desc& md) const;
+
+ private:
+  Tensor w_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::weak_ptr<const dnnl::memory>> packed_;
+};
+
+// Reads the node's `activation` / `activation_params` attributes (absent = none).
+Result<Activation> ActivationFromInfo(const KernelInfo& info);
+
+// Index of the fastest of `runs` (callables returning Status, each one candidate
+// implementation of the same call): one warm-up call each, then rounds that call every
+// candidate once in turn, keeping each one's fastest time (interleaving and the minimum make
+// the pick robust to a noisy machine). Slow calls get fewer rounds, so tuning stays cheap.
+// Errors pass through.
+Result<size_t> PickFastest(const std::vector<std::function<Status()>>& runs);
+
+// "1x64x56x56": a shape in tuning-cache keys.
+std::string ShapeKey(const Shape& s);
+
+// Adds `residual` (same element count, or nullptr) and then a bias row `row_bias` (length =
+// last dim of y, or nullptr) to float32 `y`, then applies `act` in place. The fallback epilogue.
+void FloatEpilogue(float* y, int64_t n, const float* residual, const float* row_bias, int64_t row_len,
+                   const Activation& act);
+
+// Runs the unfused `scalar` kernel, then (in float32, whatever the dtype) adds input
+// `residual_input` (>= 0: a tensor of Y's shape) or the row bias `bias_input` (>= 0: 1-D of Y's
+// last dim) and applies `act`; sets output 0 in Y's dtype. The fused ops' path for dtypes other
+// than float32 and for cases oneDNN refuses.
+Status RunScalarFused(KernelContext& ctx, const Kernel& scalar, int residual_input, int bias_input, const Activation& act);
+
+// A cache key of up to kCapacity integers (shapes, flags, the thread count), built without heap
+// allocation. A key that would hold more is marked overflowed and never matches (callers then
+// build their plan every call: only absurd ranks get there).
+class PlanKey {
+ public:
+  static constexpr int kCapacity = 48;
+  void Add(int64_t v) {
+    if (n_ == kCapacity) {
+      overflow_ = true;
+      return;
+    }
+    v_[n_++] = v;
+  }
+  void AddShape(const Shape& s) {
+    Add(static_cast<int64_t>(s.size()));
+    for (int64_t d : s) Add(d);
+  }
+  // A tensor that may be absent: its shape, or a marker.
+  void AddOptional(const Tensor* t) {
+    if (t) AddShape(t->shape());
+    else Add(-1);
+  }
+  bool usable() const { return !overflow_; }
+  bool operator==(const PlanKey& o) const {
+    if (overflow_ || o.overflow_ || n_ != o.n_) return false;
+    for (int i = 0; i < n_; ++i)
+      if (v_[i] != o.v_[i]) return false;
+    return true;
+  }
+
+ private:
+  int64_t v_[kCapacity];
+  int n_ = 0;
+  bool overflow_ = false;
+};
+
+// Least-recently-used map from a PlanKey to immutable shared values, holding at most
+// `capacity` entries (a kernel sees few input shapes; each entry holds a primitive). Thread-safe;
+// a value handed out stays alive while its caller holds it, even when evicted. Find does not
+// allocate.
+template <typename V>
+class ShapeCache {
+ public:
+  explicit ShapeCache(size_t capacity = 8) : capacity_(capacity) { entries_.reserve(capacity); }
+
+  std::shared_ptr<const V> Find(const PlanKey& key) const {
+    if (!key.usable()) return nullptr;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& e : entries_)
+      if (e.key == key) {
+        e.last_use = ++clock_;
+        return e.value;
+      }
+    return nullptr;
+  }
+  // Stores `value` under `key` unless another thread stored one first; returns the stored one.
+  std::shared_ptr<const V> Insert(const PlanKey& key, std::shared_ptr<const V> value) const {
+    if (!key.usable()) return value;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& e : entries_)
+      if (e.key == key) {
+        e.last_use = ++clock_;
+        return e.value;
+      }
+    if (entries_.size() >= capacity_) {
+      size_t oldest = 0;
+      for (size_t i = 1; i < entries_.size(); ++i)
+        if (entries_[i].last_use < entries_[oldest].last_use) oldest = i;
+      entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(oldest));
+    }
+    entries_.push_back({key, value, ++clock_});
+    return value;
+  }
+
+ private:
+  struct Entry {
+    PlanKey key;
+    std::shared_ptr<const V> value;
+    uint64_t last_use;
+  };
+  size_t capacity_;
+  mutable std::mutex mu_;
+  mutable std::vector<Entry> entries_;
+  mutable uint64_t clock_ = 0;
+};
+
+// Captures what a wrapped kernel writes to output 0 while forwarding everything else to the
+// real context (runs a scalar kernel whose result the caller post-processes).
+class CapturingContext : public KernelContext {
+ public:
+  explicit CapturingContext(KernelContext& inner) : inner_(inner) {}
+  int num_inputs() const override { return inner_.num_inputs(); }
+  const Value* input_value(int i) const override { return inner_.input_value(i); }
+  int num_outputs() const override { return inner_.num_outputs(); }
+  bool output_wanted(int i) const override { return inner_.output_wanted(i); }
+  void SetOutput(int i, Value v) override {
+    if (i == 0) captured_ = std::move(v);
+    else inner_.SetOutput(i, std::move(v));
+  }
+  Result<Tensor> Allocate(DataType dtype, Shape shape) override { return inner_.Allocate(dtype, std::move(shape)); }
+  Result<Tensor> AllocateUninit(DataType dtype, Shape shape) override {
+    return inner_.AllocateUninit(dtype, std::move(shape));
+  }
+  ThreadPool* thread_pool() const override { return inner_.thread_pool(); }
+  Result<std::vector<Value>> RunSubgraph(const Subgraph& g, std::vector<Value> inputs) override {
+    return inner_.RunSubgraph(g, std::move(inputs));
+  }
+  const Node& node() const override { return inner_.node(); }
+  Value& captured() { return captured_; }
+
+ private:
+  KernelContext& inner_;
+  Value captured_;
+};
+
+}  // namespace dnnl_kernels
+}  // namespace inferloop

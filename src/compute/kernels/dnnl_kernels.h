@@ -1,0 +1,43 @@
+// Factories of the oneDNN-backed float32 kernels (dnnl_*.cc), for the registrations in
+// nn_conv.cc, nn_pool.cc and matmul_kernels.cc. This header does not include oneDNN.
+//
+// Each wraps the scalar factory of the same ONNX op: the scalar kernel keeps every dtype other
+// than float32, every attribute combination oneDNN cannot take, and the wording of errors for
+// invalid inputs. The com.inferloop fused ops (docs/FUSED_OPS.md) take the unfused op's scalar
+// factory; for dtypes other than float32 they run it and apply the epilogue in float32.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "compute/kernel.h"
+
+namespace inferloop {
+namespace dnnl_kernels {
+
+// Registration of the oneDNN kernels. Each wraps the scalar factory of the same op, which
+// keeps every dtype other than float32 and every case oneDNN cannot take.
+Result<std::unique_ptr<Kernel>> MakeConv(const KernelInfo& info, const KernelFactory& scalar_conv);
+// com.inferloop FusedConv; scalar_conv is the ONNX Conv factory (used for error messages and
+// non-float32 inputs, whose fused epilogue then runs in float32). Attribute layout = "NCHW16c":
+// Y and Z channel-blocked, X plain or blocked (float32 only, no scalar path).
+Result<std::unique_ptr<Kernel>> MakeFusedConv(const KernelInfo& info, const KernelFactory& scalar_conv);
+Result<std::unique_ptr<Kernel>> MakeConvTranspose(const KernelInfo& info, const KernelFactory& scalar_conv_transpose);
+// com.inferloop ReorderToNchwc / ReorderFromNchwc (attribute channels): plain <-> NCHW16c.
+Result<std::unique_ptr<Kernel>> MakeReorderToNchwc(const KernelInfo& info);
+Result<std::unique_ptr<Kernel>> MakeReorderFromNchwc(const KernelInfo& info);
+Result<std::unique_ptr<Kernel>> MakeMatMul(const KernelInfo& info, const KernelFactory& scalar_matmul);
+Result<std::unique_ptr<Kernel>> MakeFusedMatMul(const KernelInfo& info, const KernelFactory& scalar_matmul);
+Result<std::unique_ptr<Kernel>> MakeGemm(const KernelInfo& info, const KernelFactory& scalar_gemm);
+Result<std::unique_ptr<Kernel>> MakeFusedGemm(const KernelInfo& info, const KernelFactory& scalar_gemm);
+// oneDNN primitive executions so far in this process (all kernels, reorders included): lets
+// tests check that a case took the oneDNN path rather than the scalar fallback.
+int64_t PrimitiveExecutions();
+
+enum class PoolKind { kMax, kAverage, kGlobalMax, kGlobalAverage };
+// Also the com.inferloop pools of the same names, whose attribute layout = "NCHW16c" makes X
+// and Y channel-blocked.
+Result<std::unique_ptr<Kernel>> MakePool(const KernelInfo& info, PoolKind kind, const KernelFactory& scalar_pool);
+
+}  // namespace dnnl_kernels
+}  // namespace inferloop

@@ -1,0 +1,161 @@
+// float32 MaxPool, AveragePool, GlobalMaxPool and GlobalAveragePool on oneDNN pooling (plain
+// NCHW / NCW / NCDHW in and out; the com.inferloop ops of the same names with layout NCHW16c
+// take and give channel-blocked tensors, see docs/DNNL_KERNELS.md). The scalar kernels keep MaxPool's Indices output, other dtypes,
+// more than 3 spatial axes, and AveragePool with count_include_pad whose ceil_mode windows run
+// past the explicit padding (oneDNN would count the overhang in the divisor).
+#include <string>
+
+#include "compute/kernels/dnnl_common.h"
+#include "compute/kernels/nn_common.h"
+
+namespace inferloop {
+namespace dnnl_kernels {
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+
+struct PoolPlan {
+  bool scalar_only = false;  // the scalar kernel runs this shape
+  Shape y_shape;
+  dnnl::pooling_v2_forward prim;
+  memory::desc src_md, dst_md, scratch_md;
+};
+
+class PoolKernel final : public Kernel {
+ public:
+  PoolKernel(PoolKind kind, nn::WindowAttrs attrs, bool count_include_pad, bool blocked, std::unique_ptr<Kernel> scalar)
+      : kind_(kind), attrs_(std::move(attrs)), count_include_pad_(count_include_pad), blocked_(blocked), scalar_(std::move(scalar)) {}
+
+  Status Compute(KernelContext& ctx) const override {
+    if (blocked_) {
+      IL_ASSIGN_OR_RETURN(const Tensor* xb, ctx.RequireInput(0));
+      if (xb->dtype() != DataType::kFloat) return UnsupportedType("pooling in layout NCHW16c", xb->dtype());
+      if (!IsBlockedStorage(xb->shape(), 0) || xb->rank() < 4 || xb->rank() > 6)
+        return ctx.Invalid("layout NCHW16c: X must be [N, C/16, spatial (1 to 3 dims)..., 16], got " + ShapeToString(xb->shape()));
+      if (ctx.num_outputs() > 1 && ctx.output_wanted(1)) return ctx.Invalid("layout NCHW16c: MaxPool's Indices output is not supported");
+    } else {
+      if (!Enabled()) return scalar_->Compute(ctx);
+      const Tensor* x = ctx.input(0);
+      if (!x || x->dtype() != DataType::kFloat || x->rank() < 3 || x->rank() > 5 || x->size() == 0) return scalar_->Compute(ctx);
+      if (kind_ == PoolKind::kMax && ctx.num_outputs() > 1 && ctx.output_wanted(1)) return scalar_->Compute(ctx);
+    }
+    const Tensor* x = ctx.input(0);
+    ThreadScope threads(ctx);
+    PlanKey key;
+    key.AddShape(x->shape());
+    key.Add(threads.threads());
+    std::shared_ptr<const PoolPlan> plan = plans_.Find(key);  // steady state: no allocation
+    if (!plan) {
+      plan = MakePlan(ctx, *x);
+      plan = plans_.Insert(key, plan);
+    }
+    if (plan->scalar_only) {
+      if (blocked_) return ctx.Invalid("layout NCHW16c: the window attributes do not fit X " + ShapeToString(x->shape()));
+      return scalar_->Compute(ctx);
+    }
+    IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(DataType::kFloat, plan->y_shape));
+    MemArg src(plan->src_md, x->raw_data()), dst(plan->dst_md, y.raw_data());
+    ExecArgs args;
+    args.Add(DNNL_ARG_SRC, src.get());
+    args.Add(DNNL_ARG_DST, dst.get());
+    IL_RETURN_IF_ERROR(Execute(plan->prim, plan->scratch_md, args, "pooling"));
+    ctx.SetOutput(0, std::move(y));
+    return Status::Ok();
+  }
+
+ private:
+  // The plan for a new input shape; scalar_only when the attributes or oneDNN rule it out.
+  std::shared_ptr<const PoolPlan> MakePlan(KernelContext& ctx, const Tensor& x) const {
+    auto scalar = std::make_shared<PoolPlan>();
+    scalar->scalar_only = true;
+    Shape xs = x.shape();  // logical; NCHW16c pools every stored channel, padding included
+    if (blocked_) {
+      xs.pop_back();
+      xs[1] *= kChannelBlock;
+    }
+    const int nd = static_cast<int>(xs.size()) - 2;
+    memory::dims kernel, strides, dil, pl, pr;
+    Shape y_shape{xs[0], xs[1]};
+    if (kind_ == PoolKind::kGlobalMax || kind_ == PoolKind::kGlobalAverage) {
+      for (int d = 0; d < nd; ++d) {
+        kernel.push_back(xs[d + 2]);
+        strides.push_back(1);
+        dil.push_back(0);
+        pl.push_back(0);
+        pr.push_back(0);
+        y_shape.push_back(1);
+      }
+    } else {
+      if (static_cast<int>(attrs_.kernel_shape.size()) != nd) return scalar;
+      Shape in_spatial(xs.begin() + 2, xs.end());
+      auto g = nn::ResolveWindow(ctx, attrs_, in_spatial, attrs_.kernel_shape, /*pool_style=*/true);
+      if (!g.ok()) return scalar;  // the scalar kernel reports the error
+      for (int d = 0; d < nd; ++d) {
+        const int64_t ek = (g->kernel[d] - 1) * g->dilations[d] + 1;
+        // oneDNN sizes the output by floor; ceil_mode's extra window becomes extra right padding.
+        int64_t right = g->pad_end[d];
+        if ((g->in[d] + g->pad_begin[d] + right - ek) / g->strides[d] + 1 != g->out[d]) {
+          right = (g->out[d] - 1) * g->strides[d] + ek - g->in[d] - g->pad_begin[d];
+          if (kind_ == PoolKind::kAverage && count_include_pad_) return scalar;
+        }
+        if (right < 0) return scalar;
+        kernel.push_back(g->kernel[d]);
+        strides.push_back(g->strides[d]);
+        dil.push_back(g->dilations[d] - 1);
+        pl.push_back(g->pad_begin[d]);
+        pr.push_back(right);
+        y_shape.push_back(g->out[d]);
+      }
+    }
+    try {
+      return Build(xs, y_shape, kernel, strides, dil, pl, pr);
+    } catch (const dnnl::error&) {
+      return scalar;
+    }
+  }
+
+  std::shared_ptr<const PoolPlan> Build(const Shape& x_shape, const Shape& y_shape, const memory::dims& kernel,
+                                        const memory::dims& strides, const memory::dims& dil, const memory::dims& pl,
+                                        const memory::dims& pr) const {
+    auto plan = std::make_shared<PoolPlan>();
+    plan->y_shape = blocked_ ? BlockedShape(y_shape) : y_shape;
+    const int rank = static_cast<int>(x_shape.size());
+    const auto layout = blocked_ ? BlockedTag(rank) : PlainTag(rank);
+    plan->src_md = memory::desc(Dims(x_shape), dt::f32, layout);
+    plan->dst_md = memory::desc(Dims(y_shape), dt::f32, layout);
+    dnnl::algorithm alg = dnnl::algorithm::pooling_max;
+    if (kind_ == PoolKind::kAverage || kind_ == PoolKind::kGlobalAverage)
+      alg = count_include_pad_ ? dnnl::algorithm::pooling_avg_include_padding : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, plan->src_md, plan->dst_md, strides, kernel,
+                                        dil, pl, pr);
+    dnnl::pooling_v2_forward::primitive_desc pd(desc, MakeAttr(dnnl::post_ops()), Engine());
+    plan->prim = dnnl::pooling_v2_forward(pd);
+    plan->scratch_md = pd.scratchpad_desc();
+    return plan;
+  }
+
+  PoolKind kind_;
+  nn::WindowAttrs attrs_;
+  bool count_include_pad_;
+  bool blocked_;  // com.inferloop pools with layout NCHW16c
+  std::unique_ptr<Kernel> scalar_;
+  mutable ShapeCache<PoolPlan> plans_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Kernel>> MakePool(const KernelInfo& info, PoolKind kind, const KernelFactory& scalar_pool) {
+  IL_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> scalar, scalar_pool(info));
+  nn::WindowAttrs attrs;
+  if (kind == PoolKind::kMax || kind == PoolKind::kAverage) {
+    IL_ASSIGN_OR_RETURN(attrs, nn::ParseWindowAttrs(info, true));
+  }
+  const bool count_include_pad = kind == PoolKind::kAverage && info.GetInt("count_include_pad", 0) != 0;
+  IL_ASSIGN_OR_RETURN(bool blocked, BlockedLayoutFromInfo(info));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<PoolKernel>(kind, std::move(attrs), count_include_pad, blocked, std::move(scalar)));
+}
+
+}  // namespace dnnl_kernels
+}  // namespace inferloop

@@ -1,0 +1,264 @@
+// The oneDNN float32 Conv / FusedConv against the scalar float64 path: 1x1, 3x3 (Winograd-
+// eligible), depthwise, grouped, strided, dilated, asymmetric and SAME pads, 1-D / 2-D / 3-D,
+// batch 1 and 8, constant (pre-packed) and run-time weights, 1 and 2 threads; every fused
+// activation with and without the residual Z; shape changes, concurrency, errors.
+#include <thread>
+
+#include "compute/kernels/dnnl_kernels.h"
+#include "unit/compute/dnnl_test_util.h"
+
+namespace inferloop {
+namespace {
+
+using namespace dnnl_test;
+
+struct ConvCase {
+  std::string name{};
+  Shape x{}, w{};
+  int64_t group = 1;
+  std::vector<int64_t> strides{}, dilations{}, pads{};
+  std::string auto_pad{};
+  bool bias = true;
+};
+
+OneNode ConvNode(const ConvCase& c, bool const_w, uint32_t seed) {
+  OneNode n;
+  n.op = "Conv";
+  n.inputs.push_back({"x", c.x, RandomValues(Count(c.x), seed), false});
+  n.inputs.push_back({"w", c.w, RandomValues(Count(c.w), seed + 1), const_w});
+  if (c.bias) n.inputs.push_back({"b", {c.w[0]}, RandomValues(c.w[0], seed + 2), const_w});
+  n.attrs = [c](onnxpb::NodeProto& p) {
+    if (c.group != 1) ModelBuilder::IntAttr(p, "group", c.group);
+    if (!c.strides.empty()) IntsAttr(p, "strides", c.strides);
+    if (!c.dilations.empty()) IntsAttr(p, "dilations", c.dilations);
+    if (!c.pads.empty()) IntsAttr(p, "pads", c.pads);
+    if (!c.auto_pad.empty()) StrAttr(p, "auto_pad", c.auto_pad);
+  };
+  return n;
+}
+
+std::vector<ConvCase> Cases() {
+  return {
+      {.name = "pointwise", .x = {1, 16, 8, 8}, .w = {32, 16, 1, 1}},
+      {.name = "3x3_pad1_winograd_shape", .x = {2, 8, 10, 10}, .w = {16, 8, 3, 3}, .pads = {1, 1, 1, 1}},
+      {.name = "3x3_64ch", .x = {1, 64, 14, 14}, .w = {64, 64, 3, 3}, .pads = {1, 1, 1, 1}},
+      {.name = "depthwise_stride2", .x = {1, 32, 9, 9}, .w = {32, 1, 3, 3}, .group = 32, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+      {.name = "grouped_dilated_asym_pads", .x = {1, 12, 7, 7}, .w = {18, 4, 3, 3}, .group = 3, .dilations = {2, 2}, .pads = {1, 0, 2, 1}},
+      {.name = "pointwise_stride2", .x = {1, 16, 9, 9}, .w = {8, 16, 1, 1}, .strides = {2, 2}},
+      {.name = "first_layer_7x7", .x = {1, 3, 32, 32}, .w = {16, 3, 7, 7}, .strides = {2, 2}, .pads = {3, 3, 3, 3}},
+      {.name = "conv1d", .x = {3, 5, 20}, .w = {7, 5, 4}, .strides = {3}, .dilations = {2}, .pads = {2, 1}},
+      {.name = "conv3d", .x = {1, 4, 6, 7, 8}, .w = {8, 4, 3, 3, 3}, .strides = {1, 2, 1}, .pads = {1, 1, 1, 1, 1, 1}},
+      {.name = "conv3d_depthwise", .x = {2, 6, 5, 5, 5}, .w = {6, 1, 3, 3, 3}, .group = 6},
+      {.name = "same_upper_stride2", .x = {1, 3, 11, 10}, .w = {4, 3, 3, 3}, .strides = {2, 2}, .auto_pad = "SAME_UPPER"},
+      {.name = "same_lower_stride2", .x = {1, 3, 11, 10}, .w = {4, 3, 4, 4}, .strides = {2, 2}, .auto_pad = "SAME_LOWER"},
+      {.name = "valid", .x = {1, 3, 11, 10}, .w = {4, 3, 3, 2}, .auto_pad = "VALID"},
+      {.name = "batch8", .x = {8, 16, 14, 14}, .w = {32, 16, 3, 3}, .pads = {1, 1, 1, 1}},
+      {.name = "no_bias", .x = {1, 8, 6, 6}, .w = {8, 8, 3, 3}, .pads = {0, 1, 1, 0}, .bias = false},
+  };
+}
+
+TEST(DnnlConv, MatchesScalarReference) {
+  uint32_t seed = 10;
+  for (const ConvCase& c : Cases()) {
+    for (bool const_w : {true, false}) {
+      for (int threads : {1, 2}) {
+        const OneNode n = ConvNode(c, const_w, seed);
+        const std::string what = c.name + (const_w ? " const-W" : " input-W") + " threads=" + std::to_string(threads);
+        auto ref = RunNode(n, DataType::kDouble);
+        ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().ToString();
+        const int64_t before = dnnl_kernels::PrimitiveExecutions();
+        auto got = RunNode(n, DataType::kFloat, threads);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+        EXPECT_GT(dnnl_kernels::PrimitiveExecutions(), before) << what << " did not run on oneDNN";
+        ExpectClose(*got, ref->shape(), ToDoubles(*ref), 1e-4, what);
+      }
+    }
+    seed += 7;
+  }
+}
+
+struct DeconvCase {
+  std::string name{};
+  Shape x{}, w{};  // W is [C, M/group, k...]
+  int64_t group = 1;
+  std::vector<int64_t> strides{}, pads{}, output_padding{}, output_shape{}, dilations{};
+  std::string auto_pad{};
+  bool expect_dnnl = true;
+};
+
+TEST(DnnlConvTranspose, MatchesScalarReference) {
+  const std::vector<DeconvCase> cases = {
+      {.name = "3d_k2_s2_unet", .x = {1, 8, 4, 5, 6}, .w = {8, 4, 2, 2, 2}, .strides = {2, 2, 2}},
+      {.name = "2d_k3_s2_pads", .x = {2, 6, 7, 7}, .w = {6, 5, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}},
+      {.name = "2d_output_padding", .x = {1, 4, 5, 6}, .w = {4, 3, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}, .output_padding = {1, 1}},
+      {.name = "2d_grouped", .x = {1, 6, 5, 5}, .w = {6, 2, 3, 3}, .group = 3, .strides = {1, 2}, .pads = {0, 1, 1, 0}},
+      {.name = "2d_dilated", .x = {1, 3, 6, 6}, .w = {3, 2, 3, 2}, .strides = {1, 1}, .dilations = {2, 1}},
+      {.name = "1d", .x = {2, 3, 9}, .w = {3, 4, 4}, .strides = {3}, .pads = {1, 2}},
+      {.name = "2d_output_shape", .x = {1, 3, 5, 5}, .w = {3, 2, 3, 3}, .strides = {2, 2}, .output_shape = {10, 11}},
+      {.name = "2d_same_upper", .x = {1, 3, 5, 4}, .w = {3, 2, 3, 3}, .strides = {2, 2}, .auto_pad = "SAME_UPPER"},
+      // output_padding beyond the end padding: oneDNN would need negative padding; scalar.
+      {.name = "2d_output_padding_scalar", .x = {1, 2, 4, 4}, .w = {2, 2, 3, 3}, .strides = {3, 3}, .output_padding = {2, 2},
+       .expect_dnnl = false},
+  };
+  uint32_t seed = 200;
+  for (const DeconvCase& c : cases) {
+    for (bool const_w : {true, false}) {
+      OneNode n;
+      n.op = "ConvTranspose";
+      const int64_t M = c.w[1] * c.group;
+      n.inputs = {{"x", c.x, RandomValues(Count(c.x), seed), false},
+                  {"w", c.w, RandomValues(Count(c.w), seed + 1), const_w},
+                  {"b", {M}, RandomValues(M, seed + 2), const_w}};
+      n.attrs = [c](onnxpb::NodeProto& p) {
+        if (c.group != 1) ModelBuilder::IntAttr(p, "group", c.group);
+        if (!c.strides.empty()) IntsAttr(p, "strides", c.strides);
+        if (!c.pads.empty()) IntsAttr(p, "pads", c.pads);
+        if (!c.output_padding.empty()) IntsAttr(p, "output_padding", c.output_padding);
+        if (!c.output_shape.empty()) IntsAttr(p, "output_shape", c.output_shape);
+        if (!c.dilations.empty()) IntsAttr(p, "dilations", c.dilations);
+        if (!c.auto_pad.empty()) StrAttr(p, "auto_pad", c.auto_pad);
+      };
+      const std::string what = "ConvTranspose " + c.name + (const_w ? " const-W" : "");
+      auto ref = RunNode(n, DataType::kDouble);
+      ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().ToString();
+      for (int threads : {1, 2}) {
+        const int64_t before = dnnl_kernels::PrimitiveExecutions();
+        auto got = RunNode(n, DataType::kFloat, threads);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+        if (c.expect_dnnl) {
+          EXPECT_GT(dnnl_kernels::PrimitiveExecutions(), before) << what << " did not run on oneDNN";
+        }
+        ExpectClose(*got, ref->shape(), ToDoubles(*ref), 1e-4, what);
+      }
+      seed += 5;
+    }
+  }
+}
+
+// FusedConv = act(Conv(X, W, B) + Z) for every activation, with and without Z.
+TEST(DnnlConv, FusedConvActivationsAndResidual) {
+  const ConvCase c{.name = "fused", .x = {2, 8, 6, 6}, .w = {16, 8, 3, 3}, .pads = {1, 1, 1, 1}};
+  for (bool with_z : {false, true}) {
+    for (const ActCase& act : AllActivations()) {
+      OneNode conv = ConvNode(c, true, 99);
+      auto ref = RunNode(conv, DataType::kDouble);
+      ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+      std::vector<double> want = ToDoubles(*ref);
+      const std::vector<double> z = RandomValues(static_cast<int64_t>(want.size()), 5);
+      for (size_t i = 0; i < want.size(); ++i) want[i] = RefActivation(act.name, act.params, want[i] + (with_z ? z[i] : 0.0));
+
+      OneNode fused = conv;
+      fused.op = "FusedConv";
+      fused.domain = "com.inferloop";
+      if (with_z) fused.inputs.push_back({"z", ref->shape(), z, false});
+      fused.attrs = [&](onnxpb::NodeProto& p) {
+        conv.attrs(p);
+        SetActivation(p, act);
+      };
+      const std::string what = "FusedConv " + (act.name.empty() ? std::string("none") : act.name) + (with_z ? " +Z" : "");
+      for (int threads : {1, 2}) {
+        const int64_t before = dnnl_kernels::PrimitiveExecutions();
+        auto got = RunNode(fused, DataType::kFloat, threads);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+        EXPECT_GT(dnnl_kernels::PrimitiveExecutions(), before) << what;
+        ExpectClose(*got, ref->shape(), want, 1e-4, what);
+      }
+      // float64 FusedConv: scalar Conv, epilogue in float32.
+      auto got64 = RunNode(fused, DataType::kDouble);
+      ASSERT_TRUE(got64.ok()) << what << " (float64): " << got64.status().ToString();
+      const std::vector<double> g = ToDoubles(*got64);
+      for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << what << " f64 " << i;
+    }
+  }
+}
+
+TEST(DnnlConv, FusedConvResidualOfWrongShapeIsAnError) {
+  const ConvCase c{.name = "fused", .x = {1, 2, 4, 4}, .w = {3, 2, 1, 1}};
+  OneNode n = ConvNode(c, true, 3);
+  n.op = "FusedConv";
+  n.domain = "com.inferloop";
+  n.inputs.push_back({"z", {1, 3, 4, 5}, RandomValues(60, 1), false});
+  auto got = RunNode(n, DataType::kFloat);
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(got.status().message().find("Z must have"), std::string::npos) << got.status().ToString();
+}
+
+TEST(DnnlConv, UnknownActivationIsRejectedAtCreation) {
+  const ConvCase c{.name = "fused", .x = {1, 2, 4, 4}, .w = {3, 2, 1, 1}};
+  OneNode n = ConvNode(c, true, 3);
+  n.op = "FusedConv";
+  n.domain = "com.inferloop";
+  n.attrs = [](onnxpb::NodeProto& p) { StrAttr(p, "activation", "Swishy"); };
+  auto got = RunNode(n, DataType::kFloat);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("Swishy"), std::string::npos) << got.status().ToString();
+}
+
+// Invalid shapes still get the scalar kernel's precise errors.
+TEST(DnnlConv, ShapeErrorsMatchScalarKernel) {
+  ConvCase c{.name = "bad", .x = {1, 3, 4, 4}, .w = {2, 2, 1, 1}, .group = 2};
+  auto got = RunNode(ConvNode(c, false, 1), DataType::kFloat);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("group"), std::string::npos) << got.status().ToString();
+  ConvCase too_big{.name = "big", .x = {1, 1, 2, 2}, .w = {1, 1, 3, 3}};
+  got = RunNode(ConvNode(too_big, true, 1), DataType::kFloat);
+  ASSERT_FALSE(got.ok());
+  EXPECT_NE(got.status().message().find("does not fit"), std::string::npos) << got.status().ToString();
+}
+
+// One session, input shapes changing between runs (per-shape primitive cache), several runs
+// of each, and concurrent runs from several threads.
+TEST(DnnlConv, ShapeChangesRepeatsAndConcurrentRuns) {
+  ModelBuilder b(17);
+  const Shape wshape{8, 4, 3, 3};
+  const std::vector<double> wv = RandomValues(Count(wshape), 4), bv = RandomValues(8, 5);
+  b.Initializer("w", MakeTensor(DataType::kFloat, wshape, wv)).Initializer("b", MakeTensor(DataType::kFloat, {8}, bv));
+  auto* vi = b.proto().mutable_graph()->add_input();
+  vi->set_name("x");
+  vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(DataType::kFloat));
+  auto* vo = b.proto().mutable_graph()->add_output();
+  vo->set_name("y");
+  vo->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int32_t>(DataType::kFloat));
+  auto& node = b.Node("Conv", {"x", "w", "b"}, {"y"});
+  IntsAttr(node, "pads", {1, 1, 1, 1});
+  SessionOptions so;
+  so.optimization_level = 0;
+  so.intra_op_threads = 2;
+  const std::string bytes = b.Bytes();
+  auto s = Session::CreateFromBytes(bytes.data(), bytes.size(), so);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+
+  auto reference = [&](const Shape& xs, const std::vector<double>& xv) {
+    ConvCase c{.name = "ref", .x = xs, .w = wshape, .pads = {1, 1, 1, 1}};
+    OneNode n = ConvNode(c, true, 0);
+    n.inputs[0].values = xv;
+    n.inputs[1].values = wv;
+    n.inputs[2].values = bv;
+    auto r = RunNode(n, DataType::kDouble);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? ToDoubles(*r) : std::vector<double>{};
+  };
+  const std::vector<Shape> shapes = {{1, 4, 5, 5}, {3, 4, 7, 6}, {1, 4, 5, 5}, {2, 4, 9, 9}};
+  std::vector<std::vector<double>> inputs, wants;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    inputs.push_back(RandomValues(Count(shapes[i]), 40 + static_cast<uint32_t>(i)));
+    wants.push_back(reference(shapes[i], inputs.back()));
+  }
+  auto run_all = [&](int reps) {
+    for (int r = 0; r < reps; ++r)
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        auto out = (*s)->Run({{"x", Value(MakeTensor(DataType::kFloat, shapes[i], inputs[i]))}});
+        ASSERT_TRUE(out.ok()) << out.status().ToString();
+        Shape ys{shapes[i][0], 8, shapes[i][2], shapes[i][3]};
+        ExpectClose((*out)[0].second.tensor(), ys, wants[i], 1e-4, "shape #" + std::to_string(i));
+      }
+  };
+  run_all(2);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t) pool.emplace_back([&] { run_all(3); });
+  for (auto& t : pool) t.join();
+}
+
+}  // namespace
+}  // namespace inferloop
