@@ -17,12 +17,23 @@ bool SameDim(const Dim& a, const Dim& b) {
   return !a.symbol.empty() && a.symbol == b.symbol;
 }
 
+struct SymEntry {
+  bool literal = false;  // `value` is the element
+  int64_t value = 0;
+  Dim dim;               // else the element equals this dim
+};
+
 struct Info {
   DataType dtype = DataType::kUndefined;
   bool has_shape = false;
   Dims dims;
   bool has_value = false;        // small int64 tensor with known contents
   std::vector<int64_t> value;
+  // A 0-D / 1-D int64 tensor whose elements are each a known number or a (symbolic or
+  // unknown) dim of some tensor: Shape -> Gather -> Unsqueeze -> Concat -> Reshape on
+  // symbolic shapes.
+  bool has_sym = false;
+  std::vector<SymEntry> sym;
   TypeInfo::Kind kind = TypeInfo::Kind::kTensor;
 };
 
@@ -71,6 +82,51 @@ bool BroadcastAll(const std::vector<const Info*>& ins, Dims* out) {
 }
 
 int64_t NormAxis(int64_t a, size_t rank) { return a < 0 ? a + static_cast<int64_t>(rank) : a; }
+
+// The elements of a small int64 tensor: its known values, else its symbolic ones.
+bool SymOf(const Info* i, std::vector<SymEntry>* out) {
+  if (!i) return false;
+  if (i->has_value) {
+    out->clear();
+    for (int64_t v : i->value) out->push_back({true, v, Dim{}});
+    return true;
+  }
+  if (!i->has_sym) return false;
+  *out = i->sym;
+  return true;
+}
+
+// Reshape's output dims for a target whose entries may be symbolic: 0 copies the input dim
+// (unless allowzero), -1 is solved when the other entries' fixed product and symbols cancel
+// against the input's.
+Dims ReshapeDims(const Info& x, const std::vector<SymEntry>& target, bool allowzero) {
+  Dims d;
+  int neg = -1;
+  for (size_t k = 0; k < target.size(); ++k) {
+    const SymEntry& t = target[k];
+    if (!t.literal) d.push_back(t.dim);
+    else if (t.value == 0 && !allowzero) d.push_back(x.has_shape && k < x.dims.size() ? x.dims[k] : Dim{});
+    else if (t.value == -1) { neg = static_cast<int>(k); d.push_back(Dim{}); }
+    else d.push_back(t.value >= 0 ? Fixed(t.value) : Dim{});
+  }
+  if (neg < 0 || !x.has_shape) return d;
+  int64_t in_known = 1, out_known = 1;
+  std::multiset<std::string> in_sym, out_sym;
+  for (const Dim& v : x.dims) {
+    if (Known(v)) in_known *= v.value;
+    else if (!v.symbol.empty()) in_sym.insert(v.symbol);
+    else return d;
+  }
+  for (size_t k = 0; k < d.size(); ++k) {
+    if (static_cast<int>(k) == neg) continue;
+    if (Known(d[k])) out_known *= d[k].value;
+    else if (!d[k].symbol.empty()) out_sym.insert(d[k].symbol);
+    else return d;
+  }
+  if (in_sym != out_sym || out_known <= 0 || in_known % out_known != 0) return d;
+  d[neg] = Fixed(in_known / out_known);
+  return d;
+}
 
 class Inferencer {
  public:
@@ -161,7 +217,7 @@ class Inferencer {
     const std::string& op = n.op_type;
     const Info* x = In(n, 0);
     const DataType xt = x ? x->dtype : DataType::kUndefined;
-    auto same = [&]() { Out(n, 0, x ? *x : Info()); if (!n.outputs.empty() && values_.count(n.outputs[0])) { auto& o = values_[n.outputs[0]]; o.has_value = false; o.value.clear(); } };
+    auto same = [&]() { Out(n, 0, x ? *x : Info()); if (!n.outputs.empty() && values_.count(n.outputs[0])) { auto& o = values_[n.outputs[0]]; o.has_value = false; o.value.clear(); o.has_sym = false; o.sym.clear(); } };
     static const std::set<std::string> kUnary = {
         "Abs", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Erf", "Floor", "Ceil", "Round", "Reciprocal",
         "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "LeakyRelu", "Elu",
@@ -173,6 +229,18 @@ class Inferencer {
                                                   "Sum", "And", "Or", "Xor", "BitShift", "BitwiseAnd", "BitwiseOr",
                                                   "BitwiseXor", "PRelu"};
     static const std::set<std::string> kCompare = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+    if (n.domain == "com.inferloop") {  // fused ops (docs/FUSED_OPS.md): shaped like what they replace
+      static const std::map<std::string, std::string> kShapedLike = {
+          {"FusedConv", "Conv"}, {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"}, {"Gelu", "Identity"},
+          {"MultiHeadAttention", "Identity"}};
+      auto it = kShapedLike.find(op);
+      if (it == kShapedLike.end()) return;
+      Node plain = n;
+      plain.domain.clear();
+      plain.op_type = it->second;
+      Infer(plain);
+      return;
+    }
     if (!n.domain.empty()) return;  // rules cover ai.onnx only
     if (kUnary.count(op)) {
       same();
@@ -212,7 +280,7 @@ class Inferencer {
                                 : (In(n, 1) ? In(n, 1)->dtype : DataType::kUndefined);
       Info o = x ? *x : Info();
       o.dtype = t;
-      if (!(t == DataType::kInt64 || t == DataType::kInt32)) { o.has_value = false; o.value.clear(); }
+      if (!(t == DataType::kInt64 || t == DataType::kInt32)) { o.has_value = false; o.value.clear(); o.has_sym = false; o.sym.clear(); }
       Out(n, 0, o);
       return;
     }
@@ -253,6 +321,8 @@ class Inferencer {
         o.value.push_back(x->dims[k].value);
       }
       if (!o.has_value) o.value.clear();
+      o.has_sym = true;
+      for (int64_t k = start; k < end; ++k) o.sym.push_back({Known(x->dims[k]), x->dims[k].value, x->dims[k]});
       Out(n, 0, o);
       return;
     }
@@ -270,6 +340,11 @@ class Inferencer {
     if (!x) return;
     if (op == "Reshape") {
       const Info* s = In(n, 1);
+      std::vector<SymEntry> target;
+      if (s && !s->has_value && SymOf(s, &target)) {
+        Out(n, 0, TensorInfo(xt, ReshapeDims(*x, target, n.FindAttribute("allowzero") && n.FindAttribute("allowzero")->i)));
+        return;
+      }
       if (!s || !s->has_value) { Out(n, 0, Unknown(xt)); return; }
       bool allowzero = n.FindAttribute("allowzero") && n.FindAttribute("allowzero")->i;
       Dims d;
@@ -342,23 +417,29 @@ class Inferencer {
       }
       Info o = TensorInfo(xt, d);
       if (x->has_value) { o.has_value = true; o.value = x->value; }
+      if (x->has_sym && d.size() <= 1) { o.has_sym = true; o.sym = x->sym; }
       Out(n, 0, o);
       return;
     }
     if (op == "Concat") {
       int64_t axis = NormAxis(n.FindAttribute("axis") ? n.FindAttribute("axis")->i : 0, r);
       Dims d = x->dims;
-      bool vals = true;
+      bool vals = true, syms = true;
       std::vector<int64_t> v;
+      std::vector<SymEntry> sv;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
         const Info* in = In(n, i);
         if (!in || !in->has_shape || in->dims.size() != r) { Out(n, 0, Unknown(xt)); return; }
         if (i) d[axis] = (Known(d[axis]) && Known(in->dims[axis])) ? Fixed(d[axis].value + in->dims[axis].value) : Dim{};
         if (in->has_value) v.insert(v.end(), in->value.begin(), in->value.end());
         else vals = false;
+        std::vector<SymEntry> part;
+        if (syms && SymOf(in, &part)) sv.insert(sv.end(), part.begin(), part.end());
+        else syms = false;
       }
       Info o = TensorInfo(xt, d);
       if (vals && r == 1) { o.has_value = true; o.value = v; }
+      if (syms && r == 1) { o.has_sym = true; o.sym = sv; }
       Out(n, 0, o);
       return;
     }
@@ -379,6 +460,16 @@ class Inferencer {
           o.value.push_back(x->value[kk]);
         }
         if (!o.has_value) o.value.clear();
+      }
+      std::vector<SymEntry> xs;
+      if (!o.has_value && idx->has_value && r == 1 && SymOf(x, &xs)) {
+        o.has_sym = true;
+        for (int64_t k : idx->value) {
+          int64_t kk = k < 0 ? k + static_cast<int64_t>(xs.size()) : k;
+          if (kk < 0 || kk >= static_cast<int64_t>(xs.size())) { o.has_sym = false; break; }
+          o.sym.push_back(xs[kk]);
+        }
+        if (!o.has_sym) o.sym.clear();
       }
       Out(n, 0, o);
       return;
@@ -536,10 +627,12 @@ class Inferencer {
       int64_t axis = NormAxis(n.FindAttribute("axis") ? n.FindAttribute("axis")->i : 0, r);
       if (axis < 0 || axis >= static_cast<int64_t>(r)) return;
       std::vector<int64_t> sizes;
+      // Split lengths given as an input whose values are unknown: the output sizes are unknown.
+      const bool split_input = n.inputs.size() > 1 && !n.inputs[1].empty();
       if (const Attribute* a = n.FindAttribute("split")) sizes = a->ints;
       else if (In(n, 1) && In(n, 1)->has_value) sizes = In(n, 1)->value;
       const size_t outs = n.outputs.size();
-      if (sizes.empty() && Known(x->dims[axis]) && outs) {
+      if (sizes.empty() && !split_input && Known(x->dims[axis]) && outs) {
         int64_t dim = x->dims[axis].value, chunk = (dim + static_cast<int64_t>(outs) - 1) / static_cast<int64_t>(outs);
         for (size_t k = 0; k < outs; ++k) sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - chunk * static_cast<int64_t>(k))));
       }

@@ -1,0 +1,1 @@
+#include "optimizer/graph_pass.h"
