@@ -22,6 +22,19 @@ struct SessionOptions {
   size_t max_tensor_bytes = size_t{16} << 30;
   // Folder used to resolve external-data files when loading from bytes.
   std::string external_data_dir;
+  // Graph optimization before running (src/optimizer): 0 = none, 1 = basic (constant folding,
+  // dead / identity removal, Transpose/Reshape cancellation), 2 = also fusions into fused ops.
+  int optimization_level = 2;
+  // Threads the intra-op pool uses for this session's kernels. 0 = DefaultThreadCount() (the CPUs
+  // this process may use).
+  int intra_op_threads = 0;
+  // Place intermediates in planned arenas (false: every tensor on the heap, for comparison).
+  bool enable_memory_arena = true;
+  // Memory plans kept per distinct set of input shapes (least recently used dropped first).
+  // Each plan lays out every intermediate of known size in one arena per concurrent run.
+  int max_cached_shape_plans = 8;
+  // An arena no run has used for this long is freed on a later Run or Trim().
+  int arena_idle_release_ms = 10000;
 };
 
 // One dimension of a declared shape: a fixed size, or a symbolic name ("batch"), or unknown.
@@ -55,6 +68,22 @@ struct MemoryPlanSummary {
   int unplanned_values = 0; // intermediates whose size depends on data (allocated at run time)
 };
 
+// How long Session creation took, by phase (milliseconds, wall clock).
+struct SessionCreateTimings {
+  double load_ms = 0;      // reading and parsing the model (0 for CreateFromModel)
+  double optimize_ms = 0;  // the graph optimizer (SessionOptions::optimization_level)
+  double plan_ms = 0;      // compiling the plan: kernels created, weights packed
+  double total_ms = 0;
+};
+
+// The runtime's memory right now (see Session::memory_stats).
+struct RuntimeMemoryStats {
+  size_t last_arena_bytes = 0;  // arena size of the shape plan the last run used
+  size_t arena_bytes_held = 0;  // bytes held by the arenas and scratch blocks of idle runs
+  int cached_shape_plans = 0;
+  int run_states = 0;           // run states (arena, scratch, frame): most runs in flight at once
+};
+
 class Session {
  public:
   static Result<std::unique_ptr<Session>> CreateFromFile(const std::string& path,
@@ -73,6 +102,27 @@ class Session {
   // of opts.output_names). Thread-safe.
   Result<std::vector<NamedValue>> Run(const std::vector<NamedValue>& inputs,
                                       const RunOptions& opts = {}) const;
+
+  // Like Run, for a serving loop that reuses `outputs` across runs. If `outputs` is empty it is
+  // filled like Run's result (opts.output_names applies). Otherwise its names choose the outputs
+  // (any graph output names, in any order) and each value is replaced by the new result; when
+  // an entry holds a tensor of the output's dtype and shape whose buffer nothing else shares,
+  // the result is computed straight into that buffer. Inputs must stay alive during the call.
+  // With outputs kept this way and kernels that use the arena/Scratch, a run with input shapes
+  // seen before allocates nothing on the heap. On error, reused output tensors may hold partial
+  // results. Thread-safe (use one `outputs` per thread).
+  Status RunInto(const std::vector<NamedValue>& inputs, std::vector<NamedValue>& outputs,
+                 const RunOptions& opts = {}) const;
+
+  // Creation time by phase.
+  const SessionCreateTimings& create_timings() const;
+  // Arena sizes, cached shape plans.
+  RuntimeMemoryStats memory_stats() const;
+  // Frees every idle arena and scratch block and the cached shape plans, and returns free heap
+  // memory to the OS (malloc_trim). Runs in flight are not affected. Thread-safe.
+  void Trim() const;
+  // Threads this session's kernels use.
+  int intra_op_threads() const;
 
   // Infers every intermediate's shape from input shapes (declared ones where not given) and
   // plans their memory before running. Unknown input names or ranks are errors.

@@ -1,6 +1,7 @@
 #include "runtime/plan.h"
 
 #include <algorithm>
+#include <cstring>
 #include <queue>
 #include <set>
 
@@ -10,8 +11,12 @@ const Value* Frame::Lookup(const ValueRef& r) const {
   const Frame* f = this;
   for (int d = 0; d < r.depth && f; ++d) f = f->parent;
   if (!f || r.slot < 0 || r.slot >= static_cast<int>(f->values.size())) return nullptr;
-  return &f->values[r.slot];
+  return f->values[r.slot];
 }
+
+namespace {
+const Value kAbsent{};  // an omitted optional input
+}  // namespace
 
 class ExecutionPlan::InfoImpl : public KernelInfo {
  public:
@@ -32,7 +37,7 @@ class ExecutionPlan::InfoImpl : public KernelInfo {
     const ValueRef& r = pn_.inputs[i];
     if (r.depth != 0 || r.slot < 0) return nullptr;
     for (const auto& c : plan_.constants_)
-      if (c.first == r.slot) return &c.second;
+      if (c.first == r.slot) return &c.second.tensor();
     return nullptr;
   }
 
@@ -44,40 +49,132 @@ class ExecutionPlan::InfoImpl : public KernelInfo {
 
 class ExecutionPlan::ContextImpl : public KernelContext {
  public:
-  ContextImpl(const ExecutionPlan& plan, const PlanNode& pn, Frame& frame, std::vector<const Value*> inputs)
-      : plan_(plan), pn_(pn), frame_(frame), inputs_(std::move(inputs)), set_(pn.outputs.size(), false) {}
-  int num_inputs() const override { return static_cast<int>(inputs_.size()); }
+  // flags: 2 * outputs bytes, zeroed: [0, n) output set, [n, 2n) arena block handed out.
+  ContextImpl(const ExecutionPlan& plan, const PlanNode& pn, Frame& frame, const Value* const* inputs, uint8_t* flags,
+              const RunServices& services, const ArenaBinding* binding)
+      : plan_(plan), pn_(pn), frame_(frame), inputs_(inputs), flags_(flags), services_(services), binding_(binding),
+        scratch_mark_(services.scratch ? services.scratch->Mark() : 0) {}
+  ~ContextImpl() override {
+    if (services_.scratch) services_.scratch->Release(scratch_mark_);
+  }
+  int num_inputs() const override { return static_cast<int>(pn_.inputs.size()); }
   const Value* input_value(int i) const override {
-    return i >= 0 && i < static_cast<int>(inputs_.size()) ? inputs_[i] : nullptr;
+    return i >= 0 && i < static_cast<int>(pn_.inputs.size()) ? inputs_[i] : nullptr;
   }
   int num_outputs() const override { return static_cast<int>(pn_.outputs.size()); }
   bool output_wanted(int i) const override { return i >= 0 && i < num_outputs() && pn_.outputs[i] >= 0; }
   void SetOutput(int i, Value v) override {
     if (!output_wanted(i)) return;
-    frame_.values[pn_.outputs[i]] = std::move(v);
-    set_[i] = true;
+    const int slot = pn_.outputs[i];
+    if (binding_ && binding_->arena) KeepArenaValuesInTheirBlocks(slot, v);
+    frame_.owned[slot] = std::move(v);
+    frame_.values[slot] = &frame_.owned[slot];
+    flags_[i] = 1;
   }
-  Result<Tensor> Allocate(DataType dtype, Shape shape) override {
-    auto r = Tensor::Create(dtype, std::move(shape), plan_.opts_.max_tensor_bytes);
-    if (!r.ok()) return r.status().WithContext(pn_.node->Describe());
-    return r;
+  Result<Tensor> Allocate(DataType dtype, Shape shape) override { return AllocateImpl(dtype, std::move(shape), true); }
+  Result<Tensor> AllocateUninit(DataType dtype, Shape shape) override { return AllocateImpl(dtype, std::move(shape), false); }
+  ThreadPool* thread_pool() const override { return services_.pool; }
+  void* Scratch(size_t bytes) override {
+    if (bytes > plan_.opts_.max_tensor_bytes) return nullptr;
+    if (!services_.scratch) return KernelContext::Scratch(bytes);
+    return services_.scratch->Take(bytes);
   }
   Result<std::vector<Value>> RunSubgraph(const Subgraph& g, std::vector<Value> inputs) override {
-    return static_cast<const ExecutionPlan&>(g).Execute(std::move(inputs), &frame_);
+    return static_cast<const ExecutionPlan&>(g).Execute(std::move(inputs), &frame_, services_);
   }
   const Node& node() const override { return *pn_.node; }
   bool all_set() const {
-    for (size_t i = 0; i < set_.size(); ++i)
-      if (pn_.outputs[i] >= 0 && !set_[i]) return false;
+    for (size_t i = 0; i < pn_.outputs.size(); ++i)
+      if (pn_.outputs[i] >= 0 && !flags_[i]) return false;
     return true;
   }
 
  private:
+  bool claimed(size_t i) const { return flags_[pn_.outputs.size() + i] != 0; }
+  void claim(size_t i) { flags_[pn_.outputs.size() + i] = 1; }
+
+  // An output's memory: a caller's bound tensor or the value's arena block when the kernel asks
+  // for exactly the planned dtype and shape, else the heap.
+  Result<Tensor> AllocateImpl(DataType dtype, Shape shape, bool zero) {
+    if (binding_) {
+      for (size_t i = 0; i < pn_.outputs.size(); ++i) {
+        const int s = pn_.outputs[i];
+        if (s < 0 || claimed(i)) continue;
+        if (binding_->bound_outputs && binding_->bound_outputs[s]) {
+          const Tensor& b = *binding_->bound_outputs[s];
+          if (b.dtype() != dtype || b.shape() != shape) continue;
+          claim(i);
+          if (zero && b.nbytes()) std::memset(const_cast<void*>(b.raw_data()), 0, b.nbytes());
+          return b;
+        }
+        if (!binding_->layout || !binding_->arena) continue;
+        const SlotPlacement& p = binding_->layout->slots[s];
+        if (p.offset < 0 || p.alias_of >= 0 || p.dtype != dtype || p.shape != shape) continue;
+        if (zero && p.reuses_input) continue;  // the block still holds an input of this node
+        claim(i);
+        void* data = binding_->arena->data() + p.offset;
+        Tensor t = Tensor::View(dtype, std::move(shape), data, binding_->keep_alive);
+        if (zero && t.nbytes()) std::memset(data, 0, t.nbytes());
+        return t;
+      }
+    }
+    auto r = Tensor::Create(dtype, std::move(shape), plan_.opts_.max_tensor_bytes);
+    if (!r.ok()) return r.status().WithContext(pn_.node->Describe());
+    return r;
+  }
+
+  // True when t's bytes lie in the block the layout gave `slot` (its own, or the one it views).
+  bool InPlannedBlock(int slot, const Tensor& t) const {
+    const SlotPlacement& p = binding_->layout->slots[slot];
+    const SlotPlacement& root = p.alias_of >= 0 ? binding_->layout->slots[p.alias_of] : p;
+    if (root.offset < 0) return false;
+    const uint8_t* begin = binding_->arena->data() + root.offset;
+    const auto* d = static_cast<const uint8_t*>(t.raw_data());
+    return d >= begin && d + t.nbytes() <= begin + root.bytes;
+  }
+  // The main-graph slot whose live value's buffer holds p, or -1.
+  int SourceSlotOf(const void* p) const {
+    const auto* b = static_cast<const uint8_t*>(p);
+    for (size_t s = 0; s < frame_.values.size(); ++s) {
+      const Value* v = frame_.values[s];
+      if (!v || !v->is_tensor()) continue;
+      const auto* d = static_cast<const uint8_t*>(v->tensor().raw_data());
+      if (d && b >= d && b < d + std::max<size_t>(v->tensor().nbytes(), 1)) return static_cast<int>(s);
+    }
+    return -1;
+  }
+  // A value that views arena memory outside its own planned block (a kernel returned a view
+  // of an input, a sequence holds arena tensors, a graph output views the arena) would be
+  // overwritten when that block is reused: copy it to the heap, and report the sharing so
+  // the next layout keeps the blocks together.
+  void KeepArenaValuesInTheirBlocks(int slot, Value& v) {
+    if (v.is_tensor()) {
+      const Tensor& t = v.tensor();
+      if (!t.raw_data() || !binding_->arena->Contains(t.raw_data()) || InPlannedBlock(slot, t)) return;
+      if (binding_->alias_sink) binding_->alias_sink->ReportAlias(slot, SourceSlotOf(t.raw_data()));
+      v = Value(t.Clone());
+    } else if (v.is_sequence()) {
+      bool any = false;
+      for (const Tensor& t : v.sequence())
+        if (t.raw_data() && binding_->arena->Contains(t.raw_data())) {
+          any = true;
+          if (binding_->alias_sink) binding_->alias_sink->ReportAlias(slot, SourceSlotOf(t.raw_data()));
+        }
+      if (!any) return;
+      std::vector<Tensor> copies;
+      for (const Tensor& t : v.sequence()) copies.push_back(binding_->arena->Contains(t.raw_data()) ? t.Clone() : t);
+      v = Value::MakeSequence(std::move(copies), v.sequence_elem_type());
+    }
+  }
+
   const ExecutionPlan& plan_;
   const PlanNode& pn_;
   Frame& frame_;
-  std::vector<const Value*> inputs_;
-  std::vector<bool> set_;
+  const Value* const* inputs_;
+  uint8_t* flags_;
+  const RunServices& services_;
+  const ArenaBinding* binding_;
+  size_t scratch_mark_;
 };
 
 int ExecutionPlan::SlotFor(const std::string& name) {
@@ -130,7 +227,7 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Graph& graph
       for (size_t i = 0; i < graph.inputs.size(); ++i)
         if (graph.inputs[i].name == name) plan->input_defaults_[i] = &t;
     } else {
-      plan->constants_.emplace_back(slot, t);
+      plan->constants_.emplace_back(slot, Value(t));
     }
   }
   std::vector<int> producer;  // slot -> node index
@@ -253,6 +350,11 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Graph& graph
     pn.release.assign(rel.begin(), rel.end());
   }
   for (int ni : order) plan->nodes_.push_back(std::move(nodes[ni]));
+  for (const PlanNode& pn : plan->nodes_) {
+    plan->max_node_inputs_ = std::max(plan->max_node_inputs_, pn.inputs.size());
+    plan->max_node_outputs_ = std::max(plan->max_node_outputs_, pn.outputs.size());
+  }
+  for (const Tensor* t : plan->input_defaults_) plan->input_default_values_.push_back(t ? Value(*t) : Value());
   return plan;
 }
 
@@ -268,33 +370,58 @@ std::vector<ExecutionPlan::Step> ExecutionPlan::Schedule() const {
   return steps;
 }
 
-Result<std::vector<Value>> ExecutionPlan::Execute(std::vector<Value> inputs, const Frame* parent) const {
+void ExecutionPlan::PrepareFrame(Frame& frame) const {
+  const size_t n = slot_names_.size();
+  if (frame.values.size() != n) {
+    frame.owned.assign(n, Value());
+    frame.values.assign(n, nullptr);
+  }
+  if (frame.node_inputs.size() < max_node_inputs_) frame.node_inputs.resize(max_node_inputs_);
+  if (frame.node_flags.size() < 2 * max_node_outputs_) frame.node_flags.resize(2 * max_node_outputs_);
+  for (const auto& [slot, v] : constants_) frame.values[slot] = &v;
+}
+
+Status ExecutionPlan::RunNodes(Frame& frame, const RunServices& services, const ArenaBinding* binding) const {
+  for (const PlanNode& pn : nodes_) {
+    const Value** in = frame.node_inputs.data();
+    for (size_t k = 0; k < pn.inputs.size(); ++k) in[k] = pn.inputs[k].valid() ? frame.Lookup(pn.inputs[k]) : nullptr;
+    uint8_t* flags = frame.node_flags.data();
+    if (!pn.outputs.empty()) std::memset(flags, 0, 2 * pn.outputs.size());
+    {
+      ContextImpl ctx(*this, pn, frame, in, flags, services, binding);
+      Status st = pn.kernel->Compute(ctx);
+      if (!st.ok()) {
+        const std::string d = pn.node->Describe();
+        if (st.message().rfind(d, 0) == 0) return st;
+        return st.WithContext(d);
+      }
+      if (!ctx.all_set()) return Status::Internal(pn.node->Describe() + " did not produce all of its outputs");
+    }
+    for (int s : pn.release) {
+      frame.owned[s] = Value();
+      frame.values[s] = nullptr;
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<Value>> ExecutionPlan::Execute(std::vector<Value> inputs, const Frame* parent,
+                                                  const RunServices& services) const {
   Frame frame;
   frame.parent = parent;
-  frame.values.resize(slot_names_.size());
-  for (const auto& [slot, t] : constants_) frame.values[slot] = Value(t);
+  PrepareFrame(frame);
   for (size_t i = 0; i < input_slots_.size(); ++i) {
-    if (i < inputs.size() && !inputs[i].is_none()) frame.values[input_slots_[i]] = std::move(inputs[i]);
-    else if (input_defaults_[i]) frame.values[input_slots_[i]] = Value(*input_defaults_[i]);
-    else if (i < inputs.size()) frame.values[input_slots_[i]] = std::move(inputs[i]);
-  }
-  std::vector<const Value*> in_ptrs;
-  for (const PlanNode& pn : nodes_) {
-    in_ptrs.clear();
-    for (const ValueRef& r : pn.inputs) {
-      const Value* v = r.valid() ? frame.Lookup(r) : nullptr;
-      in_ptrs.push_back(v);
+    const int s = input_slots_[i];
+    if (i < inputs.size() && !inputs[i].is_none()) {
+      frame.owned[s] = std::move(inputs[i]);
+      frame.values[s] = &frame.owned[s];
+    } else if (input_defaults_[i]) {
+      frame.values[s] = &input_default_values_[i];
+    } else {
+      frame.values[s] = &kAbsent;
     }
-    ContextImpl ctx(*this, pn, frame, in_ptrs);
-    Status st = pn.kernel->Compute(ctx);
-    if (!st.ok()) {
-      const std::string d = pn.node->Describe();
-      if (st.message().rfind(d, 0) == 0) return st;
-      return st.WithContext(d);
-    }
-    if (!ctx.all_set()) return Status::Internal(pn.node->Describe() + " did not produce all of its outputs");
-    for (int s : pn.release) frame.values[s] = Value();
   }
+  IL_RETURN_IF_ERROR(RunNodes(frame, services, nullptr));
   std::vector<Value> outs;
   outs.reserve(output_refs_.size());
   for (const ValueRef& r : output_refs_) {
@@ -302,6 +429,32 @@ Result<std::vector<Value>> ExecutionPlan::Execute(std::vector<Value> inputs, con
     outs.push_back(v ? *v : Value());
   }
   return outs;
+}
+
+Status ExecutionPlan::ExecuteInto(Frame& frame, const Value* const* inputs, const RunServices& services,
+                                  const ArenaBinding* binding, Value* outs) const {
+  frame.parent = nullptr;
+  PrepareFrame(frame);
+  for (size_t i = 0; i < input_slots_.size(); ++i) {
+    const Value* v = inputs[i];
+    if (v && !v->is_none()) frame.values[input_slots_[i]] = v;
+    else if (input_defaults_[i]) frame.values[input_slots_[i]] = &input_default_values_[i];
+    else frame.values[input_slots_[i]] = v ? v : &kAbsent;
+  }
+  Status st = RunNodes(frame, services, binding);
+  if (st.ok()) {
+    for (size_t k = 0; k < output_refs_.size(); ++k) {
+      const Value* v = frame.Lookup(output_refs_[k]);
+      outs[k] = v ? *v : Value();
+    }
+  }
+  // Drop what the frame still holds (graph outputs; everything after an error).
+  for (size_t s = 0; s < frame.values.size(); ++s) {
+    if (!frame.values[s]) continue;
+    frame.values[s] = nullptr;
+    if (!frame.owned[s].is_none()) frame.owned[s] = Value();
+  }
+  return st;
 }
 
 }  // namespace inferloop
