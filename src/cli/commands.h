@@ -13,5 +13,7 @@ Runner AddTestOnnxCommand(CLI::App& app);
 Runner AddRunCommand(CLI::App& app);
 Runner AddInspectCommand(CLI::App& app);
 Runner AddOpsCommand(CLI::App& app);
+Runner AddOptimizeCommand(CLI::App& app);
+Runner AddBenchCommand(CLI::App& app);
 
 }  // namespace inferloop::cli

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   add(inferloop::cli::AddRunCommand);
   add(inferloop::cli::AddInspectCommand);
   add(inferloop::cli::AddOpsCommand);
+  add(inferloop::cli::AddOptimizeCommand);
+  add(inferloop::cli::AddBenchCommand);
   add(inferloop::cli::AddTestOnnxCommand);
   try {
     app.parse(argc, argv);
