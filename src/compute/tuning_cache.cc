@@ -1,5 +1,6 @@
 #include "compute/tuning_cache.h"
 
+#include <atomic>
 #include <unistd.h>
 
 #include <cstdio>
@@ -58,12 +59,35 @@ const std::string& CpuModelKey() {
   return key;
 }
 
+namespace {
+// Microseconds of candidate timing spent in this process (ChargeAutotune).
+std::atomic<int64_t>& AutotuneSpentUs() {
+  static std::atomic<int64_t> spent{0};
+  return spent;
+}
+
+double AutotuneBudgetSeconds() {
+  static const double budget = [] {
+    const char* v = std::getenv("INFERLOOP_AUTOTUNE_BUDGET_S");
+    if (v == nullptr || *v == '\0') return 20.0;
+    char* end = nullptr;
+    const double d = std::strtod(v, &end);
+    return end != v && d >= 0 ? d : 20.0;
+  }();
+  return budget;
+}
+}  // namespace
+
 bool AutotuneEnabled() {
   static const bool on = [] {
     const char* v = std::getenv("INFERLOOP_AUTOTUNE");
     return !(v != nullptr && std::strcmp(v, "0") == 0);
   }();
-  return on;
+  return on && static_cast<double>(AutotuneSpentUs().load(std::memory_order_relaxed)) < AutotuneBudgetSeconds() * 1e6;
+}
+
+void ChargeAutotune(double seconds) {
+  if (seconds > 0) AutotuneSpentUs().fetch_add(static_cast<int64_t>(seconds * 1e6), std::memory_order_relaxed);
 }
 
 TuningCache& TuningCache::Global() {

@@ -11,10 +11,12 @@
 // written to a temporary file and renamed) after every new entry. Unreadable or malformed
 // files are ignored; a failed save only loses the persistence.
 //
-// Autotuning can be switched off with env INFERLOOP_AUTOTUNE=0: Find then returns nothing and
-// kernels use their built-in heuristic (AutotuneEnabled() false).
+// Autotuning can be switched off with env INFERLOOP_AUTOTUNE=0, and stops for the rest of the
+// process after INFERLOOP_AUTOTUNE_BUDGET_S seconds of timing: kernels then use their built-in
+// heuristic for new shapes (AutotuneEnabled() false). Entries already in the cache still apply.
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -55,7 +57,23 @@ class TuningCache {
 // (e.g. "Intel(R) Xeon(R) Processor|avx512|amx"); "unknown" when unreadable.
 const std::string& CpuModelKey();
 
-// False when env INFERLOOP_AUTOTUNE is "0" (kernels then skip timing candidates).
+// False when env INFERLOOP_AUTOTUNE is "0", or once this process has spent its autotuning budget
+// (env INFERLOOP_AUTOTUNE_BUDGET_S, default 20 s of candidate timing, so that a cold start stays
+// bounded); kernels then use their heuristic for shapes the cache does not know.
 bool AutotuneEnabled();
+// Adds time spent timing candidates to the process's autotuning total.
+void ChargeAutotune(double seconds);
+
+// Charges the time from its construction to its destruction (building and timing candidates).
+class AutotuneTimer {
+ public:
+  AutotuneTimer() : start_(std::chrono::steady_clock::now()) {}
+  ~AutotuneTimer() { ChargeAutotune(std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()); }
+  AutotuneTimer(const AutotuneTimer&) = delete;
+  AutotuneTimer& operator=(const AutotuneTimer&) = delete;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
 
 }  // namespace inferloop

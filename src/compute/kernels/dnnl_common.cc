@@ -8,6 +8,7 @@
 
 #include "compute/dispatch.h"
 #include "compute/tensor_cast.h"
+#include "compute/tuning_cache.h"
 
 extern "C" void omp_set_num_threads(int);
 
@@ -236,16 +237,24 @@ Result<size_t> PickFastest(const std::vector<std::function<Status()>>& runs) {
     best[i] = std::chrono::duration<double>(Clock::now() - t0).count();
     slowest = std::max(slowest, best[i]);
   }
-  // About 60 ms of timed calls per candidate, 1 to 7 rounds.
-  const int rounds = std::clamp(static_cast<int>(0.06 / std::max(slowest, 1e-6)), 1, 7);
+  // About 30 ms of timed calls per candidate, 1 to 5 rounds; candidates whose warm-up took more
+  // than 4x the fastest one's are out already (first-call overheads are well below that).
+  const double fastest = *std::min_element(best.begin(), best.end());
+  std::vector<bool> timed(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) timed[i] = best[i] <= 4 * fastest;
+  const int rounds = std::clamp(static_cast<int>(0.03 / std::max(slowest, 1e-6)), 1, 5);
   for (int r = 0; r < rounds; ++r)
     for (size_t i = 0; i < runs.size(); ++i) {
+      if (!timed[i]) continue;
       const auto t0 = Clock::now();
       IL_RETURN_IF_ERROR(runs[i]());
       const double t = std::chrono::duration<double>(Clock::now() - t0).count();
       best[i] = r == 0 ? t : std::min(best[i], t);
     }
-  return static_cast<size_t>(std::min_element(best.begin(), best.end()) - best.begin());
+  size_t pick = 0;
+  for (size_t i = 1; i < runs.size(); ++i)
+    if (timed[i] && (!timed[pick] || best[i] < best[pick])) pick = i;
+  return pick;
 }
 
 std::string ShapeKey(const Shape& s) {

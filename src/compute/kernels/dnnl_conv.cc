@@ -443,6 +443,7 @@ class ConvKernel final : public Kernel {
         if (*winner == ImplName(impl)) chosen = try_build(impl);
     }
     if (!chosen && AutotuneEnabled()) {
+      AutotuneTimer charge;  // building and timing the candidates
       std::vector<std::shared_ptr<const ConvPlan>> cands;
       std::vector<std::function<Status()>> runs;
       for (ConvImpl impl : kAllImpls)

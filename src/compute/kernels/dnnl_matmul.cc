@@ -358,6 +358,7 @@ class MMKernel final : public Kernel {
           if (*winner == ImplName(impl)) chosen = try_build(impl);
       }
       if (!chosen && AutotuneEnabled()) {
+        AutotuneTimer charge;  // building and timing the candidates
         std::vector<std::shared_ptr<const MMPlan>> cands;
         std::vector<std::function<Status()>> runs;
         for (MMImpl impl : kAllImpls)

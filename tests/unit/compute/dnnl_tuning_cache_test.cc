@@ -102,5 +102,27 @@ TEST_F(TuningCacheTest, ConvRecordsItsWinner) {
   EXPECT_TRUE(known) << text;
 }
 
+// Once the process has spent its autotuning budget, new shapes take the heuristic: the result
+// is still computed (and right), but nothing is timed or recorded. (Each test runs in its own
+// process under ctest, so the spent budget does not leak into other tests.)
+TEST_F(TuningCacheTest, SpentBudgetStopsAutotuning) {
+  if (!AutotuneEnabled()) GTEST_SKIP() << "INFERLOOP_AUTOTUNE=0";
+  TuningCache& c = TuningCache::Global();
+  const std::string path = (dir_ / "budget.tsv").string();
+  c.Clear();
+  c.SetPath(path);
+  ChargeAutotune(1e9);
+  EXPECT_FALSE(AutotuneEnabled());
+  dnnl_test::OneNode n;
+  n.op = "Conv";
+  n.inputs = {{"x", {1, 16, 10, 10}, dnnl_test::RandomValues(16 * 100, 3), false},
+              {"w", {16, 16, 3, 3}, dnnl_test::RandomValues(16 * 16 * 9, 4), true}};
+  n.attrs = [](onnxpb::NodeProto& p) { dnnl_test::IntsAttr(p, "pads", {1, 1, 1, 1}); };
+  auto y = dnnl_test::RunNode(n, DataType::kFloat);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(c.size(), 0u);
+  EXPECT_EQ(ReadFile(path).find("conv f32 x=1x16x10x10"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace inferloop
