@@ -185,6 +185,9 @@ def main():
     batches = [int(b) for b in args.batches.split(",")]
     threads_list = [int(t) for t in args.threads.split(",")]
     import onnxruntime
+    # Autotuning winners persist across the per-row processes (the first process of a shape
+    # tunes during its warm-up; later ones reuse the result, as a restarted server would).
+    os.environ.setdefault("INFERLOOP_TUNING_CACHE", os.path.join(MODELS_DIR, "tuning_cache.tsv"))
 
     rows, raw = [], []
     with tempfile.TemporaryDirectory(prefix="bench_vs_ort_") as work:

@@ -213,6 +213,88 @@ class Inferencer {
     return true;
   }
 
+  // Channel-blocked (NCHW16c) storage [N, ceil(C/16), S..., 16] of logical dims [N, C, S...].
+  static Dims ToBlocked(const Dims& d) {
+    Dims b = d;
+    if (b.size() < 2) return b;
+    b[1] = Known(d[1]) ? Fixed((d[1].value + 15) / 16) : Dim{};
+    b.push_back(Fixed(16));
+    return b;
+  }
+  // Logical dims of blocked storage with `channels` channels (-1: the padded count).
+  static Dims FromBlocked(const Dims& b, int64_t channels) {
+    Dims d(b.begin(), b.end() - 1);
+    d[1] = channels >= 0 ? Fixed(channels) : Known(b[1]) ? Fixed(b[1].value * 16) : Dim{};
+    return d;
+  }
+  // The com.inferloop ops of the NCHW16c layout: ReorderToNchwc, ReorderFromNchwc, and FusedConv
+  // and the pools with layout "NCHW16c" (inferred as their plain op on the logical shapes).
+  // False for every other node.
+  bool InferBlocked(const Node& n) {
+    const std::string& op = n.op_type;
+    const Info* x = In(n, 0);
+    const bool reorder = op == "ReorderToNchwc" || op == "ReorderFromNchwc";
+    if (!reorder) {
+      const Attribute* layout = n.FindAttribute("layout");
+      if (!layout || layout->s != "NCHW16c") return false;
+    }
+    auto unknown = [&]() {
+      Info o;
+      o.dtype = x ? x->dtype : DataType::kUndefined;
+      Out(n, 0, o);
+      return true;
+    };
+    if (!x || !x->has_shape || x->dims.size() < 3) return unknown();
+    Info o;
+    o.dtype = x->dtype;
+    o.has_shape = true;
+    if (op == "ReorderToNchwc") {
+      o.dims = ToBlocked(x->dims);
+      Out(n, 0, o);
+      return true;
+    }
+    if (op == "ReorderFromNchwc") {
+      const Attribute* ch = n.FindAttribute("channels");
+      if (!ch || x->dims.back().value != 16) return unknown();
+      o.dims = FromBlocked(x->dims, ch->i);
+      Out(n, 0, o);
+      return true;
+    }
+    // FusedConv's X may be plain (rank of W) or blocked (one more); pools' X is blocked.
+    Info logical = *x;
+    const Info* w = op == "FusedConv" ? In(n, 1) : nullptr;
+    if (op == "FusedConv" && (!w || !w->has_shape)) return unknown();
+    const bool x_blocked = w ? x->dims.size() == w->dims.size() + 1 : true;
+    if (x_blocked) {
+      if (x->dims.back().value != 16) return unknown();
+      int64_t channels = -1;
+      if (w && Known(w->dims[1])) {
+        const Attribute* group = n.FindAttribute("group");
+        channels = w->dims[1].value * (group ? group->i : 1);
+      }
+      logical.dims = FromBlocked(x->dims, channels);
+    }
+    const std::string tmp_in = "\x01blocked_in", tmp_out = "\x01blocked_out";
+    values_[tmp_in] = logical;
+    Node plain = n;
+    plain.domain.clear();
+    plain.op_type = op == "FusedConv" ? "Conv" : op;
+    plain.inputs[0] = tmp_in;
+    plain.outputs = {tmp_out};
+    if (op == "FusedConv") plain.inputs.resize(std::min<size_t>(plain.inputs.size(), 3));
+    Infer(plain);
+    auto it = values_.find(tmp_out);
+    if (it != values_.end() && it->second.has_shape && it->second.dims.size() >= 3) {
+      o.dims = ToBlocked(it->second.dims);
+      Out(n, 0, o);
+    } else {
+      unknown();
+    }
+    values_.erase(tmp_in);
+    values_.erase(tmp_out);
+    return true;
+  }
+
   void Infer(const Node& n) {
     const std::string& op = n.op_type;
     const Info* x = In(n, 0);
@@ -229,6 +311,7 @@ class Inferencer {
                                                   "Sum", "And", "Or", "Xor", "BitShift", "BitwiseAnd", "BitwiseOr",
                                                   "BitwiseXor", "PRelu"};
     static const std::set<std::string> kCompare = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+    if (n.domain == "com.inferloop" && InferBlocked(n)) return;  // NCHW16c ops (docs/DNNL_KERNELS.md)
     if (n.domain == "com.inferloop") {  // fused ops (docs/FUSED_OPS.md): shaped like what they replace
       static const std::map<std::string, std::string> kShapedLike = {
           {"FusedConv", "Conv"}, {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"}, {"Gelu", "Identity"},

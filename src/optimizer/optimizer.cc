@@ -116,6 +116,12 @@ Result<OptimizeReport> OptimizeModel(Model& model, const OptimizeOptions& opts) 
     }
     if (changed == 0) break;
   }
+  if (opts.level >= 2) {  // layout last: the fusions above match plain-layout patterns only
+    auto layout = MakeNchwcLayoutPass();
+    auto r = layout->Apply(work, ctx);
+    if (!r.ok()) return r.status().WithContext("optimizer pass " + layout->name());
+    report.rewrites[layout->name()] += *r;
+  }
   model = std::move(work);
   return finish();
 }

@@ -2,7 +2,8 @@
 //
 // Level 0 does nothing; 1 (basic) folds constants and removes dead nodes, identities and
 // cancelling Transpose/Reshape pairs; 2 (all, the default) adds Conv+BatchNorm folding and the
-// fusions into com.inferloop ops (docs/FUSED_OPS.md) and LayerNormalization. Fusions fire only
+// fusions into com.inferloop ops (docs/FUSED_OPS.md) and LayerNormalization, then (once) the
+// channel-blocked NCHW16c layout between 2-D convolutions. Fusions fire only
 // for ops the registry has kernels for. A model whose graph is not a valid DAG (a cycle, a value
 // defined twice, a read of an undefined name) is left as it is, so the runtime reports it.
 #pragma once

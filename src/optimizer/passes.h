@@ -22,5 +22,7 @@ std::unique_ptr<GraphPass> MakeResidualAddFusionPass();         // residual_add_
 std::unique_ptr<GraphPass> MakeLayerNormFusionPass();           // layer_norm_fusion.cc
 std::unique_ptr<GraphPass> MakeGeluFusionPass();                // gelu_fusion.cc
 std::unique_ptr<GraphPass> MakeAttentionFusionPass();           // attention_fusion.cc
+// Level 2, once after the fusions: channel-blocked layout between 2-D convolutions.
+std::unique_ptr<GraphPass> MakeNchwcLayoutPass();               // nchwc_layout.cc
 
 }  // namespace inferloop
