@@ -105,6 +105,12 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual Status Compute(KernelContext& ctx) const = 0;
+  // True when the kernel took its own reference to constant input `i` at creation (e.g. to
+  // pack weights for oneDNN) and at run time reads only that input's dtype and shape, never its
+  // data. When every reader of an initializer says so, the session stops holding the
+  // initializer's data and passes a tensor of the same dtype and shape without data
+  // (raw_data() == nullptr), so the memory is freed once the kernels have packed it.
+  virtual bool KeepsOwnCopyOfConstant(int /*i*/) const { return false; }
 };
 
 using KernelFn = std::function<Status(KernelContext&)>;

@@ -249,6 +249,7 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Graph& graph
   // Resolve inputs and compile subgraphs.
   std::vector<PlanNode> nodes(graph.nodes.size());
   std::vector<std::vector<int>> reads(graph.nodes.size());  // depth-0 slots each node reads (incl. implicit)
+  std::set<int> implicit_reads;                              // depth-0 slots subgraphs read by name
   for (size_t ni = 0; ni < graph.nodes.size(); ++ni) {
     const Node& node = graph.nodes[ni];
     PlanNode& pn = nodes[ni];
@@ -271,7 +272,10 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Graph& graph
       if (!sub.ok()) return sub.status().WithContext(node.Describe() + " attribute '" + a.name + "'");
       for (const auto& fname : (*sub)->free_names()) {
         ValueRef ref;
-        if (plan->Resolve(fname, &ref, &plan->free_names_) && ref.depth == 0) reads[ni].push_back(ref.slot);
+        if (plan->Resolve(fname, &ref, &plan->free_names_) && ref.depth == 0) {
+          reads[ni].push_back(ref.slot);
+          implicit_reads.insert(ref.slot);
+        }
       }
       pn.subgraphs.push_back(std::move(sub).value());
     }
@@ -355,7 +359,27 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Graph& graph
     plan->max_node_outputs_ = std::max(plan->max_node_outputs_, pn.outputs.size());
   }
   for (const Tensor* t : plan->input_defaults_) plan->input_default_values_.push_back(t ? Value(*t) : Value());
+  if (!outer && plan->opts_.release_kept_constants) plan->ReleaseConstantsKeptByKernels(keep, implicit_reads);
   return plan;
+}
+
+void ExecutionPlan::ReleaseConstantsKeptByKernels(const std::set<int>& graph_outputs, const std::set<int>& implicit_reads) {
+  for (auto& [slot, v] : constants_) {
+    if (!v.is_tensor() || graph_outputs.count(slot) || implicit_reads.count(slot)) continue;
+    const Tensor& t = v.tensor();
+    if (t.raw_data() == nullptr || t.size() == 0) continue;
+    int readers = 0;
+    bool all_keep = true;
+    for (const PlanNode& pn : nodes_)
+      for (size_t k = 0; k < pn.inputs.size(); ++k)
+        if (pn.inputs[k].depth == 0 && pn.inputs[k].slot == slot) {
+          ++readers;
+          all_keep = all_keep && pn.kernel && pn.kernel->KeepsOwnCopyOfConstant(static_cast<int>(k));
+        }
+    if (readers == 0 || !all_keep) continue;
+    v = Value(Tensor::View(t.dtype(), t.shape(), nullptr, nullptr));
+    released_constants_.push_back(slot_names_[slot]);
+  }
 }
 
 std::vector<ExecutionPlan::Step> ExecutionPlan::Schedule() const {

@@ -12,6 +12,7 @@
 // on the heap (kernels aside). Subgraphs (If/Loop/Scan bodies) run through Execute, on the heap.
 #pragma once
 
+#include <set>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -28,6 +29,9 @@ namespace inferloop {
 struct PlanOptions {
   size_t max_tensor_bytes = Tensor::kDefaultMaxBytes;
   const KernelRegistry* registry = nullptr;  // nullptr: DefaultKernelRegistry()
+  // Pass initializers without data where every reader's kernel keeps its own copy (packed
+  // weights), so their memory is freed (main graph only).
+  bool release_kept_constants = true;
 };
 
 // Where a value lives: `depth` frames up the scope chain (0 = this graph), slot index there.
@@ -115,7 +119,13 @@ class ExecutionPlan : public Subgraph {
   // Compile-time lookup of a name visible in this plan (its own slots, then outer scopes).
   bool Resolve(const std::string& name, ValueRef* ref, std::vector<std::string>* free_names) const;
 
+  // Initializers this plan passes without data because every kernel reading them keeps its
+  // own copy (Kernel::KeepsOwnCopyOfConstant); the owner of the Graph may drop their data too.
+  const std::vector<std::string>& released_constants() const { return released_constants_; }
+
  private:
+  void ReleaseConstantsKeptByKernels(const std::set<int>& graph_outputs, const std::set<int>& implicit_reads);
+  std::vector<std::string> released_constants_;
   struct PlanNode {
     const Node* node = nullptr;
     std::unique_ptr<Kernel> kernel;

@@ -291,6 +291,12 @@ Result<std::unique_ptr<Session>> Session::CreateFromModel(Model model, const Ses
   PlanOptions po;
   po.max_tensor_bytes = opts.max_tensor_bytes;
   IL_ASSIGN_OR_RETURN(impl->plan, ExecutionPlan::Compile(impl->model.graph, impl->model.opsets, po));
+  {  // weights only packing kernels read: the model keeps their shapes, the kernels their data
+    const auto& released = impl->plan->released_constants();
+    const std::set<std::string> names(released.begin(), released.end());
+    for (auto& [name, t] : impl->model.graph.initializers)
+      if (names.count(name)) t = Tensor::View(t.dtype(), t.shape(), nullptr, nullptr);
+  }
   std::set<std::string> inits;
   for (const auto& [name, t] : impl->model.graph.initializers) inits.insert(name);
   const auto& g = impl->model.graph;

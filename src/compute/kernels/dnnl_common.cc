@@ -197,7 +197,31 @@ Status RunReorder(const ReorderPrim& r, dnnl_memory_t from, dnnl_memory_t to) {
 }
 
 PackedWeights::PackedWeights(const Tensor* w) {
-  if (w && w->dtype() == DataType::kFloat) w_ = *w;
+  if (w && w->dtype() == DataType::kFloat) {
+    w_ = *w;
+    shape_ = w->shape();
+    defined_ = true;
+  }
+}
+
+namespace {
+// Plain weights wrapped as a oneDNN memory, kept alive with it.
+struct HeldPlain {
+  HeldPlain(Tensor t, const dnnl::memory::desc& md) : tensor(std::move(t)), mem(md, Engine(), const_cast<void*>(tensor.raw_data())) {}
+  Tensor tensor;
+  dnnl::memory mem;
+};
+}  // namespace
+
+Tensor PackedWeights::PlainLocked() const {
+  if (w_.defined() && w_.raw_data() != nullptr) return w_;
+  if (!source_) throw dnnl::error(dnnl_invalid_arguments, "no constant weights to pack");
+  auto t = Tensor::Create(DataType::kFloat, shape_);
+  if (!t.ok()) throw dnnl::error(dnnl_out_of_memory, "rebuilding plain weights");
+  MemArg to(source_user_md_, t->raw_data());
+  if (!RunReorder(MakeReorder(source_->get_desc(), source_user_md_), source_->get(), to.get()).ok())
+    throw dnnl::error(dnnl_runtime_error, "rebuilding plain weights failed");
+  return std::move(t).value();
 }
 
 std::shared_ptr<const dnnl::memory> PackedWeights::Get(const dnnl::memory::desc& user_md, const dnnl::memory::desc& md) const {
@@ -211,13 +235,50 @@ std::shared_ptr<const dnnl::memory> PackedWeights::Get(const dnnl::memory::desc&
     if (sp->get_desc() == md) return sp;
     ++it;
   }
-  if (!w_.defined() || user_md.get_size() != w_.nbytes()) throw dnnl::error(dnnl_invalid_arguments, "no constant weights to pack");
-  auto packed = std::make_shared<dnnl::memory>(md, Engine());  // oneDNN allocates the buffer
-  MemArg from(user_md, w_.raw_data());
-  if (!RunReorder(MakeReorder(user_md, md), from.get(), packed->get()).ok())
-    throw dnnl::error(dnnl_runtime_error, "packing constant weights failed");
-  packed_.push_back(packed);
-  return packed;
+  if (source_ && source_->get_desc() == md) return source_;
+  if (!defined_ || user_md.get_size() != static_cast<size_t>(ShapeElementCount(shape_)) * sizeof(float))
+    throw dnnl::error(dnnl_invalid_arguments, "no constant weights to pack");
+  Tensor plain = PlainLocked();
+  std::shared_ptr<const dnnl::memory> result;
+  if (md == user_md) {
+    auto held = std::make_shared<HeldPlain>(plain, md);
+    result = std::shared_ptr<const dnnl::memory>(held, &held->mem);
+  } else {
+    auto packed = std::make_shared<dnnl::memory>(md, Engine());  // oneDNN allocates the buffer
+    MemArg from(user_md, plain.raw_data());
+    if (!RunReorder(MakeReorder(user_md, md), from.get(), packed->get()).ok())
+      throw dnnl::error(dnnl_runtime_error, "packing constant weights failed");
+    result = packed;
+    // The first blocked packing becomes the source of later layouts (Winograd's own format
+    // cannot be reordered back, so it never is).
+    if (!source_ && md.data.format_kind == dnnl_blocked) {
+      source_ = packed;
+      source_user_md_ = user_md;
+    }
+  }
+  packed_.push_back(result);
+  if (source_) w_ = Tensor();  // plain weights now live on only where a plan uses them
+  return result;
+}
+
+Result<Tensor> PackedWeights::Plain() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  try {
+    w_ = PlainLocked();  // kept: the scalar path may need it again
+    return w_;
+  } catch (const dnnl::error& e) {
+    return Status::Internal(std::string("constant weights: ") + e.what());
+  }
+}
+
+Status WithPlainConstant(KernelContext& ctx, int index, const PackedWeights& w,
+                         const std::function<Status(KernelContext&)>& run) {
+  const Tensor* t = ctx.input(index);
+  if (!w.defined() || !t || t->raw_data() != nullptr || t->size() == 0) return run(ctx);
+  IL_ASSIGN_OR_RETURN(Tensor plain, w.Plain());
+  const Value v(std::move(plain));
+  InputOverrideContext c(ctx, index, &v);
+  return run(c);
 }
 
 Result<Activation> ActivationFromInfo(const KernelInfo& info) {

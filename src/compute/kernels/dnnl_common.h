@@ -145,16 +145,61 @@ class PackedWeights {
  public:
   // `w` may be undefined (no constant weights); Matches is then always false.
   explicit PackedWeights(const Tensor* w);
-  // True when the run-time input `t` is this constant (same buffer).
-  bool Matches(const Tensor& t) const { return w_.defined() && w_.raw_data() == t.raw_data(); }
-  // The weights (plain layout `user_md`) in layout `md`. Throws dnnl::error on failure.
+  bool defined() const { return defined_; }
+  // True when the run-time input `t` is this constant. The constant is a non-overridable
+  // initializer, so the input always is it; the session may pass it without data once
+  // the kernel keeps its own copy (Kernel::KeepsOwnCopyOfConstant), so dtype and shape decide.
+  bool Matches(const Tensor& t) const { return defined_ && t.dtype() == DataType::kFloat && t.shape() == shape_; }
+  // The weights (plain layout `user_md`) in layout `md` (md == user_md: the plain weights
+  // themselves). After the first packing into a blocked layout, the plain original is dropped
+  // (that frees it when the session no longer holds it either); later layouts are reordered
+  // from that packed copy. Throws dnnl::error on failure.
   std::shared_ptr<const dnnl::memory> Get(const dnnl::memory::desc& user_md, const dnnl::memory::desc& md) const;
+  // The plain weights as a tensor, rebuilt from the packed copy if the original was dropped
+  // (for the scalar fallback).
+  Result<Tensor> Plain() const;
 
  private:
-  Tensor w_;
+  Tensor PlainLocked() const;  // throws dnnl::error
+
+  bool defined_ = false;
+  Shape shape_;
   mutable std::mutex mu_;
+  mutable Tensor w_;                                      // the plain weights while kept
+  mutable std::shared_ptr<const dnnl::memory> source_;    // first blocked packing (kept)
+  mutable dnnl::memory::desc source_user_md_;             // the plain layout source_ came from
   mutable std::vector<std::weak_ptr<const dnnl::memory>> packed_;
 };
+
+// A KernelContext that passes `value` as input `index` and forwards everything else to `inner`
+// (to hand a scalar fallback kernel the plain weights the session no longer holds).
+class InputOverrideContext : public KernelContext {
+ public:
+  InputOverrideContext(KernelContext& inner, int index, const Value* value) : inner_(inner), index_(index), value_(value) {}
+  int num_inputs() const override { return inner_.num_inputs(); }
+  const Value* input_value(int i) const override { return i == index_ ? value_ : inner_.input_value(i); }
+  int num_outputs() const override { return inner_.num_outputs(); }
+  bool output_wanted(int i) const override { return inner_.output_wanted(i); }
+  void SetOutput(int i, Value v) override { inner_.SetOutput(i, std::move(v)); }
+  Result<Tensor> Allocate(DataType dtype, Shape shape) override { return inner_.Allocate(dtype, std::move(shape)); }
+  Result<Tensor> AllocateUninit(DataType dtype, Shape shape) override { return inner_.AllocateUninit(dtype, std::move(shape)); }
+  ThreadPool* thread_pool() const override { return inner_.thread_pool(); }
+  void* Scratch(size_t bytes) override { return inner_.Scratch(bytes); }
+  Result<std::vector<Value>> RunSubgraph(const Subgraph& g, std::vector<Value> inputs) override {
+    return inner_.RunSubgraph(g, std::move(inputs));
+  }
+  const Node& node() const override { return inner_.node(); }
+
+ private:
+  KernelContext& inner_;
+  int index_;
+  const Value* value_;
+};
+
+// Runs `run(ctx)`, first swapping in the plain weights from `w` for input `index` when the
+// session passes that constant without data.
+Status WithPlainConstant(KernelContext& ctx, int index, const PackedWeights& w,
+                         const std::function<Status(KernelContext&)>& run);
 
 // Reads the node's `activation` / `activation_params` attributes (absent = none).
 Result<Activation> ActivationFromInfo(const KernelInfo& info);

@@ -160,6 +160,9 @@ class ConvKernel final : public Kernel {
 
  private:
   Status Scalar(KernelContext& ctx) const {
+    return WithPlainConstant(ctx, 1, const_w_, [this](KernelContext& c) { return ScalarImpl(c); });
+  }
+  Status ScalarImpl(KernelContext& ctx) const {
     if (blocked_) return BlockedError(ctx);
     if (!fused_) return scalar_->Compute(ctx);
     return RunScalarFused(ctx, *scalar_, /*residual_input=*/3, /*bias_input=*/-1, act_);
@@ -347,10 +350,8 @@ class ConvKernel final : public Kernel {
       plan->dst_out = MakeReorder(plan->dst_md, plan->user_dst_md);
       if (p.has_z) plan->z_in = MakeReorder(plan->user_dst_md, plan->dst_md);
     }
-    if (plan->wei_md != plan->user_wei_md) {
-      if (w_is_const) plan->packed_wei = const_w_.Get(plan->user_wei_md, plan->wei_md);
-      else plan->wei_in = MakeReorder(plan->user_wei_md, plan->wei_md);
-    }
+    if (w_is_const) plan->packed_wei = const_w_.Get(plan->user_wei_md, plan->wei_md);  // any layout, plain too
+    else if (plan->wei_md != plan->user_wei_md) plan->wei_in = MakeReorder(plan->user_wei_md, plan->wei_md);
     return plan;
   }
 
@@ -477,6 +478,8 @@ class ConvKernel final : public Kernel {
   bool blocked_ = false;  // FusedConv layout NCHW16c: Y and Z blocked, X either
   bool transposed_ = false;
   std::vector<int64_t> output_padding_, output_shape_;  // ConvTranspose
+  bool KeepsOwnCopyOfConstant(int i) const override { return i == 1 && const_w_.defined() && (Enabled() || blocked_); }
+
   PackedWeights const_w_;
   std::unique_ptr<Kernel> scalar_;
   mutable ShapeCache<ConvPlan> plans_;

@@ -131,6 +131,9 @@ class MMKernel final : public Kernel {
 
  private:
   Status Scalar(KernelContext& ctx) const {
+    return WithPlainConstant(ctx, 1, const_b_, [this](KernelContext& c) { return ScalarImpl(c); });
+  }
+  Status ScalarImpl(KernelContext& ctx) const {
     if (!spec_.fused) return scalar_->Compute(ctx);
     // FusedGemm: the scalar Gemm already adds C; FusedMatMul adds its bias row here.
     return RunScalarFused(ctx, *scalar_, -1, spec_.gemm ? -1 : 2, spec_.act);
@@ -229,9 +232,10 @@ class MMKernel final : public Kernel {
   }
 
   // Throws dnnl::error when oneDNN has no implementation.
-  std::shared_ptr<const MMPlan> BuildPlan(const MMProblem& p, MMImpl impl, bool b_is_const) const {
-    // b_is_const: B is the constant initializer, so it may be packed once into the layout the
-    // primitive prefers.
+  std::shared_ptr<const MMPlan> BuildPlan(const MMProblem& p, MMImpl impl, bool b_is_const, bool pack = true) const {
+    // b_is_const: B is the constant initializer, taken from const_b_ (which may have dropped
+    // the plain original) in whatever layout the plan uses; pack: let the primitive choose that
+    // layout (else plain).
     auto plan = std::make_shared<MMPlan>();
     plan->impl = impl;
     plan->out_shape = p.out_shape;
@@ -243,7 +247,7 @@ class MMKernel final : public Kernel {
     if (impl == MMImpl::kMatMul) {
       const memory::desc a_md(p.a_dims, dt::f32, p.a_trans ? tag::ba : PlainTag(r));
       plan->user_b_md = memory::desc(p.b_dims, dt::f32, p.b_trans ? tag::ba : PlainTag(r));
-      const memory::desc b_any = b_is_const ? memory::desc(p.b_dims, dt::f32, tag::any) : plan->user_b_md;
+      const memory::desc b_any = b_is_const && pack ? memory::desc(p.b_dims, dt::f32, tag::any) : plan->user_b_md;
       dnnl::matmul::primitive_desc pd;
       if (p.c_kind == CKind::kBias) {
         plan->c_md = memory::desc(p.c_dims, dt::f32, PlainTag(r));
@@ -287,10 +291,8 @@ class MMKernel final : public Kernel {
     plan->c_expand = p.c_expand;
     plan->c_src_dims = p.c_src_dims;
     plan->act_outside = p.act_outside;
-    if (plan->b_md != plan->user_b_md) {
-      if (b_is_const) plan->packed_b = const_b_.Get(plan->user_b_md, plan->b_md);
-      else plan->b_in = MakeReorder(plan->user_b_md, plan->b_md);
-    }
+    if (b_is_const) plan->packed_b = const_b_.Get(plan->user_b_md, plan->b_md);
+    else if (plan->b_md != plan->user_b_md) plan->b_in = MakeReorder(plan->user_b_md, plan->b_md);
     return plan;
   }
 
@@ -344,7 +346,7 @@ class MMKernel final : public Kernel {
                                                  const float* b, const float* c, float* y) const {
     auto try_build = [&](MMImpl impl, bool pack = true) -> std::shared_ptr<const MMPlan> {
       try {
-        return BuildPlan(p, impl, b_is_const && pack);
+        return BuildPlan(p, impl, b_is_const, pack);
       } catch (const dnnl::error&) {
         return nullptr;
       }
@@ -392,6 +394,8 @@ class MMKernel final : public Kernel {
     }
     return chosen;
   }
+
+  bool KeepsOwnCopyOfConstant(int i) const override { return i == 1 && const_b_.defined() && Enabled(); }
 
   MMSpec spec_;
   PackedWeights const_b_;
