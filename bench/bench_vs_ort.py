@@ -7,7 +7,9 @@ Needs bench/models/ (make it with: /usr/bin/python3 bench/make_zoo.py). For ever
 (1, 8) and threads in (1, 2), it runs `inferloop bench` and bench/ort_bench.py, each in its own
 process (so peak RSS is per process, measured the same way: VmHWM), alternately: in round r the
 engine that goes first alternates, and the table shows the median over rounds of each engine's p50.
-Both get the same warmup and iterations and the zoo's saved inputs (inputs_b<B>/), and both save the
+Before a model's rows at batch B, one untimed `inferloop bench` process fills the tuning cache file
+(INFERLOOP_TUNING_CACHE, default bench/models/tuning_cache.tsv) for those shapes, as a deployed
+server's cache would be. Both get the same warmup and iterations and the zoo's saved inputs (inputs_b<B>/), and both save the
 outputs of their last timed run, which are compared with PyTorch's (outputs_b<B>/):
   abs err = max |y - y_torch| over all elements of all outputs
   rel err = max over outputs of  max |y - y_torch| / max |y_torch|  (error relative to the output's scale)
@@ -204,6 +206,13 @@ def main():
             nodes = f"{before} → {after}" if after is not None else f"{before} → n/a"
             log(f"{name}: nodes {nodes}" + (f" ({why})" if why else ""))
             for b in batches:
+                # Autotune this model's shapes once, untimed, into the tuning cache file, as a
+                # deployed server's cache file would hold them: the timed processes then load the
+                # winners instead of timing candidates (which also raises that process's peak RSS).
+                prime = [args.inferloop, "bench", model, "--batch", str(b), "--warmup", "0", "--iterations", "1",
+                         "--inputs", os.path.join(model_dir, f"inputs_b{b}")]
+                log("  $ " + " ".join(shlex.quote(c) for c in prime) + "   (tuning cache)")
+                run_json(prime, args.timeout)
                 for t in threads_list:
                     log(f"{name} batch {b} threads {t}")
                     s = bench_pair(args, model_dir, b, t, mwork)
