@@ -227,7 +227,7 @@ Tensor PackedWeights::PlainLocked() const {
 std::shared_ptr<const dnnl::memory> PackedWeights::Get(const dnnl::memory::desc& user_md, const dnnl::memory::desc& md) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = packed_.begin(); it != packed_.end();) {
-    auto sp = it->lock();
+    auto sp = it->mem.lock();
     if (!sp) {
       it = packed_.erase(it);
       continue;
@@ -243,12 +243,14 @@ std::shared_ptr<const dnnl::memory> PackedWeights::Get(const dnnl::memory::desc&
   if (md == user_md) {
     auto held = std::make_shared<HeldPlain>(plain, md);
     result = std::shared_ptr<const dnnl::memory>(held, &held->mem);
+    packed_.push_back({result, user_md, plain});
   } else {
     auto packed = std::make_shared<dnnl::memory>(md, Engine());  // oneDNN allocates the buffer
     MemArg from(user_md, plain.raw_data());
     if (!RunReorder(MakeReorder(user_md, md), from.get(), packed->get()).ok())
       throw dnnl::error(dnnl_runtime_error, "packing constant weights failed");
     result = packed;
+    packed_.push_back({result, user_md, Tensor()});
     // The first blocked packing becomes the source of later layouts (Winograd's own format
     // cannot be reordered back, so it never is).
     if (!source_ && md.data.format_kind == dnnl_blocked) {
@@ -256,9 +258,26 @@ std::shared_ptr<const dnnl::memory> PackedWeights::Get(const dnnl::memory::desc&
       source_user_md_ = user_md;
     }
   }
-  packed_.push_back(result);
   if (source_) w_ = Tensor();  // plain weights now live on only where a plan uses them
   return result;
+}
+
+void PackedWeights::Retain(const std::shared_ptr<const dnnl::memory>& kept) const {
+  if (!kept) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (kept == source_) return;
+  for (const Packed& p : packed_) {
+    if (p.mem.lock() != kept) continue;
+    if (p.plain.defined()) {  // the plain weights themselves: the most compact source
+      w_ = p.plain;
+      source_.reset();
+    } else if (kept->get_desc().data.format_kind == dnnl_blocked) {
+      source_ = kept;
+      source_user_md_ = p.user_md;
+      w_ = Tensor();
+    }
+    return;  // a Winograd copy: the current source stays (it is what plain weights come back from)
+  }
 }
 
 Result<Tensor> PackedWeights::Plain() const {

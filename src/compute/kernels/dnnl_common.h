@@ -158,6 +158,9 @@ class PackedWeights {
   // The plain weights as a tensor, rebuilt from the packed copy if the original was dropped
   // (for the scalar fallback).
   Result<Tensor> Plain() const;
+  // Called with the weights a chosen plan keeps (from Get): they become what later layouts
+  // are made from, so the copies autotuning made for the losing candidates are all freed.
+  void Retain(const std::shared_ptr<const dnnl::memory>& kept) const;
 
  private:
   Tensor PlainLocked() const;  // throws dnnl::error
@@ -168,7 +171,12 @@ class PackedWeights {
   mutable Tensor w_;                                      // the plain weights while kept
   mutable std::shared_ptr<const dnnl::memory> source_;    // first blocked packing (kept)
   mutable dnnl::memory::desc source_user_md_;             // the plain layout source_ came from
-  mutable std::vector<std::weak_ptr<const dnnl::memory>> packed_;
+  struct Packed {
+    std::weak_ptr<const dnnl::memory> mem;
+    dnnl::memory::desc user_md;  // the plain layout it was made from
+    Tensor plain;                // set when mem wraps plain weights (no copy)
+  };
+  mutable std::vector<Packed> packed_;
 };
 
 // A KernelContext that passes `value` as input `index` and forwards everything else to `inner`

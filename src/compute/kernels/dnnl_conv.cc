@@ -469,6 +469,7 @@ class ConvKernel final : public Kernel {
       none->scalar_only = true;
       return std::shared_ptr<const ConvPlan>(none);
     }
+    if (chosen->packed_wei) const_w_.Retain(chosen->packed_wei);  // the tuning losers' copies go
     return chosen;
   }
 

@@ -392,6 +392,7 @@ class MMKernel final : public Kernel {
       none->scalar_only = true;
       return std::shared_ptr<const MMPlan>(none);
     }
+    if (chosen->packed_b) const_b_.Retain(chosen->packed_b);  // the tuning losers' copies go
     return chosen;
   }
 

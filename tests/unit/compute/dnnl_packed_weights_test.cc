@@ -1,5 +1,5 @@
 // PackedWeights: packing into oneDNN layouts, dropping the plain original after the first
-// blocked packing, and rebuilding the exact plain values from the packed copy.
+// blocked packing, rebuilding the exact plain values from the packed copy, and Retain.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -49,6 +49,18 @@ TEST(DnnlPackedWeights, PlainValuesComeBackAfterTheOriginalIsDropped) {
     ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
     EXPECT_NE(rebuilt->raw_data(), probe.raw_data());  // rebuilt, not the original buffer
     EXPECT_EQ(0, std::memcmp(rebuilt->raw_data(), expected.data(), expected.size() * sizeof(float)));
+    // A plan keeping the plain layout: those weights become the source, no rebuild any more.
+    packed.Retain(same);
+    auto kept = packed.Plain();
+    ASSERT_TRUE(kept.ok());
+    EXPECT_EQ(kept->raw_data(), same->get_data_handle());
+    // And a blocked layout made after that comes from them, with the same values.
+    const memory::desc other({K, N}, memory::data_type::f32, memory::format_tag::ba);
+    auto t = packed.Get(plain, other);
+    std::vector<float> back(expected.size());
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t n = 0; n < N; ++n) back[k * N + n] = static_cast<const float*>(t->get_data_handle())[n * K + k];
+    EXPECT_EQ(back, expected);
   }
 }
 
