@@ -306,7 +306,7 @@ Result<Activation> ActivationFromInfo(const KernelInfo& info) {
   return act;
 }
 
-Result<size_t> PickFastest(const std::vector<std::function<Status()>>& runs) {
+Result<size_t> PickFastest(const std::vector<std::function<Status()>>& runs, const std::vector<double>& handicap) {
   using Clock = std::chrono::steady_clock;
   if (runs.size() <= 1) return size_t{0};
   std::vector<double> best(runs.size(), 0);
@@ -331,6 +331,8 @@ Result<size_t> PickFastest(const std::vector<std::function<Status()>>& runs) {
       const double t = std::chrono::duration<double>(Clock::now() - t0).count();
       best[i] = r == 0 ? t : std::min(best[i], t);
     }
+  if (handicap.size() == runs.size())
+    for (size_t i = 0; i < runs.size(); ++i) best[i] *= handicap[i];
   size_t pick = 0;
   for (size_t i = 1; i < runs.size(); ++i)
     if (timed[i] && (!timed[pick] || best[i] < best[pick])) pick = i;

@@ -217,7 +217,9 @@ Result<Activation> ActivationFromInfo(const KernelInfo& info);
 // candidate once in turn, keeping each one's fastest time (interleaving and the minimum make
 // the pick robust to a noisy machine). Slow calls get fewer rounds, so tuning stays cheap.
 // Errors pass through.
-Result<size_t> PickFastest(const std::vector<std::function<Status()>>& runs);
+// `handicap` (empty or one per run): a candidate's time is multiplied by it before comparing,
+// so that one costing more memory wins only when it is that much faster.
+Result<size_t> PickFastest(const std::vector<std::function<Status()>>& runs, const std::vector<double>& handicap = {});
 
 // "1x64x56x56": a shape in tuning-cache keys.
 std::string ShapeKey(const Shape& s);
