@@ -8,7 +8,7 @@ Needs bench/models/ (make it with: /usr/bin/python3 bench/make_zoo.py). For ever
 process (so peak RSS is per process, measured the same way: VmHWM), alternately: in round r the
 engine that goes first alternates, and the table shows the median over rounds of each engine's p50.
 Before a model's rows at batch B, one untimed `inferloop bench` process fills the tuning cache file
-(INFERLOOP_TUNING_CACHE, default bench/models/tuning_cache.tsv) for those shapes, as a deployed
+(INFERLOOP_TUNING_CACHE, default a fresh file for this run) for those shapes, as a deployed
 server's cache would be. Both get the same warmup and iterations and the zoo's saved inputs (inputs_b<B>/), and both save the
 outputs of their last timed run, which are compared with PyTorch's (outputs_b<B>/):
   abs err = max |y - y_torch| over all elements of all outputs
@@ -187,12 +187,13 @@ def main():
     batches = [int(b) for b in args.batches.split(",")]
     threads_list = [int(t) for t in args.threads.split(",")]
     import onnxruntime
-    # Autotuning winners persist across the per-row processes (the first process of a shape
-    # tunes during its warm-up; later ones reuse the result, as a restarted server would).
-    os.environ.setdefault("INFERLOOP_TUNING_CACHE", os.path.join(MODELS_DIR, "tuning_cache.tsv"))
 
     rows, raw = [], []
     with tempfile.TemporaryDirectory(prefix="bench_vs_ort_") as work:
+        # Autotuning winners persist across the per-row processes, in a cache file of this run
+        # (unless INFERLOOP_TUNING_CACHE names one): the priming process of each model and batch
+        # tunes, the timed ones reuse the winners, as a restarted server would.
+        os.environ.setdefault("INFERLOOP_TUNING_CACHE", os.path.join(work, "tuning_cache.tsv"))
         for name in models:
             model_dir = os.path.join(MODELS_DIR, name)
             model = os.path.join(model_dir, "model.onnx")
