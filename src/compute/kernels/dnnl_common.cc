@@ -317,12 +317,13 @@ Result<size_t> PickFastest(const std::vector<std::function<Status()>>& runs, con
     best[i] = std::chrono::duration<double>(Clock::now() - t0).count();
     slowest = std::max(slowest, best[i]);
   }
-  // About 30 ms of timed calls per candidate, 1 to 5 rounds; candidates whose warm-up took more
-  // than 4x the fastest one's are out already (first-call overheads are well below that).
+  // About 60 ms of timed calls per candidate, 1 to 7 rounds (fewer made BERT's matmul picks
+  // flip between runs); candidates whose warm-up took more than 4x the fastest one's are out
+  // already (first-call overheads are well below that).
   const double fastest = *std::min_element(best.begin(), best.end());
   std::vector<bool> timed(runs.size());
   for (size_t i = 0; i < runs.size(); ++i) timed[i] = best[i] <= 4 * fastest;
-  const int rounds = std::clamp(static_cast<int>(0.03 / std::max(slowest, 1e-6)), 1, 5);
+  const int rounds = std::clamp(static_cast<int>(0.06 / std::max(slowest, 1e-6)), 1, 7);
   for (int r = 0; r < rounds; ++r)
     for (size_t i = 0; i < runs.size(); ++i) {
       if (!timed[i]) continue;
