@@ -106,11 +106,17 @@ class NchwcLayout : public GraphPass {
       }
       return it->second;
     };
-    auto mark = [&](Node& n, int64_t channels) {
+    // Emits `n` writing its output blocked (under a new name), and right after it the plain
+    // value under the original name when some reader needs that.
+    auto emit_blocked = [&](Node n, int64_t channels) {
       const std::string plain_name = n.outputs[0];
+      const bool keep_blocked = may_block(plain_name);
       const std::string bname = ed.UniqueName(plain_name + "__nchwc");
       blocked[plain_name] = {bname, channels};
       n.outputs[0] = bname;
+      out.push_back(std::move(n));
+      if (!keep_blocked) plain(plain_name);
+      ++rewrites;
     };
 
     for (Node n : g.nodes) {
@@ -122,12 +128,7 @@ class NchwcLayout : public GraphPass {
           SetAttr(n, "layout", std::string("NCHW16c"));
           if (in_blocked) n.inputs[0] = blocked[n.inputs[0]].first;
           if (n.inputs.size() > 3 && !n.inputs[3].empty()) n.inputs[3] = as_blocked(n.inputs[3]);
-          const bool keep_blocked = may_block(n.outputs[0]);
-          const std::string plain_out = n.outputs[0];
-          mark(n, m);
-          out.push_back(std::move(n));
-          if (!keep_blocked) plain(plain_out);
-          ++rewrites;
+          emit_blocked(std::move(n), m);
           continue;
         }
       }
@@ -137,12 +138,7 @@ class NchwcLayout : public GraphPass {
         n.inputs[0] = bname;
         n.outputs.resize(1);
         SetAttr(n, "layout", std::string("NCHW16c"));
-        const bool keep_blocked = may_block(n.outputs[0]);
-        const std::string plain_out = n.outputs[0];
-        mark(n, ch);
-        out.push_back(std::move(n));
-        if (!keep_blocked) plain(plain_out);
-        ++rewrites;
+        emit_blocked(std::move(n), ch);
         continue;
       }
       if (n.domain.empty() && ElementwiseOps().count(n.op_type) && n.outputs.size() == 1 && !n.inputs.empty() &&
@@ -157,12 +153,7 @@ class NchwcLayout : public GraphPass {
         }
         if (ok) {
           for (size_t k = 0; k < tensor_inputs; ++k) n.inputs[k] = blocked[n.inputs[k]].first;
-          const bool keep_blocked = may_block(n.outputs[0]);
-          const std::string plain_out = n.outputs[0];
-          mark(n, ch);
-          out.push_back(std::move(n));
-          if (!keep_blocked) plain(plain_out);
-          ++rewrites;
+          emit_blocked(std::move(n), ch);
           continue;
         }
       }
