@@ -179,13 +179,12 @@ class PackedWeights {
   mutable std::vector<Packed> packed_;
 };
 
-// A KernelContext that passes `value` as input `index` and forwards everything else to `inner`
-// (to hand a scalar fallback kernel the plain weights the session no longer holds).
-class InputOverrideContext : public KernelContext {
+// A KernelContext that forwards every call to `inner`; wrappers override what they change.
+class ForwardingContext : public KernelContext {
  public:
-  InputOverrideContext(KernelContext& inner, int index, const Value* value) : inner_(inner), index_(index), value_(value) {}
+  explicit ForwardingContext(KernelContext& inner) : inner_(inner) {}
   int num_inputs() const override { return inner_.num_inputs(); }
-  const Value* input_value(int i) const override { return i == index_ ? value_ : inner_.input_value(i); }
+  const Value* input_value(int i) const override { return inner_.input_value(i); }
   int num_outputs() const override { return inner_.num_outputs(); }
   bool output_wanted(int i) const override { return inner_.output_wanted(i); }
   void SetOutput(int i, Value v) override { inner_.SetOutput(i, std::move(v)); }
@@ -198,8 +197,18 @@ class InputOverrideContext : public KernelContext {
   }
   const Node& node() const override { return inner_.node(); }
 
- private:
+ protected:
   KernelContext& inner_;
+};
+
+// A KernelContext that passes `value` as input `index` and forwards everything else to `inner`
+// (to hand a scalar fallback kernel the plain weights the session no longer holds).
+class InputOverrideContext : public ForwardingContext {
+ public:
+  InputOverrideContext(KernelContext& inner, int index, const Value* value) : ForwardingContext(inner), index_(index), value_(value) {}
+  const Value* input_value(int i) const override { return i == index_ ? value_ : inner_.input_value(i); }
+
+ private:
   int index_;
   const Value* value_;
 };
@@ -323,30 +332,16 @@ class ShapeCache {
 
 // Captures what a wrapped kernel writes to output 0 while forwarding everything else to the
 // real context (runs a scalar kernel whose result the caller post-processes).
-class CapturingContext : public KernelContext {
+class CapturingContext : public ForwardingContext {
  public:
-  explicit CapturingContext(KernelContext& inner) : inner_(inner) {}
-  int num_inputs() const override { return inner_.num_inputs(); }
-  const Value* input_value(int i) const override { return inner_.input_value(i); }
-  int num_outputs() const override { return inner_.num_outputs(); }
-  bool output_wanted(int i) const override { return inner_.output_wanted(i); }
+  explicit CapturingContext(KernelContext& inner) : ForwardingContext(inner) {}
   void SetOutput(int i, Value v) override {
     if (i == 0) captured_ = std::move(v);
     else inner_.SetOutput(i, std::move(v));
   }
-  Result<Tensor> Allocate(DataType dtype, Shape shape) override { return inner_.Allocate(dtype, std::move(shape)); }
-  Result<Tensor> AllocateUninit(DataType dtype, Shape shape) override {
-    return inner_.AllocateUninit(dtype, std::move(shape));
-  }
-  ThreadPool* thread_pool() const override { return inner_.thread_pool(); }
-  Result<std::vector<Value>> RunSubgraph(const Subgraph& g, std::vector<Value> inputs) override {
-    return inner_.RunSubgraph(g, std::move(inputs));
-  }
-  const Node& node() const override { return inner_.node(); }
   Value& captured() { return captured_; }
 
  private:
-  KernelContext& inner_;
   Value captured_;
 };
 
