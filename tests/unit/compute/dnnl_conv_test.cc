@@ -60,19 +60,8 @@ std::vector<ConvCase> Cases() {
 TEST(DnnlConv, MatchesScalarReference) {
   uint32_t seed = 10;
   for (const ConvCase& c : Cases()) {
-    for (bool const_w : {true, false}) {
-      for (int threads : {1, 2}) {
-        const OneNode n = ConvNode(c, const_w, seed);
-        const std::string what = c.name + (const_w ? " const-W" : " input-W") + " threads=" + std::to_string(threads);
-        auto ref = RunNode(n, DataType::kDouble);
-        ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().ToString();
-        const int64_t before = dnnl_kernels::PrimitiveExecutions();
-        auto got = RunNode(n, DataType::kFloat, threads);
-        ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
-        EXPECT_GT(dnnl_kernels::PrimitiveExecutions(), before) << what << " did not run on oneDNN";
-        ExpectClose(*got, ref->shape(), ToDoubles(*ref), 1e-4, what);
-      }
-    }
+    for (bool const_w : {true, false})
+      CheckAgainstDouble(ConvNode(c, const_w, seed), c.name + (const_w ? " const-W" : " input-W"));
     seed += 7;
   }
 }
@@ -118,18 +107,7 @@ TEST(DnnlConvTranspose, MatchesScalarReference) {
         if (!c.dilations.empty()) IntsAttr(p, "dilations", c.dilations);
         if (!c.auto_pad.empty()) StrAttr(p, "auto_pad", c.auto_pad);
       };
-      const std::string what = "ConvTranspose " + c.name + (const_w ? " const-W" : "");
-      auto ref = RunNode(n, DataType::kDouble);
-      ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().ToString();
-      for (int threads : {1, 2}) {
-        const int64_t before = dnnl_kernels::PrimitiveExecutions();
-        auto got = RunNode(n, DataType::kFloat, threads);
-        ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
-        if (c.expect_dnnl) {
-          EXPECT_GT(dnnl_kernels::PrimitiveExecutions(), before) << what << " did not run on oneDNN";
-        }
-        ExpectClose(*got, ref->shape(), ToDoubles(*ref), 1e-4, what);
-      }
+      CheckAgainstDouble(n, "ConvTranspose " + c.name + (const_w ? " const-W" : ""), 1e-4, c.expect_dnnl);
       seed += 5;
     }
   }

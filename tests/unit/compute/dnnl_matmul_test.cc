@@ -9,20 +9,6 @@ namespace {
 
 using namespace dnnl_test;
 
-void CheckAgainstDouble(const OneNode& n, const std::string& what, bool expect_dnnl = true) {
-  auto ref = RunNode(n, DataType::kDouble);
-  ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().ToString();
-  for (int threads : {1, 2}) {
-    const int64_t before = dnnl_kernels::PrimitiveExecutions();
-    auto got = RunNode(n, DataType::kFloat, threads);
-    ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
-    if (expect_dnnl) {
-      EXPECT_GT(dnnl_kernels::PrimitiveExecutions(), before) << what << " did not run on oneDNN";
-    }
-    ExpectClose(*got, ref->shape(), ToDoubles(*ref), 1e-4, what + " threads=" + std::to_string(threads));
-  }
-}
-
 TEST(DnnlMatMul, ShapesAndBroadcasting) {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{3, 5}, {5, 4}},          {{4, 3, 5}, {5, 6}},        {{2, 4, 3, 5}, {5, 6}},   {{5}, {5, 4}},

@@ -64,17 +64,7 @@ TEST(DnnlPool, MatchesScalarReference) {
     const OneNode n = PoolNode(c, seed++);
     const std::string what = c.op + " " + ShapeToString(c.x) + " k=" + ShapeToString(c.kernel) + (c.ceil_mode ? " ceil" : "") +
                              (c.count_include_pad ? " include_pad" : "") + " " + c.auto_pad;
-    auto ref = RunNode(n, DataType::kDouble);
-    ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().ToString();
-    for (int threads : {1, 2}) {
-      const int64_t before = dnnl_kernels::PrimitiveExecutions();
-      auto got = RunNode(n, DataType::kFloat, threads);
-      ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
-      if (c.expect_dnnl) {
-        EXPECT_GT(dnnl_kernels::PrimitiveExecutions(), before) << what << " did not run on oneDNN";
-      }
-      ExpectClose(*got, ref->shape(), ToDoubles(*ref), 1e-5, what);
-    }
+    CheckAgainstDouble(n, what, 1e-5, c.expect_dnnl);
   }
 }
 

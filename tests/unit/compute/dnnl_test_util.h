@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "compute/kernels/dnnl_kernels.h"
 #include "compute/tensor_cast.h"
 #include "inferloop/session.h"
 #include "unit/model_builder.h"
@@ -119,6 +120,22 @@ inline void ExpectClose(const Tensor& got, const Shape& want_shape, const std::v
   ASSERT_EQ(g.size(), want.size()) << what;
   for (size_t i = 0; i < g.size(); ++i)
     ASSERT_NEAR(g[i], want[i], tol * (1.0 + std::fabs(want[i]))) << what << " at " << i;
+}
+
+// Runs `n` in float64 (the scalar reference) and in float32 at 1 and 2 threads; the float32
+// results must be within `tol` of the reference and, when `expect_dnnl`, run on oneDNN.
+inline void CheckAgainstDouble(const OneNode& n, const std::string& what, double tol = 1e-4, bool expect_dnnl = true) {
+  auto ref = RunNode(n, DataType::kDouble);
+  ASSERT_TRUE(ref.ok()) << what << ": " << ref.status().ToString();
+  for (int threads : {1, 2}) {
+    const int64_t before = dnnl_kernels::PrimitiveExecutions();
+    auto got = RunNode(n, DataType::kFloat, threads);
+    ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+    if (expect_dnnl) {
+      EXPECT_GT(dnnl_kernels::PrimitiveExecutions(), before) << what << " did not run on oneDNN";
+    }
+    ExpectClose(*got, ref->shape(), ToDoubles(*ref), tol, what + " threads=" + std::to_string(threads));
+  }
 }
 
 // Reference activations (double), as docs/FUSED_OPS.md defines them.
