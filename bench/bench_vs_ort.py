@@ -213,7 +213,9 @@ def main():
                 prime = [args.inferloop, "bench", model, "--batch", str(b), "--warmup", "0", "--iterations", "1",
                          "--inputs", os.path.join(model_dir, f"inputs_b{b}")]
                 log("  $ " + " ".join(shlex.quote(c) for c in prime) + "   (tuning cache)")
-                run_json(prime, args.timeout)
+                _, prime_err = run_json(prime, args.timeout)
+                if prime_err:
+                    log(f"    tuning-cache run failed: {prime_err} (the timed runs will tune themselves)")
                 for t in threads_list:
                     log(f"{name} batch {b} threads {t}")
                     s = bench_pair(args, model_dir, b, t, mwork)
