@@ -54,7 +54,8 @@ Status CheckTensorSpec(const Io& io, const char* what, std::set<std::string>& se
                                      std::to_string(io.dims(i)) + " at " + std::to_string(i) +
                                      " (dims are sizes >= 0, or -1 for a variable size)");
     if (io.dims(i) == -1) fixed = false;
-    else count *= io.dims(i);
+    else if (__builtin_mul_overflow(count, io.dims(i), &count))
+      return Status::InvalidArgument(where + ": dims " + DimsToString(io.dims()) + " hold more than 2^63 elements");
   }
   if (io.has_reshape()) {
     int64_t rcount = 1;
@@ -64,7 +65,9 @@ Status CheckTensorSpec(const Io& io, const char* what, std::set<std::string>& se
         return Status::InvalidArgument(where + ": reshape " + DimsToString(io.reshape().shape()) +
                                        " has " + std::to_string(d) + " (sizes >= 0, or -1)");
       if (d == -1) rfixed = false;
-      else rcount *= d;
+      else if (__builtin_mul_overflow(rcount, d, &rcount))
+        return Status::InvalidArgument(where + ": reshape " + DimsToString(io.reshape().shape()) +
+                                       " holds more than 2^63 elements");
     }
     if (io.dims_size() > 0 && fixed && rfixed && count != rcount)
       return Status::InvalidArgument(where + ": reshape " + DimsToString(io.reshape().shape()) +
@@ -157,10 +160,15 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& model_name) 
     for (const auto& [name, in] : w.inputs()) {
       if (!configpb::DataType_IsValid(in.data_type()) || in.data_type() == configpb::TYPE_INVALID)
         return Status::InvalidArgument(where + ": input '" + name + "' has no valid data_type");
-      for (int64_t d : in.dims())
+      int64_t count = 1;
+      for (int64_t d : in.dims()) {
         if (d < 0)
           return Status::InvalidArgument(where + ": input '" + name + "' dims " + DimsToString(in.dims()) +
                                          " must be fixed sizes >= 0");
+        if (__builtin_mul_overflow(count, d, &count))
+          return Status::InvalidArgument(where + ": input '" + name + "' dims " + DimsToString(in.dims()) +
+                                         " hold more than 2^63 elements");
+      }
       if (in.input_data_type_case() == configpb::ModelWarmup::Input::INPUT_DATA_TYPE_NOT_SET)
         return Status::InvalidArgument(where + ": input '" + name +
                                        "' needs one of zero_data, random_data or input_data_file");
@@ -180,17 +188,27 @@ Status ValidateCompleteModelConfig(const ModelConfig& c) {
   if (c.has_dynamic_batching() && c.max_batch_size() == 0)
     return Status::InvalidArgument("dynamic_batching needs max_batch_size > 0 (the model is not batched)");
   const uint32_t max_warmup_batch = c.max_batch_size() > 0 ? static_cast<uint32_t>(c.max_batch_size()) : 1u;
-  std::set<std::string> inputs;
-  for (const auto& in : c.input()) inputs.insert(in.name());
   for (const auto& w : c.model_warmup()) {
     const std::string where = "model_warmup '" + w.name() + "'";
     if (w.batch_size() > max_warmup_batch)
       return Status::InvalidArgument(where + ": batch_size " + std::to_string(w.batch_size()) +
                                      " exceeds " + (c.max_batch_size() > 0 ? "max_batch_size " : "1 (no batching) ") +
                                      (c.max_batch_size() > 0 ? std::to_string(c.max_batch_size()) : ""));
-    for (const auto& [name, in] : w.inputs())
-      if (!inputs.count(name))
-        return Status::InvalidArgument(where + ": '" + name + "' is not an input of the model");
+    for (const auto& [name, in] : w.inputs()) {
+      const configpb::ModelInput* spec = nullptr;
+      for (const auto& i : c.input())
+        if (i.name() == name) spec = &i;
+      if (!spec) return Status::InvalidArgument(where + ": '" + name + "' is not an input of the model");
+      if (in.data_type() != spec->data_type())
+        return Status::InvalidArgument(where + ": input '" + name + "' data_type " + ConfigDataTypeName(in.data_type()) +
+                                       " but the input is " + ConfigDataTypeName(spec->data_type()));
+      bool fits = in.dims_size() == spec->dims_size();
+      for (int i = 0; fits && i < in.dims_size(); ++i) fits = spec->dims(i) == -1 || spec->dims(i) == in.dims(i);
+      if (!fits)
+        return Status::InvalidArgument(where + ": input '" + name + "' dims " + DimsToString(in.dims()) +
+                                       " do not fit the input's dims " + DimsToString(spec->dims()) +
+                                       (c.max_batch_size() > 0 ? " (both without the batch dimension)" : ""));
+    }
   }
   return Status::Ok();
 }

@@ -116,6 +116,18 @@ TEST_F(CompletionTest, WarmupInputsMustBeModelInputs) {
       "model_warmup [ { name: \"w\" batch_size: 2 inputs { key: \"pixels\" value: { data_type: TYPE_FP32"
       " dims: [ 1, 28, 28 ] zero_data: true } } } ]");
   EXPECT_NE(e.find("'pixels' is not an input of the model"), std::string::npos) << e;
+  const std::string dims = ErrorOf(
+      "model_warmup [ { name: \"w\" batch_size: 1 inputs { key: \"image\" value: { data_type: TYPE_FP32"
+      " dims: [ 1, 1, 28, 28 ] zero_data: true } } } ]");
+  EXPECT_NE(dims.find("dims [1,1,28,28] do not fit the input's dims [1,28,28]"), std::string::npos) << dims;
+  const std::string type = ErrorOf(
+      "model_warmup [ { name: \"w\" batch_size: 1 inputs { key: \"image\" value: { data_type: TYPE_INT8"
+      " dims: [ 1, 28, 28 ] zero_data: true } } } ]");
+  EXPECT_NE(type.find("data_type TYPE_INT8 but the input is TYPE_FP32"), std::string::npos) << type;
+  const std::string batch = ErrorOf(
+      "model_warmup [ { name: \"w\" batch_size: 9 inputs { key: \"image\" value: { data_type: TYPE_FP32"
+      " dims: [ 1, 28, 28 ] zero_data: true } } } ]");
+  EXPECT_NE(batch.find("batch_size 9 exceeds max_batch_size 8"), std::string::npos) << batch;
   EXPECT_EQ(ErrorOf("model_warmup [ { name: \"w\" batch_size: 2 inputs { key: \"image\" value: { data_type: TYPE_FP32"
                     " dims: [ 1, 28, 28 ] random_data: true } } } ]"),
             "(completed)");

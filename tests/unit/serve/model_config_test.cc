@@ -176,6 +176,9 @@ TEST(ModelConfig, NegativeDimsOtherThanMinusOne) {
   const std::string reshape =
       ErrorOf("input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 6 ] reshape: { shape: [ 2, 2 ] } } ]");
   EXPECT_NE(reshape.find("holds 4 elements but dims [6] hold 6"), std::string::npos) << reshape;
+  const std::string huge = ErrorOf(
+      "input [ { name: \"x\" data_type: TYPE_FP32 dims: [ 4000000000, 4000000000, 4000000000 ] } ]");
+  EXPECT_NE(huge.find("more than 2^63 elements"), std::string::npos) << huge;
 }
 
 TEST(ModelConfig, NegativeMaxBatchSize) {
