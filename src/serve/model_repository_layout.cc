@@ -1,0 +1,150 @@
+#include "serve/model_repository_layout.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <system_error>
+
+namespace inferloop::serve {
+namespace fs = std::filesystem;
+namespace {
+
+// A version folder name: a positive integer without leading zeros that fits int64.
+bool ParseVersion(const std::string& s, int64_t* out) {
+  if (s.empty() || s.size() > 18 || s[0] == '0') return false;
+  int64_t v = 0;
+  for (char ch : s) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + (ch - '0');
+  }
+  *out = v;
+  return true;
+}
+
+Result<std::string> ReadSmallFile(const fs::path& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (ec) return Status::NotFound("cannot read " + path.string() + ": " + ec.message());
+  if (size > kMaxConfigFileBytes)
+    return Status::InvalidArgument(path.string() + " is " + std::to_string(size) + " bytes (more than " +
+                                   std::to_string(kMaxConfigFileBytes) + ")");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound("cannot open " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return Status::NotFound("cannot read " + path.string());
+  return ss.str();
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> SelectVersions(const configpb::ModelVersionPolicy& policy,
+                                            const std::vector<int64_t>& available) {
+  std::vector<int64_t> sorted = available;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  if (policy.has_specific()) {
+    std::vector<int64_t> want(policy.specific().versions().begin(), policy.specific().versions().end());
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    if (want.empty()) return Status::InvalidArgument("version_policy: specific lists no versions");
+    for (int64_t v : want)
+      if (!std::binary_search(sorted.begin(), sorted.end(), v))
+        return Status::NotFound("version_policy: specific version " + std::to_string(v) +
+                                " has no folder " + std::to_string(v) + "/model.onnx");
+    return want;
+  }
+  if (sorted.empty()) return Status::NotFound("no version folder holds a model.onnx (expected <model>/1/model.onnx)");
+  if (policy.has_all()) return sorted;
+  const size_t n = policy.has_latest() && policy.latest().num_versions() > 0 ? policy.latest().num_versions() : 1;
+  if (sorted.size() > n) sorted.erase(sorted.begin(), sorted.end() - static_cast<std::ptrdiff_t>(n));
+  return sorted;
+}
+
+ModelLayout ScanModelFolder(const std::string& model_dir) {
+  ModelLayout m;
+  const fs::path dir(model_dir);
+  m.dir = model_dir;
+  m.name = dir.filename().string();
+  if (m.name.empty()) m.name = dir.parent_path().filename().string();  // "DIR/model/"
+  m.config.set_name(m.name);
+
+  std::error_code ec;
+  const fs::path config_path = dir / "config.pbtxt";
+  if (fs::exists(config_path, ec)) {
+    m.has_config_file = true;
+    auto text = ReadSmallFile(config_path);
+    if (!text.ok()) {
+      m.status = text.status();
+      return m;
+    }
+    auto config = ParseModelConfig(*text, m.name);
+    if (!config.ok()) {
+      m.status = config.status();
+      return m;
+    }
+    m.config = std::move(config).value();
+  }
+
+  std::map<int64_t, std::string> available;  // version -> model path
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    m.status = Status::NotFound("cannot list " + model_dir + ": " + ec.message());
+    return m;
+  }
+  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) break;
+    const std::string folder = it->path().filename().string();
+    int64_t version = 0;
+    std::error_code ec2;
+    if (!ParseVersion(folder, &version) || !fs::is_directory(it->path(), ec2)) continue;
+    const fs::path model = it->path() / "model.onnx";
+    if (!fs::is_regular_file(model, ec2)) {
+      m.skipped.push_back({folder, "no regular file model.onnx in it"});
+      continue;
+    }
+    available[version] = model.string();
+  }
+  if (ec) {
+    m.status = Status::NotFound("cannot list " + model_dir + ": " + ec.message());
+    return m;
+  }
+  std::sort(m.skipped.begin(), m.skipped.end(),
+            [](const SkippedVersion& a, const SkippedVersion& b) { return a.folder < b.folder; });
+
+  std::vector<int64_t> versions;
+  for (const auto& [v, path] : available) versions.push_back(v);
+  auto selected = SelectVersions(m.config.version_policy(), versions);
+  if (!selected.ok()) {
+    m.status = selected.status();
+    return m;
+  }
+  for (int64_t v : *selected) m.versions.push_back({v, available[v]});
+  return m;
+}
+
+Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& repository_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(repository_dir, ec))
+    return Status::NotFound("model repository " + repository_dir + " is not a folder");
+  std::vector<fs::path> model_dirs;
+  fs::directory_iterator it(repository_dir, ec);
+  if (ec) return Status::NotFound("cannot list model repository " + repository_dir + ": " + ec.message());
+  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) break;
+    const std::string name = it->path().filename().string();
+    std::error_code ec2;
+    if (name.empty() || name[0] == '.' || !fs::is_directory(it->path(), ec2)) continue;
+    model_dirs.push_back(it->path());
+  }
+  if (ec) return Status::NotFound("cannot list model repository " + repository_dir + ": " + ec.message());
+  std::sort(model_dirs.begin(), model_dirs.end());
+  std::vector<ModelLayout> models;
+  models.reserve(model_dirs.size());
+  for (const auto& d : model_dirs) models.push_back(ScanModelFolder(d.string()));
+  return models;
+}
+
+}  // namespace inferloop::serve
