@@ -30,7 +30,39 @@ using JsonWriter = rj::Writer<rj::StringBuffer, rj::UTF8<>, rj::UTF8<>, rj::CrtA
 // Deeper nesting is refused before parsing: the DOM (and its destructor) recurse per level.
 constexpr int kMaxJsonDepth = 64;
 
-Status CheckNestingDepth(std::string_view json) {
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Length of the number token at json[i] if it is a valid JSON number whose digits before any
+// exponent are all zero ("0", "-0.000", "0e300"), else 0.
+size_t ZeroNumberLength(std::string_view json, size_t i) {
+  size_t j = i;
+  if (j < json.size() && json[j] == '-') ++j;
+  if (j >= json.size() || json[j] != '0') return 0;
+  ++j;
+  if (j < json.size() && IsDigit(json[j])) return 0;  // a leading zero: invalid, left to the parser
+  if (j < json.size() && json[j] == '.') {
+    size_t k = j + 1;
+    while (k < json.size() && json[k] == '0') ++k;
+    if (k == j + 1 || (k < json.size() && IsDigit(json[k]))) return 0;
+    j = k;
+  }
+  if (j < json.size() && (json[j] == 'e' || json[j] == 'E')) {
+    size_t k = j + 1;
+    if (k < json.size() && (json[k] == '+' || json[k] == '-')) ++k;
+    size_t digits = k;
+    while (k < json.size() && IsDigit(json[k])) ++k;
+    if (k == digits) return 0;
+    j = k;
+  }
+  return j - i;
+}
+
+// One pass over the JSON text before parsing: refuses nesting deeper than kMaxJsonDepth, and
+// works around Debian's rapidjson 1.1, whose full-precision strtod misbehaves (clz of 0, an
+// undefined result) on zero-valued numbers it cannot take the fast path for ("0e300",
+// "0.0000000000000000000000001" is fine, "0.00000000000000000000000" is not): such numbers
+// are rewritten in a copy (*patched) as "0"/"-0" padded with spaces, keeping every offset.
+Status PreScanJson(std::string_view json, std::string* patched) {
   int depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < json.size(); ++i) {
@@ -49,6 +81,19 @@ Status CheckNestingDepth(std::string_view json) {
       }
     } else if (c == ']' || c == '}') {
       --depth;
+    } else if (c == '-' || IsDigit(c)) {
+      size_t len = ZeroNumberLength(json, i);
+      size_t keep = json[i] == '-' ? 2 : 1;
+      if (len > keep) {
+        if (patched->empty()) patched->assign(json);
+        for (size_t k = i + keep; k < i + len; ++k) (*patched)[k] = ' ';
+      }
+      size_t j = i;
+      while (j < json.size() && (IsDigit(json[j]) || json[j] == '-' || json[j] == '+' || json[j] == '.' ||
+                                 json[j] == 'e' || json[j] == 'E')) {
+        ++j;
+      }
+      i = j - 1;
     }
   }
   return Status::Ok();
@@ -362,7 +407,9 @@ Result<InferRequest> DecodeJsonInferRequest(std::string_view body, size_t json_h
   }
   std::string_view json = has_binary_section ? body.substr(0, json_header_length) : body;
   std::string_view binary = has_binary_section ? body.substr(json_header_length) : std::string_view();
-  IL_RETURN_IF_ERROR(CheckNestingDepth(json));
+  std::string patched;
+  IL_RETURN_IF_ERROR(PreScanJson(json, &patched));
+  if (!patched.empty()) json = patched;
   rj::Document doc;
   doc.Parse<kParseFlags>(json.data(), json.size());
   if (doc.HasParseError()) {

@@ -152,6 +152,21 @@ TEST(V2JsonCodec, Fp16AndBoolFromJson) {
   EXPECT_EQ(r->inputs[1].tensor.data<uint8_t>()[1], 0);
 }
 
+TEST(V2JsonCodec, ZeroNumbersWithLargeExponentsAreZero) {
+  auto r = DecodeJsonInferRequest(
+      R"({"inputs":[{"name":"d","shape":[5],"datatype":"FP64","data":[0e300,-0.0E-400,0.00000000000000000000000000,)"
+      R"(0.0000000000000000000000001,1e300]}]})", 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const double* d = r->inputs[0].tensor.data<double>();
+  EXPECT_EQ(d[0], 0.0);
+  EXPECT_EQ(d[1], 0.0);
+  EXPECT_EQ(d[2], 0.0);
+  EXPECT_EQ(d[3], 1e-25);
+  EXPECT_EQ(d[4], 1e300);
+  // Offsets in errors are those of the original text.
+  ExpectError(R"({"inputs":[0e300,,]})", "malformed JSON at offset 17");
+}
+
 TEST(V2JsonCodec, RequestedOutputsRoundTrip) {
   InferRequest req = OneInputRequest("x", SampleTensor(DataType::kFloat));
   req.outputs.push_back({"y", true, {}});
