@@ -2,10 +2,14 @@
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -22,47 +26,16 @@ namespace {
 
 namespace rj = rapidjson;
 
-// Full precision: FP64 data must survive a JSON round trip bit for bit.
-constexpr unsigned kParseFlags = rj::kParseIterativeFlag | rj::kParseNanAndInfFlag | rj::kParseFullPrecisionFlag;
+// Numbers as text: NumberConvertingHandler converts them (see there).
+constexpr unsigned kParseFlags = rj::kParseIterativeFlag | rj::kParseNanAndInfFlag | rj::kParseNumbersAsStringsFlag;
 constexpr unsigned kWriteFlags = rj::kWriteValidateEncodingFlag | rj::kWriteNanAndInfFlag;
 using JsonWriter = rj::Writer<rj::StringBuffer, rj::UTF8<>, rj::UTF8<>, rj::CrtAllocator, kWriteFlags>;
 
 // Deeper nesting is refused before parsing: the DOM (and its destructor) recurse per level.
 constexpr int kMaxJsonDepth = 64;
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
-// Length of the number token at json[i] if it is a valid JSON number whose digits before any
-// exponent are all zero ("0", "-0.000", "0e300"), else 0.
-size_t ZeroNumberLength(std::string_view json, size_t i) {
-  size_t j = i;
-  if (j < json.size() && json[j] == '-') ++j;
-  if (j >= json.size() || json[j] != '0') return 0;
-  ++j;
-  if (j < json.size() && IsDigit(json[j])) return 0;  // a leading zero: invalid, left to the parser
-  if (j < json.size() && json[j] == '.') {
-    size_t k = j + 1;
-    while (k < json.size() && json[k] == '0') ++k;
-    if (k == j + 1 || (k < json.size() && IsDigit(json[k]))) return 0;
-    j = k;
-  }
-  if (j < json.size() && (json[j] == 'e' || json[j] == 'E')) {
-    size_t k = j + 1;
-    if (k < json.size() && (json[k] == '+' || json[k] == '-')) ++k;
-    size_t digits = k;
-    while (k < json.size() && IsDigit(json[k])) ++k;
-    if (k == digits) return 0;
-    j = k;
-  }
-  return j - i;
-}
-
-// One pass over the JSON text before parsing: refuses nesting deeper than kMaxJsonDepth, and
-// works around Debian's rapidjson 1.1, whose full-precision strtod misbehaves (clz of 0, an
-// undefined result) on zero-valued numbers it cannot take the fast path for ("0e300",
-// "0.0000000000000000000000001" is fine, "0.00000000000000000000000" is not): such numbers
-// are rewritten in a copy (*patched) as "0"/"-0" padded with spaces, keeping every offset.
-Status PreScanJson(std::string_view json, std::string* patched) {
+// Refuses nesting deeper than kMaxJsonDepth before the parser sees the text.
+Status CheckNestingDepth(std::string_view json) {
   int depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < json.size(); ++i) {
@@ -81,23 +54,53 @@ Status PreScanJson(std::string_view json, std::string* patched) {
       }
     } else if (c == ']' || c == '}') {
       --depth;
-    } else if (c == '-' || IsDigit(c)) {
-      size_t len = ZeroNumberLength(json, i);
-      size_t keep = json[i] == '-' ? 2 : 1;
-      if (len > keep) {
-        if (patched->empty()) patched->assign(json);
-        for (size_t k = i + keep; k < i + len; ++k) (*patched)[k] = ' ';
-      }
-      size_t j = i;
-      while (j < json.size() && (IsDigit(json[j]) || json[j] == '-' || json[j] == '+' || json[j] == '.' ||
-                                 json[j] == 'e' || json[j] == 'E')) {
-        ++j;
-      }
-      i = j - 1;
     }
   }
   return Status::Ok();
 }
+
+// SAX handler building `doc`, converting numbers itself: Debian's rapidjson 1.1 full-precision
+// strtod has undefined behaviour (clz of 0) on some inputs ("0e300", long integers), and its
+// default strtod is not correctly rounded, so FP64 data would not survive a round trip. Numbers
+// arrive as text (kParseNumbersAsStringsFlag): integers become int64/uint64 when they fit,
+// everything else a correctly rounded double (strtod).
+class NumberConvertingHandler {
+ public:
+  explicit NumberConvertingHandler(rj::Document& doc) : doc_(doc) {}
+  bool Null() { return doc_.Null(); }
+  bool Bool(bool b) { return doc_.Bool(b); }
+  bool Int(int i) { return doc_.Int(i); }
+  bool Uint(unsigned u) { return doc_.Uint(u); }
+  bool Int64(int64_t i) { return doc_.Int64(i); }
+  bool Uint64(uint64_t u) { return doc_.Uint64(u); }
+  bool Double(double d) { return doc_.Double(d); }
+  bool String(const char* s, rj::SizeType n, bool copy) { return doc_.String(s, n, copy); }
+  bool StartObject() { return doc_.StartObject(); }
+  bool Key(const char* s, rj::SizeType n, bool copy) { return doc_.Key(s, n, copy); }
+  bool EndObject(rj::SizeType n) { return doc_.EndObject(n); }
+  bool StartArray() { return doc_.StartArray(); }
+  bool EndArray(rj::SizeType n) { return doc_.EndArray(n); }
+  bool RawNumber(const char* s, rj::SizeType n, bool /*copy*/) {
+    std::string text(s, n);
+    bool integral = text.find_first_of(".eEIN") == std::string::npos;  // NaN / Infinity included
+    if (integral) {
+      const char* end = text.data() + text.size();
+      if (text[0] == '-') {
+        int64_t v;
+        auto r = std::from_chars(text.data(), end, v);
+        if (r.ec == std::errc() && r.ptr == end) return doc_.Int64(v);
+      } else {
+        uint64_t v;
+        auto r = std::from_chars(text.data(), end, v);
+        if (r.ec == std::errc() && r.ptr == end) return doc_.Uint64(v);
+      }
+    }
+    return doc_.Double(std::strtod(text.c_str(), nullptr));  // "Infinity", "NaN" included
+  }
+
+ private:
+  rj::Document& doc_;
+};
 
 const char* JsonTypeName(const rj::Value& v) {
   switch (v.GetType()) {
@@ -407,14 +410,19 @@ Result<InferRequest> DecodeJsonInferRequest(std::string_view body, size_t json_h
   }
   std::string_view json = has_binary_section ? body.substr(0, json_header_length) : body;
   std::string_view binary = has_binary_section ? body.substr(json_header_length) : std::string_view();
-  std::string patched;
-  IL_RETURN_IF_ERROR(PreScanJson(json, &patched));
-  if (!patched.empty()) json = patched;
+  IL_RETURN_IF_ERROR(CheckNestingDepth(json));
   rj::Document doc;
-  doc.Parse<kParseFlags>(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return Status::InvalidArgument(std::string("malformed JSON at offset ") + std::to_string(doc.GetErrorOffset()) +
-                                   ": " + rj::GetParseError_En(doc.GetParseError()));
+  rj::Reader reader;
+  rj::MemoryStream stream(json.data(), json.size());
+  auto generate = [&](rj::Document& d) {
+    NumberConvertingHandler handler(d);
+    return !reader.Parse<kParseFlags>(stream, handler).IsError();
+  };
+  doc.Populate(generate);
+  if (reader.HasParseError()) {
+    return Status::InvalidArgument(std::string("malformed JSON at offset ") +
+                                   std::to_string(reader.GetErrorOffset()) + ": " +
+                                   rj::GetParseError_En(reader.GetParseErrorCode()));
   }
   if (!doc.IsObject()) return Status::InvalidArgument(std::string("request must be a JSON object, got ") + JsonTypeName(doc));
   InferRequest req;

@@ -4,6 +4,7 @@
 #include <rapidjson/document.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -165,6 +166,23 @@ TEST(V2JsonCodec, ZeroNumbersWithLargeExponentsAreZero) {
   EXPECT_EQ(d[4], 1e300);
   // Offsets in errors are those of the original text.
   ExpectError(R"({"inputs":[0e300,,]})", "malformed JSON at offset 17");
+}
+
+TEST(V2JsonCodec, LargeIntegersNanAndInfinity) {
+  auto r = DecodeJsonInferRequest(
+      R"({"inputs":[{"name":"f","shape":[4],"datatype":"FP64","data":[NaN,-Infinity,184467440737095516156,-9223372036854775809]},)"
+      R"({"name":"u","shape":[1],"datatype":"UINT64","data":[18446744073709551615]},)"
+      R"({"name":"i","shape":[1],"datatype":"INT64","data":[-9223372036854775808]}]})", 0);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const double* f = r->inputs[0].tensor.data<double>();
+  EXPECT_TRUE(std::isnan(f[0]));
+  EXPECT_EQ(f[1], -HUGE_VAL);
+  EXPECT_EQ(f[2], 184467440737095516156.0);
+  EXPECT_EQ(f[3], -9223372036854775809.0);
+  EXPECT_EQ(r->inputs[1].tensor.data<uint64_t>()[0], ~uint64_t{0});
+  EXPECT_EQ(r->inputs[2].tensor.data<int64_t>()[0], INT64_MIN);
+  ExpectError(R"({"inputs":[{"name":"u","shape":[1],"datatype":"UINT64","data":[18446744073709551616]}]})",
+              "data element 0 (UINT64)");
 }
 
 TEST(V2JsonCodec, RequestedOutputsRoundTrip) {
