@@ -27,12 +27,56 @@ namespace {
 namespace rj = rapidjson;
 
 // Numbers as text: NumberConvertingHandler converts them (see there).
-constexpr unsigned kParseFlags = rj::kParseIterativeFlag | rj::kParseNanAndInfFlag | rj::kParseNumbersAsStringsFlag;
-constexpr unsigned kWriteFlags = rj::kWriteValidateEncodingFlag | rj::kWriteNanAndInfFlag;
+// Invalid UTF-8 is a parse error, so every decoded string can be written back as JSON.
+constexpr unsigned kParseFlags = rj::kParseIterativeFlag | rj::kParseNanAndInfFlag | rj::kParseNumbersAsStringsFlag |
+                                 rj::kParseValidateEncodingFlag;
+// Strings are checked by IsValidUtf8 before writing: rapidjson 1.1's own writer validation
+// reads past the end of a string ending in a truncated UTF-8 sequence.
+constexpr unsigned kWriteFlags = rj::kWriteNanAndInfFlag;
 using JsonWriter = rj::Writer<rj::StringBuffer, rj::UTF8<>, rj::UTF8<>, rj::CrtAllocator, kWriteFlags>;
 
 // Deeper nesting is refused before parsing: the DOM (and its destructor) recurse per level.
 constexpr int kMaxJsonDepth = 64;
+
+// Length of the valid UTF-8 sequence at s[i] (no overlongs, surrogates or code points past
+// U+10FFFF), 0 if there is none.
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n;
+  uint32_t cp;
+  if ((c & 0xe0) == 0xc0) n = 2, cp = c & 0x1f;
+  else if ((c & 0xf0) == 0xe0) n = 3, cp = c & 0x0f;
+  else if ((c & 0xf8) == 0xf0) n = 4, cp = c & 0x07;
+  else return 0;
+  if (s.size() - i < n) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((b(i + k) & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (b(i + k) & 0x3f);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+  return n;
+}
+
+bool IsValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    size_t n = Utf8SequenceLength(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+// Writes `s` as a JSON string (or key); InvalidArgument naming `what` if it is not UTF-8.
+Status WriteText(JsonWriter& w, std::string_view s, const std::string& what, bool key = false) {
+  if (!IsValidUtf8(s)) return Status::InvalidArgument(what + " is not valid UTF-8");
+  auto n = static_cast<rj::SizeType>(s.size());
+  if (key) w.Key(s.data(), n);
+  else w.String(s.data(), n);
+  return Status::Ok();
+}
 
 // Refuses nesting deeper than kMaxJsonDepth before the parser sees the text.
 Status CheckNestingDepth(std::string_view json) {
@@ -300,22 +344,25 @@ Result<RequestedOutput> ParseRequestedOutput(const rj::Value& v, size_t index) {
 
 // --- encoding ---
 
-void WriteParameters(JsonWriter& w, const InferParameters& params) {
+Status WriteParameters(JsonWriter& w, const InferParameters& params) {
   w.StartObject();
   for (const auto& [key, value] : params) {
-    w.Key(key.data(), static_cast<rj::SizeType>(key.size()));
+    IL_RETURN_IF_ERROR(WriteText(w, key, "parameter name", /*key=*/true));
+    Status st;
     std::visit(
-        [&w](const auto& x) {
+        [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, bool>) w.Bool(x);
           else if constexpr (std::is_same_v<T, int64_t>) w.Int64(x);
           else if constexpr (std::is_same_v<T, uint64_t>) w.Uint64(x);
           else if constexpr (std::is_same_v<T, double>) w.Double(x);
-          else w.String(x.data(), static_cast<rj::SizeType>(x.size()));
+          else st = WriteText(w, x, "parameter '" + key + "'");
         },
         value);
+    IL_RETURN_IF_ERROR(st);
   }
   w.EndObject();
+  return Status::Ok();
 }
 
 void WriteShape(JsonWriter& w, const Shape& shape) {
@@ -343,10 +390,11 @@ Status WriteData(JsonWriter& w, const Tensor& t, const std::string& what) {
       case DataType::kDouble: w.Double(t.data<double>()[i]); break;
       case DataType::kString: {
         const std::string& s = t.strings()[i];
-        if (!w.String(s.data(), static_cast<rj::SizeType>(s.size()))) {
+        if (!IsValidUtf8(s)) {
           return Status::InvalidArgument(what + ": BYTES element " + std::to_string(i) +
                                          " is not valid UTF-8; request it as binary data");
         }
+        w.String(s.data(), static_cast<rj::SizeType>(s.size()));
         break;
       }
       default: return Status::Internal(what + ": unhandled datatype");
@@ -367,7 +415,7 @@ Status WriteTensor(JsonWriter& w, const std::string& name, const Tensor& t, cons
   }
   w.StartObject();
   w.Key("name");
-  w.String(name.data(), static_cast<rj::SizeType>(name.size()));
+  IL_RETURN_IF_ERROR(WriteText(w, name, what + " name"));
   w.Key("datatype");
   w.String(dt);
   w.Key("shape");
@@ -377,7 +425,7 @@ Status WriteTensor(JsonWriter& w, const std::string& name, const Tensor& t, cons
   if (binary) p[kBinaryDataSizeParam] = static_cast<int64_t>(RawByteSize(t));
   if (!p.empty()) {
     w.Key("parameters");
-    WriteParameters(w, p);
+    IL_RETURN_IF_ERROR(WriteParameters(w, p).WithContext(what));
   }
   if (binary) {
     AppendRawBytes(t, binary_out);
@@ -477,18 +525,18 @@ Result<EncodedBody> EncodeJsonInferResponse(const InferResponse& response, const
   std::string binary;
   w.StartObject();
   w.Key("model_name");
-  w.String(response.model_name.data(), static_cast<rj::SizeType>(response.model_name.size()));
+  IL_RETURN_IF_ERROR(WriteText(w, response.model_name, "model name"));
   if (!response.model_version.empty()) {
     w.Key("model_version");
-    w.String(response.model_version.data(), static_cast<rj::SizeType>(response.model_version.size()));
+    IL_RETURN_IF_ERROR(WriteText(w, response.model_version, "model version"));
   }
   if (!response.id.empty()) {
     w.Key("id");
-    w.String(response.id.data(), static_cast<rj::SizeType>(response.id.size()));
+    IL_RETURN_IF_ERROR(WriteText(w, response.id, "request id"));
   }
   if (!response.parameters.empty()) {
     w.Key("parameters");
-    WriteParameters(w, response.parameters);
+    IL_RETURN_IF_ERROR(WriteParameters(w, response.parameters));
   }
   w.Key("outputs");
   w.StartArray();
@@ -508,11 +556,11 @@ Result<EncodedBody> EncodeJsonInferRequest(const InferRequest& request, bool bin
   w.StartObject();
   if (!request.id.empty()) {
     w.Key("id");
-    w.String(request.id.data(), static_cast<rj::SizeType>(request.id.size()));
+    IL_RETURN_IF_ERROR(WriteText(w, request.id, "request id"));
   }
   if (!request.parameters.empty()) {
     w.Key("parameters");
-    WriteParameters(w, request.parameters);
+    IL_RETURN_IF_ERROR(WriteParameters(w, request.parameters));
   }
   w.Key("inputs");
   w.StartArray();
@@ -527,12 +575,12 @@ Result<EncodedBody> EncodeJsonInferRequest(const InferRequest& request, bool bin
     for (const auto& out : request.outputs) {
       w.StartObject();
       w.Key("name");
-      w.String(out.name.data(), static_cast<rj::SizeType>(out.name.size()));
+      IL_RETURN_IF_ERROR(WriteText(w, out.name, "requested output name"));
       InferParameters p = out.parameters;
       if (out.binary_data) p[kBinaryDataParam] = *out.binary_data;
       if (!p.empty()) {
         w.Key("parameters");
-        WriteParameters(w, p);
+        IL_RETURN_IF_ERROR(WriteParameters(w, p));
       }
       w.EndObject();
     }
@@ -546,11 +594,25 @@ Result<EncodedBody> EncodeJsonInferRequest(const InferRequest& request, bool bin
 }
 
 std::string JsonErrorBody(const Status& status) {
+  // Messages quote names from requests: bytes that are not UTF-8 become '?', so the body is JSON.
+  const std::string& m = status.message();
+  std::string clean;
+  clean.reserve(m.size());
+  for (size_t i = 0; i < m.size();) {
+    size_t n = Utf8SequenceLength(m, i);
+    if (n == 0) {
+      clean += '?';
+      ++i;
+    } else {
+      clean.append(m, i, n);
+      i += n;
+    }
+  }
   rj::StringBuffer buf;
-  rj::Writer<rj::StringBuffer> w(buf);  // no validation: any bytes in a message still give valid output
+  rj::Writer<rj::StringBuffer> w(buf);
   w.StartObject();
   w.Key("error");
-  w.String(status.message().data(), static_cast<rj::SizeType>(status.message().size()));
+  w.String(clean.data(), static_cast<rj::SizeType>(clean.size()));
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
 }

@@ -390,6 +390,17 @@ TEST(V2JsonResponse, NonUtf8BytesNeedBinary) {
   EXPECT_TRUE(EncodeJsonInferResponse(resp, req).ok());
 }
 
+TEST(V2JsonCodecErrors, InvalidUtf8) {
+  ExpectError("{\"inputs\":[],\"id\":\"\xc3\"}", "malformed JSON at offset 19: Invalid encoding");
+  InferResponse resp;
+  resp.model_name = "m";
+  resp.outputs.push_back({"\xe2\x82", Tensor::FromVector<float>(DataType::kFloat, {1}, {1.0f}), {}});
+  auto enc = EncodeJsonInferResponse(resp, InferRequest{});
+  ASSERT_FALSE(enc.ok());
+  EXPECT_NE(enc.status().message().find("name is not valid UTF-8"), std::string::npos) << enc.status().message();
+  EXPECT_EQ(JsonErrorBody(Status::InvalidArgument("bad '\xff'")), R"({"error":"bad '?'"})");
+}
+
 TEST(V2JsonResponse, ErrorBody) {
   EXPECT_EQ(JsonErrorBody(Status::InvalidArgument("input 'x': bad \"shape\"")),
             R"({"error":"input 'x': bad \"shape\""})");
