@@ -346,7 +346,9 @@ Result<RequestedOutput> ParseRequestedOutput(const rj::Value& v, size_t index) {
 
 Status WriteParameters(JsonWriter& w, const InferParameters& params) {
   w.StartObject();
-  for (const auto& [key, value] : params) {
+  for (const auto& entry : params) {
+    const std::string& key = entry.first;
+    const InferParameter& value = entry.second;
     IL_RETURN_IF_ERROR(WriteText(w, key, "parameter name", /*key=*/true));
     Status st;
     std::visit(
