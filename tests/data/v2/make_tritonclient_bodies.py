@@ -39,5 +39,6 @@ def write(name, binary_inputs):
         f.write(str(json_size or 0) + "\n")
 
 
-write("tritonclient_binary", True)
-write("tritonclient_json", False)
+if __name__ == "__main__":
+    write("tritonclient_binary", True)
+    write("tritonclient_json", False)
