@@ -7,6 +7,8 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler
   libcli11-dev
   libgtest-dev
+  rapidjson-dev                 # KServe v2 REST JSON codec (src/frontends)
+  libgrpc++-dev protobuf-compiler-grpc  # KServe v2 gRPC service stubs
   libjpeg-dev libpng-dev        # ImageDecoder (JPEG, PNG)
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target
   libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
