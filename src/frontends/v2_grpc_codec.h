@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-#include "frontends/infer_request.h"
+#include "frontends/request_types.h"
 #include "grpc_service.pb.h"
 #include "inferloop/status.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "frontends/infer_request.h"
+#include "frontends/request_types.h"
 #include "inferloop/status.h"
 
 namespace inferloop::frontends {

@@ -15,7 +15,7 @@
 #include "inferloop/shape.h"
 #include "inferloop/tensor.h"
 
-namespace inferloop::frontends {
+namespace inferloop::serve {
 
 // A request/response/tensor parameter value (the v2 protocol's bool, int64, uint64, double or
 // string parameters; gRPC's InferParameter oneof).
@@ -72,4 +72,4 @@ struct InferResponse {
 // "binary_data_output" parameter, otherwise false.
 bool WantsBinaryOutput(const InferRequest& request, const std::string& name);
 
-}  // namespace inferloop::frontends
+}  // namespace inferloop::serve

@@ -1,6 +1,6 @@
-#include "frontends/infer_request.h"
+#include "serve/infer_request.h"
 
-namespace inferloop::frontends {
+namespace inferloop::serve {
 
 bool WantsBinaryOutput(const InferRequest& request, const std::string& name) {
   for (const auto& out : request.outputs) {
@@ -13,4 +13,4 @@ bool WantsBinaryOutput(const InferRequest& request, const std::string& name) {
   return false;
 }
 
-}  // namespace inferloop::frontends
+}  // namespace inferloop::serve
