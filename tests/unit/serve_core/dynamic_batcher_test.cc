@@ -382,6 +382,35 @@ TEST(DynamicBatcherTest, CancelledWhileWaitingForTheDelay) {
   EXPECT_TRUE(h.Batches().empty());
 }
 
+TEST(DynamicBatcherTest, DroppedRequestCallbackRunsWithoutTheBatcherLock) {
+  Harness h;
+  BatcherOptions o = Options(4);
+  o.priority_levels = 2;
+  o.level_policies[2].default_timeout = microseconds(1);
+  auto b = std::make_unique<DynamicBatcher>(o, h.Executor(), nullptr);
+  Park(h, *b, 4);
+  // The timed-out request's callback calls back into the batcher (it would deadlock if the
+  // batcher held its lock while answering).
+  std::atomic<bool> reentered{false};
+  auto t = h.Make("t", 1, "k", 2);
+  auto inner_done = std::move(t->done);
+  DynamicBatcher* raw = b.get();
+  t->done = [&, inner_done](Result<InferResponse> r) {
+    (void)raw->QueueDepth();
+    Status s = raw->Enqueue(h.Make("again", 1, "k", 1));
+    reentered = s.ok();
+    inner_done(std::move(r));
+  };
+  ASSERT_TRUE(b->Enqueue(std::move(t)).ok());
+  ASSERT_TRUE(h.WaitAnswered("t"));
+  EXPECT_EQ(h.Answers()["t"].code, StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(reentered);
+  h.Release();
+  ASSERT_TRUE(h.WaitAnswered("again"));
+  b.reset();
+  EXPECT_EQ(h.Answers()["again"].code, StatusCode::kOk);
+}
+
 TEST(DynamicBatcherTest, IncompatibleKeysAreNotMixed) {
   Harness h;
   auto b = std::make_unique<DynamicBatcher>(Options(8), h.Executor(), nullptr);
