@@ -387,6 +387,19 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
 
 void ServedModelVersion::ExecuteBatch(int /*instance*/, Batch batch) {
   const auto dispatched = Clock::now();
+  // A client that went away after dispatch: answer it now rather than compute for nobody.
+  {
+    std::vector<std::unique_ptr<PendingRequest>> live;
+    for (auto& p : batch.requests) {
+      if (p->context.cancelled && p->context.cancelled->load()) {
+        Finish(*p, Status(StatusCode::kCancelled, "the client went away before the request was computed"), nanoseconds(0));
+      } else {
+        live.push_back(std::move(p));
+      }
+    }
+    batch.requests = std::move(live);
+    if (batch.requests.empty()) return;
+  }
   std::vector<const InferRequest*> reqs;
   std::vector<int64_t> rows;
   for (const auto& p : batch.requests) {
