@@ -1,0 +1,437 @@
+#include "frontends/grpc_server.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <deque>
+#include <mutex>
+#include <utility>
+
+#include "frontends/grpc_status.h"
+#include "grpc_service.grpc.pb.h"
+
+namespace inferloop::frontends {
+namespace {
+
+using grpc::CallbackServerContext;
+using grpc::ServerUnaryReactor;
+
+// Adds "retry-after" for answers that ask the client to come back later.
+void AddRetryAfter(CallbackServerContext* ctx, const Status& status) {
+  if (!status.ok() && IsRetryLater(status.code())) {
+    ctx->AddTrailingMetadata("retry-after", std::to_string(serve::RetryAfterSeconds()));
+  }
+}
+
+// Ends a call answered at once.
+ServerUnaryReactor* Answer(CallbackServerContext* ctx, const Status& status) {
+  AddRetryAfter(ctx, status);
+  ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+Status RequireModelName(const std::string& name) {
+  if (name.empty()) return Status::InvalidArgument("model name is required");
+  return Status::Ok();
+}
+
+// A unary call answered later, from the service's callback on any thread, or ended by the client's
+// cancellation, whichever comes first; the other is then ignored. gRPC owns the reactor (created
+// with new, deleted in OnDone: its callback API's ownership model); the callback holds only the
+// shared Claim, never touching the reactor, the context or the response unless it won the claim,
+// and gRPC keeps those alive until Finish (which only the winner calls) has completed.
+class DeferredReactor : public ServerUnaryReactor {
+ public:
+  class Claim {
+   public:
+    Claim(DeferredReactor* reactor, CallbackServerContext* ctx) : reactor_(reactor), ctx_(ctx) {}
+    // Finishes the call with fill()'s status (fill may write the response first), unless it has
+    // already finished.
+    template <typename Fill>
+    void Complete(Fill&& fill) {
+      if (done_.exchange(true)) return;
+      Status status = fill();
+      AddRetryAfter(ctx_, status);
+      reactor_->Finish(ToGrpcStatus(status));
+    }
+
+   private:
+    std::atomic<bool> done_{false};
+    DeferredReactor* reactor_;
+    CallbackServerContext* ctx_;
+  };
+
+  // `cancelled` (may be null) is set when the client cancels.
+  DeferredReactor(CallbackServerContext* ctx, std::shared_ptr<std::atomic<bool>> cancelled)
+      : claim_(std::make_shared<Claim>(this, ctx)), cancelled_(std::move(cancelled)) {}
+
+  const std::shared_ptr<Claim>& claim() const { return claim_; }
+
+  void OnCancel() override {
+    if (cancelled_) cancelled_->store(true);
+    claim_->Complete([] { return Status(StatusCode::kCancelled, "the call was cancelled"); });
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  std::shared_ptr<Claim> claim_;
+  std::shared_ptr<std::atomic<bool>> cancelled_;
+};
+
+serve::RequestContext MakeContext(size_t request_bytes) {
+  serve::RequestContext context;
+  context.protocol = "grpc";
+  context.request_bytes = request_bytes;
+  return context;
+}
+
+void FillDuration(const serve::DurationStat& in, inference::StatisticDuration* out) {
+  out->set_count(in.count);
+  out->set_ns(in.ns);
+}
+
+void FillStatistics(const serve::ModelStatistics& in, inference::ModelStatistics* out) {
+  out->set_name(in.name);
+  out->set_version(in.version);
+  out->set_last_inference(in.last_inference_ms);
+  out->set_inference_count(in.inference_count);
+  out->set_execution_count(in.execution_count);
+  auto* stats = out->mutable_inference_stats();
+  FillDuration(in.success, stats->mutable_success());
+  FillDuration(in.fail, stats->mutable_fail());
+  FillDuration(in.queue, stats->mutable_queue());
+  FillDuration(in.compute_input, stats->mutable_compute_input());
+  FillDuration(in.compute_infer, stats->mutable_compute_infer());
+  FillDuration(in.compute_output, stats->mutable_compute_output());
+  for (const serve::BatchStat& b : in.batch_stats) {
+    auto* batch = out->add_batch_stats();
+    batch->set_batch_size(b.batch_size);
+    FillDuration(b.compute_input, batch->mutable_compute_input());
+    FillDuration(b.compute_infer, batch->mutable_compute_infer());
+    FillDuration(b.compute_output, batch->mutable_compute_output());
+  }
+  auto* memory = out->add_memory_usage();
+  memory->set_type("CPU");
+  memory->set_id(0);
+  memory->set_byte_size(in.memory_bytes > 0 ? static_cast<uint64_t>(in.memory_bytes) : 0);
+}
+
+void FillTensorMetadata(const serve::TensorMetadata& in, inference::ModelMetadataResponse::TensorMetadata* out) {
+  out->set_name(in.name);
+  out->set_datatype(in.datatype);
+  for (int64_t d : in.shape) out->add_shape(d);
+}
+
+// ModelStreamInfer: reads requests one after another, runs each through the service, and writes
+// one ModelStreamInferResponse per request as each completes (in completion order; responses
+// carry the request id). The stream ends OK once the client half-closed and every answer is
+// written; a cancelled stream ends at once, sets every request's cancelled flag, and drops late
+// answers.
+//
+// The state the service's callbacks touch lives in a shared Stream (they may run after the
+// reactor is gone). Every change goes through Update, which decides under the lock whether to
+// start the next write or to finish, and calls into gRPC only after releasing it (gRPC may run
+// a reaction inline). While a write is in progress or reads have not ended the stream cannot
+// finish, so the reactor outlives any call into it that Update decided.
+class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+ public:
+  StreamReactor(serve::InferenceService& service, const GrpcDecodeOptions& decode)
+      : service_(service), decode_(decode), stream_(std::make_shared<Stream>()) {
+    stream_->reactor = this;
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client half-closed, or the call is over
+      Update(stream_, [](Stream& s) { s.reads_done = true; });
+      return;
+    }
+    if (stream_->cancelled_flag->load()) {
+      Update(stream_, [](Stream& s) { s.reads_done = true; });
+      return;
+    }
+    serve::RequestContext context = MakeContext(request_.ByteSizeLong());
+    context.cancelled = stream_->cancelled_flag;
+    Result<InferRequest> decoded = DecodeGrpcInferRequest(request_, decode_);
+    if (!decoded.ok()) {
+      Status status = decoded.status();
+      Update(stream_, [&](Stream& s) { s.Enqueue(ErrorResponse(status)); });
+    } else {
+      Update(stream_, [](Stream& s) { ++s.outstanding; });
+      std::shared_ptr<Stream> stream = stream_;
+      service_.Infer(std::move(decoded).value(), std::move(context), [stream](Result<InferResponse> result) {
+        inference::ModelStreamInferResponse response;
+        if (result.ok()) {
+          Status encoded = EncodeGrpcInferResponse(result.value(), response.mutable_infer_response());
+          if (!encoded.ok()) response = ErrorResponse(encoded);
+        } else {
+          response = ErrorResponse(result.status());
+        }
+        Update(stream, [&](Stream& s) {
+          --s.outstanding;
+          s.Enqueue(std::move(response));
+        });
+      });
+    }
+    StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    Update(stream_, [ok](Stream& s) {
+      s.writing = false;
+      if (!ok) s.Cancel();
+    });
+  }
+
+  void OnCancel() override {
+    Update(stream_, [](Stream& s) { s.Cancel(); });
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct Stream {
+    std::mutex mu;
+    StreamReactor* reactor = nullptr;  // used only for actions Update decided
+    std::shared_ptr<std::atomic<bool>> cancelled_flag = std::make_shared<std::atomic<bool>>(false);
+    std::deque<inference::ModelStreamInferResponse> queue;
+    inference::ModelStreamInferResponse in_write;  // the message being written
+    int outstanding = 0;  // requests the service has not answered yet
+    bool writing = false;
+    bool reads_done = false;
+    bool cancelled = false;
+    bool finished = false;
+
+    void Enqueue(inference::ModelStreamInferResponse response) {
+      if (!cancelled) queue.push_back(std::move(response));
+    }
+    void Cancel() {
+      cancelled = true;
+      cancelled_flag->store(true);
+      queue.clear();
+    }
+  };
+
+  static inference::ModelStreamInferResponse ErrorResponse(const Status& status) {
+    inference::ModelStreamInferResponse response;
+    response.set_error_message(status.message().empty() ? StatusCodeName(status.code()) : status.message());
+    return response;
+  }
+
+  template <typename Change>
+  static void Update(const std::shared_ptr<Stream>& stream, Change&& change) {
+    enum class Action { kNone, kWrite, kFinish } action = Action::kNone;
+    bool cancelled = false;
+    StreamReactor* reactor = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(stream->mu);
+      Stream& s = *stream;
+      change(s);
+      if (s.finished || s.writing) return;
+      reactor = s.reactor;
+      if (!s.cancelled && !s.queue.empty()) {
+        s.writing = true;
+        s.in_write = std::move(s.queue.front());
+        s.queue.pop_front();
+        action = Action::kWrite;
+      } else if (s.reads_done && (s.cancelled || s.outstanding == 0)) {
+        s.finished = true;
+        cancelled = s.cancelled;
+        action = Action::kFinish;
+      }
+    }
+    if (action == Action::kWrite) {
+      reactor->StartWrite(&stream->in_write);
+    } else if (action == Action::kFinish) {
+      reactor->Finish(cancelled ? grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled")
+                                : grpc::Status::OK);
+    }
+  }
+
+  serve::InferenceService& service_;
+  const GrpcDecodeOptions& decode_;
+  std::shared_ptr<Stream> stream_;
+  inference::ModelInferRequest request_;
+};
+
+}  // namespace
+
+class GrpcServer::Service : public inference::GRPCInferenceService::CallbackService {
+ public:
+  Service(serve::InferenceService& core, const GrpcServerOptions& options) : core_(core), options_(options) {}
+
+  ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const inference::ServerLiveRequest*,
+                                 inference::ServerLiveResponse* response) override {
+    response->set_live(core_.Live());
+    return Answer(ctx, Status::Ok());
+  }
+
+  ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const inference::ServerReadyRequest*,
+                                  inference::ServerReadyResponse* response) override {
+    response->set_ready(core_.Ready());
+    return Answer(ctx, Status::Ok());
+  }
+
+  ServerUnaryReactor* ServerMetadata(CallbackServerContext* ctx, const inference::ServerMetadataRequest*,
+                                     inference::ServerMetadataResponse* response) override {
+    serve::ServerMetadata metadata = core_.GetServerMetadata();
+    response->set_name(metadata.name);
+    response->set_version(metadata.version);
+    for (const std::string& e : metadata.extensions) response->add_extensions(e);
+    return Answer(ctx, Status::Ok());
+  }
+
+  ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const inference::ModelReadyRequest* request,
+                                 inference::ModelReadyResponse* response) override {
+    if (Status st = RequireModelName(request->name()); !st.ok()) return Answer(ctx, st);
+    Result<bool> ready = core_.ModelReady(request->name(), request->version());
+    if (!ready.ok()) return Answer(ctx, ready.status());
+    response->set_ready(ready.value());
+    return Answer(ctx, Status::Ok());
+  }
+
+  ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const inference::ModelMetadataRequest* request,
+                                    inference::ModelMetadataResponse* response) override {
+    if (Status st = RequireModelName(request->name()); !st.ok()) return Answer(ctx, st);
+    Result<serve::ModelMetadata> metadata = core_.GetModelMetadata(request->name(), request->version());
+    if (!metadata.ok()) return Answer(ctx, metadata.status());
+    response->set_name(metadata.value().name);
+    for (const std::string& v : metadata.value().versions) response->add_versions(v);
+    response->set_platform(metadata.value().platform);
+    for (const serve::TensorMetadata& t : metadata.value().inputs) FillTensorMetadata(t, response->add_inputs());
+    for (const serve::TensorMetadata& t : metadata.value().outputs) FillTensorMetadata(t, response->add_outputs());
+    return Answer(ctx, Status::Ok());
+  }
+
+  ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const inference::ModelConfigRequest* request,
+                                  inference::ModelConfigResponse* response) override {
+    if (Status st = RequireModelName(request->name()); !st.ok()) return Answer(ctx, st);
+    Result<std::string> json = core_.GetModelConfigJson(request->name(), request->version());
+    if (!json.ok()) return Answer(ctx, json.status());
+    google::protobuf::util::JsonParseOptions parse_options;
+    parse_options.ignore_unknown_fields = true;  // fields of Triton's config this proto lacks
+    auto parsed = google::protobuf::util::JsonStringToMessage(json.value(), response->mutable_config(), parse_options);
+    if (!parsed.ok()) {
+      return Answer(ctx, Status::Internal("model configuration of '" + request->name() +
+                                          "' is not valid ModelConfig JSON: " + std::string(parsed.message())));
+    }
+    return Answer(ctx, Status::Ok());
+  }
+
+  ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const inference::ModelInferRequest* request,
+                                 inference::ModelInferResponse* response) override {
+    serve::RequestContext context = MakeContext(request->ByteSizeLong());
+    Result<InferRequest> decoded = DecodeGrpcInferRequest(*request, options_.decode);
+    if (!decoded.ok()) return Answer(ctx, decoded.status());
+    auto* reactor = new DeferredReactor(ctx, context.cancelled);
+    std::shared_ptr<DeferredReactor::Claim> claim = reactor->claim();
+    core_.Infer(std::move(decoded).value(), std::move(context), [claim, response](Result<InferResponse> result) {
+      claim->Complete([&]() -> Status {
+        if (!result.ok()) return result.status();
+        return EncodeGrpcInferResponse(result.value(), response);
+      });
+    });
+    return reactor;
+  }
+
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+      CallbackServerContext*) override {
+    return new StreamReactor(core_, options_.decode);
+  }
+
+  ServerUnaryReactor* ModelStatistics(CallbackServerContext* ctx, const inference::ModelStatisticsRequest* request,
+                                      inference::ModelStatisticsResponse* response) override {
+    auto stats = core_.GetStatistics(request->name(), request->version());
+    if (!stats.ok()) return Answer(ctx, stats.status());
+    for (const serve::ModelStatistics& s : stats.value()) FillStatistics(s, response->add_model_stats());
+    return Answer(ctx, Status::Ok());
+  }
+
+  ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const inference::RepositoryIndexRequest* request,
+                                      inference::RepositoryIndexResponse* response) override {
+    for (const serve::ModelIndexEntry& e : core_.RepositoryIndex(request->ready())) {
+      auto* model = response->add_models();
+      model->set_name(e.name);
+      model->set_version(e.version);
+      model->set_state(e.state);
+      model->set_reason(e.reason);
+    }
+    return Answer(ctx, Status::Ok());
+  }
+
+  ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx,
+                                          const inference::RepositoryModelLoadRequest* request,
+                                          inference::RepositoryModelLoadResponse*) override {
+    if (Status st = RequireModelName(request->model_name()); !st.ok()) return Answer(ctx, st);
+    if (!request->parameters().empty()) {
+      return Answer(ctx, Status::Unimplemented("load parameters (config or file overrides) are not supported; "
+                                               "the model is loaded from the repository"));
+    }
+    auto* reactor = new DeferredReactor(ctx, nullptr);
+    std::shared_ptr<DeferredReactor::Claim> claim = reactor->claim();
+    core_.LoadModel(request->model_name(), [claim](Status status) { claim->Complete([&] { return status; }); });
+    return reactor;
+  }
+
+  ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx,
+                                            const inference::RepositoryModelUnloadRequest* request,
+                                            inference::RepositoryModelUnloadResponse*) override {
+    if (Status st = RequireModelName(request->model_name()); !st.ok()) return Answer(ctx, st);
+    auto* reactor = new DeferredReactor(ctx, nullptr);
+    std::shared_ptr<DeferredReactor::Claim> claim = reactor->claim();
+    core_.UnloadModel(request->model_name(), [claim](Status status) { claim->Complete([&] { return status; }); });
+    return reactor;
+  }
+
+ private:
+  serve::InferenceService& core_;
+  const GrpcServerOptions& options_;
+};
+
+GrpcServer::GrpcServer(serve::InferenceService& service, GrpcServerOptions options)
+    : core_(service), options_(std::move(options)) {}
+
+GrpcServer::~GrpcServer() {
+  if (server_ && !shut_down_) Shutdown(std::chrono::system_clock::now());
+}
+
+Status GrpcServer::Start() {
+  if (server_ || shut_down_) return Status::FailedPrecondition("the gRPC server was already started");
+  if (options_.port < 0 || options_.port > 65535) {
+    return Status::InvalidArgument("gRPC port " + std::to_string(options_.port) + " is out of range 0..65535");
+  }
+  if (options_.max_receive_message_bytes <= 0) {
+    return Status::InvalidArgument("gRPC max receive message size must be positive");
+  }
+  std::string host = options_.host;
+  if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
+  const std::string address = host + ":" + std::to_string(options_.port);
+
+  service_ = std::make_unique<Service>(core_, options_);
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  // A second server on a busy port must fail, not share it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_ || bound_port == 0) {
+    server_.reset();
+    service_.reset();
+    return Status::Unavailable("gRPC server cannot listen on " + address + " (address in use or invalid)");
+  }
+  port_ = bound_port;
+  return Status::Ok();
+}
+
+void GrpcServer::Shutdown(std::chrono::system_clock::time_point deadline) {
+  if (!server_ || shut_down_) return;
+  shut_down_ = true;
+  server_->Shutdown(deadline);
+  server_->Wait();
+}
+
+}  // namespace inferloop::frontends

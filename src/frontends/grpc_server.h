@@ -1,0 +1,67 @@
+// GrpcServer: the KServe v2 gRPC frontend (inference.GRPCInferenceService, proto/grpc_service.proto)
+// over a serve::InferenceService. Built on gRPC's callback API: no thread blocks per call; an
+// inference is answered from the service's callback, on whatever thread calls it.
+//
+// Calls: ServerLive/Ready/Metadata, ModelReady/Metadata, ModelConfig (Triton's), ModelInfer,
+// ModelStreamInfer (bidirectional: one ModelStreamInferResponse per request, sent as each
+// completes; a failed request's answer carries only error_message and the stream goes on),
+// ModelStatistics, RepositoryIndex, RepositoryModelLoad/Unload.
+// Errors map per serve/inference_service.h (grpc_status.h); RESOURCE_EXHAUSTED and UNAVAILABLE
+// answers carry the trailing metadata "retry-after". A call the client cancels sets its
+// RequestContext's cancelled flag, and the call ends at once (the service's late answer is dropped).
+//
+// Thread-safety: Start and Shutdown from one thread; port() from any thread after Start.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "frontends/v2_grpc_codec.h"
+#include "inferloop/status.h"
+#include "serve/inference_service.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace inferloop::frontends {
+
+struct GrpcServerOptions {
+  std::string host = "0.0.0.0";  // an IPv6 address may be given bare ("::")
+  int port = 8001;               // 0: an ephemeral port (GrpcServer::port() says which)
+  // Largest request message; gRPC itself answers larger ones with RESOURCE_EXHAUSTED.
+  int max_receive_message_bytes = 64 << 20;
+  GrpcDecodeOptions decode;
+};
+
+class GrpcServer {
+ public:
+  // `service` must outlive the server.
+  GrpcServer(serve::InferenceService& service, GrpcServerOptions options);
+  // Shuts down at once (in-flight calls cancelled) if still running.
+  ~GrpcServer();
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // Binds and starts serving. Unavailable when the address cannot be bound (in use, bad host);
+  // FailedPrecondition when already started.
+  Status Start();
+  // The bound port (the ephemeral one when options.port was 0); 0 before Start.
+  int port() const { return port_; }
+  // Graceful shutdown: stops accepting calls, lets in-flight calls finish until `deadline`, then
+  // cancels the rest; returns when every call has ended. Idempotent.
+  void Shutdown(std::chrono::system_clock::time_point deadline);
+  void Shutdown(std::chrono::milliseconds grace) { Shutdown(std::chrono::system_clock::now() + grace); }
+
+ private:
+  class Service;
+  serve::InferenceService& core_;
+  GrpcServerOptions options_;
+  std::unique_ptr<Service> service_;  // declared before server_: outlives it
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace inferloop::frontends
