@@ -30,8 +30,9 @@ class ServeMetrics {
   // are read now; `inflight`: requests admitted and not yet answered, server-wide.
   std::string Text(const std::vector<std::shared_ptr<ServedModelVersion>>& versions, int64_t inflight);
 
+  struct Impl;  // serve_metrics.cc
+
  private:
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
