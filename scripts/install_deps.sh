@@ -8,6 +8,7 @@ PACKAGES=(
   libcli11-dev
   libgtest-dev
   rapidjson-dev                 # KServe v2 REST JSON codec (src/frontends)
+  libboost1.81-dev              # Boost.Beast/Asio: the KServe v2 REST server (src/frontends)
   libgrpc++-dev protobuf-compiler-grpc  # KServe v2 gRPC service stubs
   libjpeg-dev libpng-dev        # ImageDecoder (JPEG, PNG)
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target

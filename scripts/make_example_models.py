@@ -5,6 +5,10 @@
 tiny_cnn: a small image classifier (Conv-BN-Relu-MaxPool x2, Flatten, Gemm, Softmax) on 1x28x28
 images, batch dimension symbolic. Writes the model, one input, and ONNX Runtime's output for that
 input (examples/data/tiny_cnn/expected_probs.npy), which the tests compare inferloop against.
+
+simple: Triton's "simple" example shape: INPUT0, INPUT1 int32[batch,16] -> OUTPUT0 = INPUT0 + INPUT1,
+OUTPUT1 = INPUT0 - INPUT1, with a config.pbtxt using dynamic batching (what `inferloop serve`
+examples in README.md and docs/SERVING.md call).
 """
 import os
 
@@ -54,7 +58,39 @@ def tiny_cnn(rng):
     return model
 
 
+SIMPLE_CONFIG = """# simple: INPUT0, INPUT1 int32[N,16] -> OUTPUT0 = sum, OUTPUT1 = difference.
+name: "simple"
+platform: "onnxruntime_onnx"
+max_batch_size: 8
+input [
+  { name: "INPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "INPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]
+output [
+  { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
+  { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
+]
+dynamic_batching { max_queue_delay_microseconds: 100 }
+"""
+
+
+def simple():
+    io = lambda n: helper.make_tensor_value_info(n, TensorProto.INT32, ["batch", 16])  # noqa: E731
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"]), helper.make_node("Sub", ["INPUT0", "INPUT1"], ["OUTPUT1"])],
+        "simple", [io("INPUT0"), io("INPUT1")], [io("OUTPUT0"), io("OUTPUT1")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="inferloop-examples")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def main():
+    sdir = os.path.join(ROOT, "examples/model_repository/simple")
+    os.makedirs(os.path.join(sdir, "1"), exist_ok=True)
+    onnx.save(simple(), os.path.join(sdir, "1", "model.onnx"))
+    with open(os.path.join(sdir, "config.pbtxt"), "w") as f:
+        f.write(SIMPLE_CONFIG)
     rng = np.random.default_rng(20261129)
     model = tiny_cnn(rng)
     mdir = os.path.join(ROOT, "examples/model_repository/tiny_cnn/1")

@@ -2,7 +2,9 @@
 # Installs dependencies, builds, and runs inferloop's whole test suite:
 #   1. unit tests + ONNX conformance suite (Release build, build/)
 #   2. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, clang)
-#   3. the model-loader fuzzer, bounded runs from a fixed seed (libFuzzer, same build-asan/ build)
+#   3. the fuzzers (model loader, KServe v2 REST and gRPC request decoders, config.pbtxt parser),
+#      bounded runs from a fixed seed (libFuzzer, same build-asan/ build)
+# The serve end-to-end tests (tests/e2e) use the project venv, made here by scripts/setup_venv.sh.
 # Ends with one line "summary: N passed, N failed" over all ctest runs.
 # Env: INFERLOOP_FUZZ_RUNS (default 300000), INFERLOOP_FUZZ_SECONDS (cap, default 120),
 #      INFERLOOP_SKIP_ASAN=1, INFERLOOP_SKIP_FUZZ=1.
@@ -11,6 +13,11 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=$(nproc 2>/dev/null || echo 2)
 bash scripts/install_deps.sh || exit 1
+# The venv (pinned PyPI packages: tritonclient for the serve e2e tests, onnx for their models);
+# remade when scripts/requirements-dev.txt changes.
+if ! cmp -s scripts/requirements-dev.txt .venv/requirements-dev.txt 2>/dev/null; then
+  rm -rf .venv && bash scripts/setup_venv.sh && cp scripts/requirements-dev.txt .venv/requirements-dev.txt || exit 1
+fi
 
 total_pass=0; total_fail=0; status=0
 run_ctest() {  # dir, extra ctest args...
@@ -42,7 +49,8 @@ if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ] || [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ];
   echo "== [2/3] clang ASan + UBSan build =="
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERLOOP_SANITIZE=ON \
     -DINFERLOOP_FUZZ=ON >/dev/null &&
-    cmake --build build-asan -j"$jobs" --target inferloop_unit_tests inferloop model_loader_fuzzer || exit 1
+    cmake --build build-asan -j"$jobs" --target inferloop_unit_tests serve_unit_tests serve_core_unit_tests \
+      frontends_unit_tests inferloop model_loader_fuzzer v2_json_fuzzer v2_grpc_fuzzer model_config_fuzzer || exit 1
 fi
 
 if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ]; then
@@ -52,22 +60,28 @@ fi
 
 if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
   # Bounded and repeatable: a fixed seed and run count (plus a time cap), so a pass here is a
-  # pass on CI; run it longer by hand with INFERLOOP_FUZZ_RUNS / INFERLOOP_FUZZ_SECONDS.
+  # pass on CI; run longer by hand with INFERLOOP_FUZZ_RUNS / INFERLOOP_FUZZ_SECONDS.
   secs=${INFERLOOP_FUZZ_SECONDS:-120}
   runs=${INFERLOOP_FUZZ_RUNS:-300000}
-  echo "== [3/3] libFuzzer: model loader (${runs} runs, at most ${secs}s) =="
-  corpus=$(mktemp -d)
-  cp tests/fuzz/corpus/* "$corpus"/
-  if ./build-asan/tests/fuzz/model_loader_fuzzer -seed=1 -runs="$runs" -max_total_time="$secs" -rss_limit_mb=4096 -timeout=10 \
-       -print_final_stats=1 -artifact_prefix=build-asan/ "$corpus" > build-asan/fuzz.log 2>&1; then
-    echo "fuzz: no crash in $(grep -o 'stat::number_of_executed_units: *[0-9]*' build-asan/fuzz.log | grep -o '[0-9]*$') runs"
-    total_pass=$((total_pass + 1))
-  else
-    tail -50 build-asan/fuzz.log
-    echo "fuzz: FAILED (crash, leak or timeout; the reproducer is in build-asan/)"
-    total_fail=$((total_fail + 1)); status=1
-  fi
-  rm -rf "$corpus"
+  # fuzzer name, seed corpus folder; the request/config parsers get a third of the loader's budget.
+  for spec in "model_loader_fuzzer tests/fuzz/corpus 1" "v2_json_fuzzer tests/fuzz/corpus/v2_json 3" \
+              "v2_grpc_fuzzer tests/fuzz/corpus/v2_grpc 3" "model_config_fuzzer tests/fuzz/corpus_config 3"; do
+    set -- $spec
+    name=$1; seeds=$2; div=$3
+    echo "== [3/3] libFuzzer: ${name} ($((runs / div)) runs, at most $((secs / div))s) =="
+    corpus=$(mktemp -d)
+    find "$seeds" -maxdepth 1 -type f -exec cp {} "$corpus"/ \;
+    if ./build-asan/tests/fuzz/$name -seed=1 -runs=$((runs / div)) -max_total_time=$((secs / div)) -rss_limit_mb=4096 \
+         -timeout=10 -print_final_stats=1 -artifact_prefix=build-asan/$name- "$corpus" > build-asan/$name.log 2>&1; then
+      echo "fuzz ${name}: no crash in $(grep -o 'stat::number_of_executed_units: *[0-9]*' build-asan/$name.log | grep -o '[0-9]*$') runs"
+      total_pass=$((total_pass + 1))
+    else
+      tail -50 build-asan/$name.log
+      echo "fuzz ${name}: FAILED (crash, leak or timeout; the reproducer is in build-asan/)"
+      total_fail=$((total_fail + 1)); status=1
+    fi
+    rm -rf "$corpus"
+  done
 fi
 
 echo "summary: $total_pass passed, $total_fail failed"

@@ -15,5 +15,6 @@ Runner AddInspectCommand(CLI::App& app);
 Runner AddOpsCommand(CLI::App& app);
 Runner AddOptimizeCommand(CLI::App& app);
 Runner AddBenchCommand(CLI::App& app);
+Runner AddServeCommand(CLI::App& app);
 
 }  // namespace inferloop::cli

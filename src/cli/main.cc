@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add(inferloop::cli::AddOpsCommand);
   add(inferloop::cli::AddOptimizeCommand);
   add(inferloop::cli::AddBenchCommand);
+  add(inferloop::cli::AddServeCommand);
   add(inferloop::cli::AddTestOnnxCommand);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,207 @@
+// inferloop serve --model-repository DIR [--http-port 8000] [--grpc-port 8001] [--metrics-port 8002]
+//                 [--host 127.0.0.1] [--model-control-mode none|poll|explicit] [--load-model NAME ...]
+// Serves a model repository over KServe v2 REST and gRPC (docs/SERVING.md). Ports: 0 picks a free
+// one (the "server_listening" log line says which), -1 turns that endpoint off.
+// SIGTERM / SIGINT: stop accepting, answer what is in flight, exit 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "frontends/grpc_server.h"
+#include "frontends/http_server.h"
+#include "frontends/rest_handler.h"
+#include "serve/event_log.h"
+#include "serve/inference_server.h"
+
+namespace inferloop::cli {
+namespace {
+
+struct ServeArgs {
+  std::string repository;
+  int http_port = 8000;
+  int grpc_port = 8001;
+  int metrics_port = 8002;
+  std::string host = "127.0.0.1";
+  std::string control_mode = "none";
+  std::vector<std::string> load_models;
+  double poll_seconds = 2.0;
+  int64_t max_inflight = 1024;
+  int64_t max_inflight_mb = 1024;
+  int64_t model_max_inflight = 0;
+  int64_t model_max_inflight_mb = 0;
+  int64_t max_request_mb = 256;
+  int threads = 0;
+  int http_threads = 2;
+  double shutdown_seconds = 30;
+  double liveness_stall_seconds = 60;
+};
+
+int RunServe(const ServeArgs& a) {
+  serve::EventLog log(stderr);
+  auto mode = serve::ParseModelControlMode(a.control_mode);
+  if (!mode.ok()) {
+    std::cerr << "error: " << mode.status().message() << "\n";
+    return 2;
+  }
+  if (mode.value() != serve::ModelControlMode::kExplicit && !a.load_models.empty()) {
+    std::cerr << "error: --load-model needs --model-control-mode explicit (in " << a.control_mode
+              << " mode every model of the repository is loaded)\n";
+    return 2;
+  }
+  // Signals go to this thread's sigwait only: block them before any other thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  serve::InferenceServerOptions so;
+  so.manager.repository = a.repository;
+  so.manager.mode = mode.value();
+  so.manager.startup_models = a.load_models;
+  so.manager.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(a.poll_seconds * 1000));
+  so.manager.session.intra_op_threads = a.threads;
+  so.manager.per_model_limits.max_inflight_requests = a.model_max_inflight;
+  so.manager.per_model_limits.max_inflight_bytes = a.model_max_inflight_mb << 20;
+  so.global_limits.max_inflight_requests = a.max_inflight;
+  so.global_limits.max_inflight_bytes = a.max_inflight_mb << 20;
+  so.liveness_stall_limit = std::chrono::milliseconds(static_cast<int64_t>(a.liveness_stall_seconds * 1000));
+  auto server_r = serve::InferenceServer::Create(so, &log);
+  if (!server_r.ok()) {
+    std::cerr << "error: " << server_r.status().message() << "\n";
+    return 1;
+  }
+  std::unique_ptr<serve::InferenceServer> server = std::move(server_r).value();
+
+  // Frontends first: liveness answers while models load (ready stays false until they are).
+  frontends::RestHandler rest(*server, {});
+  std::unique_ptr<frontends::HttpServer> http, metrics_http;
+  std::unique_ptr<frontends::GrpcServer> grpc;
+  const size_t max_body = static_cast<size_t>(a.max_request_mb) << 20;
+  if (a.http_port >= 0) {
+    frontends::HttpServerOptions ho;
+    ho.host = a.host;
+    ho.port = static_cast<uint16_t>(a.http_port);
+    ho.io_threads = a.http_threads;
+    ho.max_body_bytes = max_body;
+    auto h = frontends::HttpServer::Start(ho, rest.AsHttpHandler());
+    if (!h.ok()) {
+      log.Error("server_failed", {{"endpoint", "http"}, {"reason", h.status().message()}});
+      return 1;
+    }
+    http = std::move(h).value();
+  }
+  if (a.metrics_port >= 0) {
+    frontends::HttpServerOptions mo;
+    mo.host = a.host;
+    mo.port = static_cast<uint16_t>(a.metrics_port);
+    mo.io_threads = 1;
+    mo.max_body_bytes = 4096;
+    serve::InferenceServer* s = server.get();
+    auto h = frontends::HttpServer::Start(mo, [s](frontends::HttpRequest req, frontends::HttpResponder respond) {
+      frontends::HttpResponse resp;
+      const std::string path = req.target.substr(0, req.target.find('?'));
+      if (path == "/metrics" && (req.method == "GET" || req.method == "HEAD")) {
+        resp.headers.push_back({"Content-Type", "text/plain; version=0.0.4; charset=utf-8"});
+        resp.body = s->MetricsText();
+      } else {
+        resp.status = 404;
+        resp.headers.push_back({"Content-Type", "application/json"});
+        resp.body = "{\"error\":\"not found: the metrics port serves GET /metrics\"}";
+      }
+      respond(std::move(resp));
+    });
+    if (!h.ok()) {
+      log.Error("server_failed", {{"endpoint", "metrics"}, {"reason", h.status().message()}});
+      return 1;
+    }
+    metrics_http = std::move(h).value();
+  }
+  if (a.grpc_port >= 0) {
+    frontends::GrpcServerOptions go;
+    go.host = a.host;
+    go.port = a.grpc_port;
+    go.max_receive_message_bytes = static_cast<int>(std::min<size_t>(max_body, size_t{2000} << 20));
+    grpc = std::make_unique<frontends::GrpcServer>(*server, go);
+    if (Status st = grpc->Start(); !st.ok()) {
+      log.Error("server_failed", {{"endpoint", "grpc"}, {"reason", st.message()}});
+      return 1;
+    }
+  }
+  log.Info("server_listening", {{"host", a.host},
+                                {"http_port", http ? std::to_string(http->port()) : "off"},
+                                {"grpc_port", grpc ? std::to_string(grpc->port()) : "off"},
+                                {"metrics_port", metrics_http ? std::to_string(metrics_http->port()) : "off"},
+                                {"model_repository", a.repository},
+                                {"model_control_mode", a.control_mode}});
+
+  Status loaded = server->LoadStartupModels();
+  if (loaded.ok()) {
+    log.Info("server_ready", {});
+  } else {
+    log.Error("server_not_ready", {{"reason", loaded.message()}});
+  }
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  log.Info("signal", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
+                      {"inflight", std::to_string(server->InflightRequests())}});
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_seconds * 1000));
+  if (http) http->StopAccepting();
+  server->BeginShutdown();
+  const bool idle = server->WaitIdle(deadline);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  const auto grace = std::max(left, std::chrono::milliseconds(100));
+  if (http) http->Shutdown(grace);
+  if (grpc) grpc->Shutdown(grace);
+  if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(100));
+  server.reset();
+  log.Info("server_stopped", {{"clean", idle ? "true" : "false"}});
+  return idle ? 0 : 1;
+}
+
+}  // namespace
+
+Runner AddServeCommand(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  auto* cmd = app.add_subcommand("serve", "Serve a model repository over KServe v2 REST and gRPC (docs/SERVING.md)");
+  cmd->add_option("--model-repository", a->repository, "Folder with <model>/config.pbtxt and <model>/<version>/model.onnx")
+      ->required();
+  cmd->add_option("--http-port", a->http_port, "REST port (0: any free port, -1: off)")->capture_default_str();
+  cmd->add_option("--grpc-port", a->grpc_port, "gRPC port (0: any free port, -1: off)")->capture_default_str();
+  cmd->add_option("--metrics-port", a->metrics_port, "Prometheus /metrics port (0: any, -1: off)")->capture_default_str();
+  cmd->add_option("--host", a->host, "Address to bind")->capture_default_str();
+  cmd->add_option("--model-control-mode", a->control_mode, "none | poll | explicit")->capture_default_str();
+  cmd->add_option("--load-model", a->load_models, "Model to load at start in explicit mode ('*': all); repeatable");
+  cmd->add_option("--repository-poll-secs", a->poll_seconds, "Poll mode: seconds between repository scans")
+      ->capture_default_str()->check(CLI::Range(0.05, 3600.0));
+  cmd->add_option("--max-inflight", a->max_inflight, "Requests in flight server-wide before 429 (0: no limit)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-inflight-mb", a->max_inflight_mb, "Request MiB in flight server-wide before 429 (0: no limit)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--model-max-inflight", a->model_max_inflight, "Requests in flight per model version (0: no limit)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--model-max-inflight-mb", a->model_max_inflight_mb, "Request MiB in flight per model version (0: no limit)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-request-mb", a->max_request_mb, "Largest request body (413 / RESOURCE_EXHAUSTED above)")
+      ->capture_default_str()->check(CLI::Range(1, 2000));
+  cmd->add_option("--threads", a->threads, "Intra-op threads per model (0: the CPUs this process may use)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--http-threads", a->http_threads, "HTTP io threads")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--shutdown-timeout-secs", a->shutdown_seconds, "On SIGTERM: how long in-flight requests may take")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--liveness-stall-secs", a->liveness_stall_seconds,
+                  "Live turns false when a scheduler made no progress this long")
+      ->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+  return [a] { return RunServe(*a); };
+}
+
+}  // namespace inferloop::cli

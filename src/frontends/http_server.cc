@@ -1,0 +1,552 @@
+#include "frontends/http_server.h"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <array>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <strings.h>
+#include <thread>
+#include <unordered_map>
+
+#include "frontends/http_status.h"
+#include "frontends/v2_json_codec.h"
+#include "serve/inference_service.h"
+
+namespace inferloop::frontends {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+const std::string* FindHttpHeader(const HttpHeaders& headers, std::string_view name) {
+  for (const auto& [n, v] : headers) {
+    if (n.size() == name.size() && strncasecmp(n.data(), name.data(), n.size()) == 0) return &v;
+  }
+  return nullptr;
+}
+
+namespace http_internal {
+class Session;
+}  // namespace http_internal
+using http_internal::Session;
+
+namespace {
+
+// Time a closing connection keeps draining what the client still sends after our last answer,
+// so that the client reads that answer instead of a reset.
+constexpr std::chrono::seconds kLingerTime{2};
+// Pause before accepting again after an accept error (out of file descriptors, ...).
+constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
+
+HttpResponse ErrorResponse(int status, std::string_view message) {
+  HttpResponse r;
+  r.status = status;
+  r.headers.emplace_back("Content-Type", "application/json");
+  if (HttpStatusWantsRetryAfter(status)) r.headers.emplace_back("Retry-After", std::to_string(serve::RetryAfterSeconds()));
+  r.body = JsonErrorBody(Status(StatusCode::kInvalidArgument, std::string(message)));
+  return r;
+}
+
+}  // namespace
+
+struct HttpServer::Core {
+  HttpServerOptions options;
+  HttpHandler handler;
+  std::weak_ptr<Core> self;
+
+  // Open sessions, for draining. Declared before io so that it outlives the sessions that
+  // io's pending handlers still hold when io is destroyed.
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  bool draining = false;
+
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  asio::strand<asio::io_context::executor_type> accept_strand{io.get_executor()};
+  tcp::acceptor acceptor{accept_strand};
+  asio::steady_timer accept_retry{accept_strand};
+  bool accepting = false;  // on accept_strand
+  uint16_t port = 0;
+  std::vector<std::thread> threads;
+
+  std::mutex shutdown_mu;
+  bool stopped_accepting = false;  // under shutdown_mu
+  std::optional<bool> shutdown_result;
+
+  void DoAccept();
+  void Unregister(Session* s) {
+    std::lock_guard<std::mutex> lock(mu);
+    sessions.erase(s);
+    if (sessions.empty()) cv.notify_all();
+  }
+};
+
+struct HttpResponder::State {
+  std::shared_ptr<HttpServer::Core> core;  // keeps the io_context alive while a post may come
+  std::weak_ptr<Session> session;
+  uint64_t seq = 0;
+  std::atomic<bool> done{false};
+
+  void Deliver(HttpResponse response);
+  ~State() {
+    if (!done.load()) Deliver(ErrorResponse(500, "the request handler dropped the request without answering"));
+  }
+};
+
+namespace http_internal {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(HttpServer::Core& core, tcp::socket socket)
+      : core_(core), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+  ~Session() {
+    for (auto& slot : slots_) slot.cancelled->store(true);
+    core_.Unregister(this);
+  }
+
+  tcp::socket::executor_type executor() { return socket_.get_executor(); }
+
+  void Start() {
+    if (closed_) return;
+    ArmIdleTimer();
+    DoRead();
+  }
+
+  // Stops reading requests; closes once the requests already received are answered.
+  void BeginDrain() {
+    if (closed_) return;
+    draining_ = true;
+    read_closed_ = true;
+    MaybeClose();
+  }
+
+  // Closes now; unanswered requests are marked cancelled.
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    read_closed_ = true;
+    for (auto& slot : slots_) slot.cancelled->store(true);
+    beast::error_code ec;
+    timer_.cancel();
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
+
+  // An answer for request `seq` (posted here by its responder).
+  void OnAnswer(uint64_t seq, HttpResponse answer) {
+    if (closed_ || slots_.empty() || seq < slots_.front().seq || seq - slots_.front().seq >= slots_.size()) return;
+    Slot& slot = slots_[seq - slots_.front().seq];
+    if (slot.response) return;
+    SetResponse(slot, std::move(answer));
+    DoWrite();
+  }
+
+ private:
+  struct Slot {
+    uint64_t seq = 0;
+    unsigned version = 11;
+    bool keep_alive = true;
+    bool close_after = false;  // an error that leaves the stream unusable
+    std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+    std::optional<http::response<http::string_body>> response;
+  };
+
+  void SetResponse(Slot& slot, HttpResponse answer) {
+    auto& res = slot.response.emplace();
+    res.version(slot.version);
+    int status = answer.status;
+    if (status < 100 || status > 999) {
+      answer = ErrorResponse(500, "the request handler gave an invalid HTTP status");
+      status = 500;
+    }
+    res.result(static_cast<unsigned>(status));
+    if (status == 499) res.reason("Client Closed Request");
+    if (!core_.options.server_name.empty()) res.set(http::field::server, core_.options.server_name);
+    for (auto& [name, value] : answer.headers) res.insert(name, value);
+    res.body() = std::move(answer.body);
+    res.prepare_payload();
+  }
+
+  // A slot whose answer the server gives itself (limits, malformed requests, draining).
+  void PushError(unsigned version, int status, std::string_view message) {
+    Slot& slot = slots_.emplace_back();
+    slot.seq = next_seq_++;
+    slot.version = version;
+    slot.close_after = true;
+    read_closed_ = true;
+    SetResponse(slot, ErrorResponse(status, message));
+    DoWrite();
+  }
+
+  bool Idle() const { return slots_.empty() && !writing_; }
+
+  void ArmIdleTimer() {
+    if (closed_) return;
+    timer_.expires_after(core_.options.read_timeout);
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->OnTimer(ec); });
+  }
+
+  void OnTimer(beast::error_code ec) {
+    if (ec || closed_) return;
+    if (lingering_) return Close();
+    if (Idle()) Close();  // idle keep-alive connection or a client too slow to send its request
+  }
+
+  void DoRead() {
+    if (read_closed_ || reading_ || closed_ ||
+        slots_.size() >= static_cast<size_t>(std::max(1, core_.options.max_pipelined))) {
+      return;
+    }
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(std::min<size_t>(core_.options.max_header_bytes, UINT32_MAX)));
+    parser_->body_limit(static_cast<uint64_t>(core_.options.max_body_bytes));
+    reading_ = true;
+    http::async_read_header(socket_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (closed_) return;
+    if (lingering_) return Discard();
+    if (ec) return OnReadError(ec);
+    header_time_ = Clock::now();
+    auto& req = parser_->get();
+    // Expect: 100-continue: tell the client to send its body, unless answers are still owed
+    // (a 100 then would land in the middle of the answers; the client sends after its timeout).
+    auto expect = req[http::field::expect];
+    if (beast::iequals(expect, "100-continue") && Idle() && !parser_->is_done()) {
+      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      writing_ = true;
+      asio::async_write(socket_, asio::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, size_t) {
+        self->writing_ = false;
+        if (self->closed_) return;
+        if (ec) return self->Close();
+        if (self->slots_.empty()) self->ArmIdleTimer();
+        self->ReadBody();
+      });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
+  }
+
+  void OnBody(beast::error_code ec) {
+    reading_ = false;
+    if (closed_) return;
+    if (lingering_) return Discard();
+    if (ec) return OnReadError(ec);
+    http::request<http::string_body> req = parser_->release();
+    parser_.reset();
+    if (draining_) {
+      PushError(req.version(), 503, "the server is shutting down");
+      return;
+    }
+    Slot& slot = slots_.emplace_back();
+    slot.seq = next_seq_++;
+    slot.version = req.version();
+    slot.keep_alive = req.keep_alive();
+    if (!slot.keep_alive) read_closed_ = true;
+
+    HttpRequest request;
+    request.method = std::string(req.method_string());
+    request.target = std::string(req.target());
+    for (const auto& field : req) request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+    request.body = std::move(req.body());
+    request.cancelled = slot.cancelled;
+    request.received = header_time_;
+
+    auto state = std::make_shared<HttpResponder::State>();
+    state->core = core_.self.lock();
+    state->session = weak_from_this();
+    state->seq = slot.seq;
+    try {
+      core_.handler(std::move(request), HttpResponder(state));
+    } catch (const std::exception& e) {
+      state->Deliver(ErrorResponse(500, std::string("request handler failed: ") + e.what()));
+    } catch (...) {
+      state->Deliver(ErrorResponse(500, "request handler failed"));
+    }
+    DoRead();
+  }
+
+  void OnReadError(beast::error_code ec) {
+    reading_ = false;
+    unsigned version = parser_ ? parser_->get().version() : 11;
+    if (version != 10) version = 11;
+    if (ec == http::error::body_limit) {
+      return PushError(version, 413, "request body is larger than the server's limit of " +
+                                         std::to_string(core_.options.max_body_bytes) + " bytes");
+    }
+    if (ec == http::error::header_limit) {
+      return PushError(version, 431, "request header is larger than the server's limit of " +
+                                         std::to_string(core_.options.max_header_bytes) + " bytes");
+    }
+    if (ec.category() == http::make_error_code(http::error::bad_target).category() &&
+        ec != http::error::end_of_stream && ec != http::error::partial_message) {
+      return PushError(version, 400, "malformed HTTP request: " + ec.message());
+    }
+    // The client closed (or reset) its side, or we cancelled the read: it will not read our
+    // answers, so requests still being computed are not worth finishing.
+    read_closed_ = true;
+    if (ec != asio::error::operation_aborted) {
+      for (auto& slot : slots_) slot.cancelled->store(true);
+    }
+    MaybeClose();
+  }
+
+  void DoWrite() {
+    if (writing_ || closed_ || slots_.empty() || !slots_.front().response) return;
+    Slot& slot = slots_.front();
+    bool last = read_closed_ && slots_.size() == 1;
+    close_after_write_ = slot.close_after || !slot.keep_alive || last;
+    slot.response->keep_alive(!close_after_write_);
+    writing_ = true;
+    http::async_write(socket_, *slot.response,
+                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); });
+  }
+
+  void OnWrite(beast::error_code ec) {
+    writing_ = false;
+    if (closed_) return;
+    if (ec) return Close();
+    slots_.pop_front();
+    if (close_after_write_) return Linger();
+    if (slots_.empty()) ArmIdleTimer();
+    DoWrite();
+    DoRead();
+    MaybeClose();
+  }
+
+  void MaybeClose() {
+    if (closed_ || lingering_ || !read_closed_ || !Idle()) return;
+    Close();
+  }
+
+  // After the last answer: stop sending, read and drop whatever the client still sends until it
+  // closes or kLingerTime passes, then close.
+  void Linger() {
+    lingering_ = true;
+    read_closed_ = true;
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    timer_.expires_after(kLingerTime);
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->OnTimer(ec); });
+    if (!reading_) Discard();
+  }
+
+  void Discard() {
+    reading_ = true;
+    socket_.async_read_some(asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->reading_ = false;
+      if (self->closed_) return;
+      if (ec) return self->Close();
+      self->Discard();
+    });
+  }
+
+  HttpServer::Core& core_;
+  tcp::socket socket_;
+  asio::steady_timer timer_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::deque<Slot> slots_;  // requests handed out and not yet written, in arrival order
+  uint64_t next_seq_ = 0;
+  Clock::time_point header_time_;
+  std::array<char, 4096> scratch_{};
+  bool reading_ = false;
+  bool writing_ = false;
+  bool read_closed_ = false;  // no further request will be read
+  bool draining_ = false;
+  bool lingering_ = false;
+  bool close_after_write_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace http_internal
+
+void HttpResponder::State::Deliver(HttpResponse response) {
+  if (done.exchange(true)) return;
+  std::shared_ptr<Session> s = session.lock();
+  if (!s) return;  // the connection is gone
+  auto executor = s->executor();
+  asio::post(executor, [s = std::move(s), n = seq, response = std::move(response)]() mutable {
+    s->OnAnswer(n, std::move(response));
+  });
+}
+
+void HttpResponder::operator()(HttpResponse response) const {
+  if (state_) state_->Deliver(std::move(response));
+}
+
+void HttpServer::Core::DoAccept() {
+  if (!accepting) return;
+  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
+    if (!accepting) return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) return;
+      // Out of descriptors or a transient network error: try again shortly instead of spinning.
+      accept_retry.expires_after(kAcceptRetryDelay);
+      accept_retry.async_wait([this](beast::error_code ec) {
+        if (!ec) DoAccept();
+      });
+      return;
+    }
+    beast::error_code ignored;
+    socket.set_option(tcp::no_delay(true), ignored);
+    std::shared_ptr<Session> session;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!draining) {
+        session = std::make_shared<Session>(*this, std::move(socket));
+        sessions.emplace(session.get(), session);
+      }
+    }
+    if (session) {
+      asio::dispatch(session->executor(), [session] { session->Start(); });
+    }
+    DoAccept();
+  });
+}
+
+HttpServer::HttpServer(std::shared_ptr<Core> core) : core_(std::move(core)) {}
+
+HttpServer::~HttpServer() { Shutdown(std::chrono::milliseconds(0)); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options, HttpHandler handler) {
+  if (options.io_threads < 1) return Status::InvalidArgument("http server: io_threads must be at least 1");
+  if (!handler) return Status::InvalidArgument("http server: no request handler");
+  if (options.max_pipelined < 1) return Status::InvalidArgument("http server: max_pipelined must be at least 1");
+  if (options.read_timeout.count() <= 0) return Status::InvalidArgument("http server: read_timeout must be positive");
+  auto core = std::make_shared<Core>();
+  core->self = core;
+  core->options = std::move(options);
+  core->handler = std::move(handler);
+  const HttpServerOptions& opt = core->options;
+  std::string where = opt.host + ":" + std::to_string(opt.port);
+
+  beast::error_code ec;
+  tcp::resolver resolver(core->io);
+  auto endpoints = resolver.resolve(opt.host, std::to_string(opt.port),
+                                    tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || endpoints.empty()) {
+    return Status::InvalidArgument("http server: cannot resolve host '" + opt.host + "': " + ec.message());
+  }
+  tcp::endpoint endpoint = endpoints.begin()->endpoint();
+  core->acceptor.open(endpoint.protocol(), ec);
+  if (!ec) core->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) core->acceptor.bind(endpoint, ec);
+  if (!ec) core->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::Unavailable("http server: cannot listen on " + where + ": " + ec.message());
+  core->port = core->acceptor.local_endpoint(ec).port();
+  if (ec) return Status::Unavailable("http server: cannot read the bound port: " + ec.message());
+
+  core->accepting = true;
+  asio::dispatch(core->accept_strand, [c = core.get()] { c->DoAccept(); });
+  for (int i = 0; i < opt.io_threads; ++i) {
+    core->threads.emplace_back([c = core.get()] {
+      for (;;) {
+        try {
+          c->io.run();
+          return;
+        } catch (...) {
+          // A handler threw past its session (a bug): keep serving the other connections.
+        }
+      }
+    });
+  }
+  return std::unique_ptr<HttpServer>(new HttpServer(std::move(core)));
+}
+
+uint16_t HttpServer::port() const { return core_->port; }
+
+size_t HttpServer::connection_count() const {
+  std::lock_guard<std::mutex> lock(core_->mu);
+  return core_->sessions.size();
+}
+
+void HttpServer::StopAccepting() {
+  std::lock_guard<std::mutex> lock(core_->shutdown_mu);
+  if (core_->stopped_accepting) return;
+  core_->stopped_accepting = true;
+  if (core_->threads.empty()) return;
+  std::promise<void> closed;
+  asio::post(core_->accept_strand, [c = core_.get(), &closed] {
+    c->accepting = false;
+    beast::error_code ignored;
+    c->acceptor.close(ignored);
+    c->accept_retry.cancel();
+    closed.set_value();
+  });
+  closed.get_future().wait();
+}
+
+bool HttpServer::Shutdown(std::chrono::milliseconds deadline) {
+  StopAccepting();
+  Core& c = *core_;
+  std::lock_guard<std::mutex> shutdown_lock(c.shutdown_mu);
+  if (c.shutdown_result) return *c.shutdown_result;
+
+  auto for_each_session = [&c](void (Session::*fn)()) {
+    std::vector<std::shared_ptr<Session>> live;
+    {
+      std::lock_guard<std::mutex> lock(c.mu);
+      for (auto& [raw, weak] : c.sessions) {
+        if (auto s = weak.lock()) live.push_back(std::move(s));
+      }
+    }
+    for (auto& s : live) {
+      auto executor = s->executor();
+      asio::post(executor, [s = std::move(s), fn] { ((*s).*fn)(); });
+    }
+  };
+  {
+    std::lock_guard<std::mutex> lock(c.mu);
+    c.draining = true;
+  }
+  for_each_session(&Session::BeginDrain);
+  bool answered = false;
+  {
+    std::unique_lock<std::mutex> lock(c.mu);
+    answered = c.cv.wait_for(lock, deadline, [&c] { return c.sessions.empty(); });
+  }
+  if (!answered) {
+    for_each_session(&Session::Close);
+    std::unique_lock<std::mutex> lock(c.mu);
+    // Closed sessions go away as their aborted operations complete; a moment at most.
+    c.cv.wait_for(lock, std::chrono::seconds(5), [&c] { return c.sessions.empty(); });
+  }
+  c.work.reset();
+  c.io.stop();
+  for (auto& t : c.threads) {
+    if (t.joinable()) t.join();
+  }
+  c.shutdown_result = answered;
+  return answered;
+}
+
+}  // namespace inferloop::frontends

@@ -1,0 +1,123 @@
+// HttpServer: an asynchronous HTTP/1.1 server (Boost.Beast/Asio inside http_server.cc only).
+//
+// N io threads run one io_context; each connection is one session object (no thread per
+// connection), so thousands of idle keep-alive connections cost a socket and a few hundred bytes
+// each. A connection may pipeline requests: they are handed to the handler as they arrive (up to
+// HttpServerOptions::max_pipelined at a time) and answered in the order they were sent.
+//
+// Limits: a request whose header exceeds max_header_bytes gets 431, whose body exceeds
+// max_body_bytes 413 (both with a JSON error body), a malformed one 400; the connection is then
+// closed. A connection that owes nothing and has not sent a complete request within read_timeout
+// (an idle keep-alive connection, a slow client) is closed.
+//
+// Shutdown: StopAccepting() closes the listening socket; Shutdown(deadline) also stops reading new
+// requests, waits until every request already received is answered (or the deadline passes), then
+// closes every connection and joins the io threads.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "inferloop/status.h"
+
+namespace inferloop::frontends {
+
+// Header fields in the order received (or to send). Names compare case-insensitively.
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+// The first field named `name` (case-insensitive), or nullptr.
+const std::string* FindHttpHeader(const HttpHeaders& headers, std::string_view name);
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ... as sent
+  std::string target;  // the request target as sent: path and query, still URL-encoded
+  HttpHeaders headers;
+  std::string body;  // de-chunked when sent chunked
+  // Set to true by the server when the client goes away before the answer was written.
+  std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  // When the request's header had arrived.
+  std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now();
+};
+
+struct HttpResponse {
+  int status = 200;
+  // Content-Type and the like; the server sets Content-Length, Connection and Server itself.
+  HttpHeaders headers;
+  std::string body;
+};
+
+// Answers one request. Copyable; call it exactly once, from any thread, at any time (the write
+// is posted onto the connection's strand). Later calls are ignored. If every copy is destroyed
+// without a call, the client gets 500. If the connection closed meanwhile, the answer is dropped.
+class HttpResponder {
+ public:
+  struct State;  // defined in http_server.cc
+  explicit HttpResponder(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  void operator()(HttpResponse response) const;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// Called on an io thread for every complete request; must not block (hand long work elsewhere
+// and answer through the responder later).
+using HttpHandler = std::function<void(HttpRequest request, HttpResponder respond)>;
+
+struct HttpServerOptions {
+  std::string host = "0.0.0.0";  // address to bind (IPv4 or IPv6 literal, or "localhost")
+  uint16_t port = 8000;          // 0: an ephemeral port (see HttpServer::port())
+  int io_threads = 2;
+  size_t max_header_bytes = 64 * 1024;
+  size_t max_body_bytes = size_t{256} << 20;
+  // A connection that owes nothing is closed when no complete request arrived within this time
+  // since it was accepted or since its last answer was written.
+  std::chrono::milliseconds read_timeout{60'000};
+  // Requests of one connection handed to the handler but not yet answered; beyond it the
+  // connection is not read until an answer is written.
+  int max_pipelined = 32;
+  // Value of the Server header ("" for none).
+  std::string server_name = "inferloop";
+};
+
+class HttpServer {
+ public:
+  // Binds, listens and starts the io threads. Errors: InvalidArgument for bad options (host that
+  // is no address, io_threads < 1), Unavailable when the address cannot be bound.
+  static Result<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, HttpHandler handler);
+
+  ~HttpServer();  // Shutdown(0) unless already shut down
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // The bound port (the ephemeral one when options.port was 0).
+  uint16_t port() const;
+
+  // Closes the listening socket: new connections are refused, existing ones are served.
+  // Returns once no further connection will be accepted. Idempotent.
+  void StopAccepting();
+
+  // StopAccepting(); then stops reading new requests (idle connections are closed at once),
+  // waits up to `deadline` for the requests already received to be answered and written, then
+  // closes every connection (marking unanswered requests cancelled) and joins the io threads.
+  // Returns true when everything was answered in time. Idempotent; call from a non-io thread.
+  bool Shutdown(std::chrono::milliseconds deadline);
+
+  // Open connections (for tests and metrics).
+  size_t connection_count() const;
+
+  struct Core;  // defined in http_server.cc
+
+ private:
+  explicit HttpServer(std::shared_ptr<Core> core);
+  std::shared_ptr<Core> core_;
+};
+
+}  // namespace inferloop::frontends

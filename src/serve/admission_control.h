@@ -1,0 +1,67 @@
+// Admission control: bounds on what a server (or one model) holds at once, checked before a
+// request is queued, so overload is answered at once instead of growing a queue.
+//
+// An AdmissionGate counts requests in flight and their bytes against limits (0 = no limit).
+// TryAdmit either takes a ticket (released when the ticket is destroyed, i.e. when the request
+// has been answered) or fails with ResourceExhausted naming the limit. Gates are shared by
+// shared_ptr so a ticket may outlive whoever created it. Thread-safe, lock-free.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "inferloop/status.h"
+
+namespace inferloop::serve {
+
+struct AdmissionLimits {
+  int64_t max_inflight_requests = 0;  // 0: unlimited
+  int64_t max_inflight_bytes = 0;     // 0: unlimited
+};
+
+class AdmissionGate;
+
+// Holds one admitted request's share of a gate; movable, releases on destruction.
+class AdmissionTicket {
+ public:
+  AdmissionTicket() = default;
+  AdmissionTicket(std::shared_ptr<AdmissionGate> gate, int64_t bytes) : gate_(std::move(gate)), bytes_(bytes) {}
+  AdmissionTicket(AdmissionTicket&& o) noexcept : gate_(std::move(o.gate_)), bytes_(o.bytes_) { o.gate_.reset(); }
+  AdmissionTicket& operator=(AdmissionTicket&& o) noexcept;
+  AdmissionTicket(const AdmissionTicket&) = delete;
+  AdmissionTicket& operator=(const AdmissionTicket&) = delete;
+  ~AdmissionTicket() { Release(); }
+  void Release();
+
+ private:
+  std::shared_ptr<AdmissionGate> gate_;
+  int64_t bytes_ = 0;
+};
+
+class AdmissionGate : public std::enable_shared_from_this<AdmissionGate> {
+ public:
+  // `what` names the scope in error messages ("server", "model 'resnet50'").
+  static std::shared_ptr<AdmissionGate> Create(std::string what, AdmissionLimits limits);
+
+  Result<AdmissionTicket> TryAdmit(size_t request_bytes);
+
+  int64_t inflight_requests() const { return requests_.load(std::memory_order_relaxed); }
+  int64_t inflight_bytes() const { return bytes_.load(std::memory_order_relaxed); }
+  const AdmissionLimits& limits() const { return limits_; }
+
+  AdmissionGate(std::string what, AdmissionLimits limits) : what_(std::move(what)), limits_(limits) {}
+
+ private:
+  friend class AdmissionTicket;
+  void Release(int64_t bytes);
+
+  const std::string what_;
+  const AdmissionLimits limits_;
+  std::atomic<int64_t> requests_{0};
+  std::atomic<int64_t> bytes_{0};
+};
+
+}  // namespace inferloop::serve

@@ -1,0 +1,56 @@
+// Batch assembly: turning a batch of requests into the model's inputs and the model's outputs back
+// into per-request tensors, plus each request's batch rows and batch key for the DynamicBatcher.
+//
+// Dim 0 is the batch dimension. Every dtype works, STRING (v2 BYTES) included. A batch of one
+// request shares its tensors (Tensor copies are shallow): nothing is copied, whatever the ranks,
+// which is also what a model that does not batch needs. Larger batches are concatenated into /
+// sliced out of freshly allocated contiguous tensors.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "inferloop/status.h"
+#include "inferloop/tensor.h"
+#include "serve/infer_request.h"
+
+namespace inferloop::serve {
+
+struct Batch;
+
+// A request's place in a batch.
+struct BatchShape {
+  int64_t rows = 1;       // its dim 0 (1 for a model that does not batch)
+  std::string batch_key;  // equal keys batch together (empty for a model that does not batch)
+};
+
+// Rows and key of `request` for a model whose inputs are `input_names` (in the model's order).
+// model_batches false: rows 1, empty key, nothing checked. model_batches true: every named input
+// must be in the request (InvalidArgument naming it otherwise), have rank >= 1, and all must
+// share dim 0 >= 1 (InvalidArgument naming the inputs otherwise); the key is each
+// input's dtype and dims[1:], in input_names order. Inputs of the request not in input_names are
+// ignored (validating the request against the model is the caller's job).
+Result<BatchShape> ComputeBatchShape(const InferRequest& request, const std::vector<std::string>& input_names,
+                                     bool model_batches);
+
+// The model's inputs for a batch: for each name in input_names (in order), the requests' tensors
+// of that name concatenated along dim 0, in request order. One request: its tensors as they are
+// (shared, no copy, any rank). Several: every request must have the input (InvalidArgument),
+// with rank >= 1 and the same dtype and dims[1:] as the first request's (InvalidArgument naming
+// the input and the request's position otherwise); allocation failures give ResourceExhausted.
+Result<std::vector<Tensor>> GatherBatchInputs(const std::vector<const InferRequest*>& requests,
+                                              const std::vector<std::string>& input_names);
+// The same for a DynamicBatcher batch (its requests' InferRequests in dispatch order).
+Result<std::vector<Tensor>> GatherBatchInputs(const Batch& batch, const std::vector<std::string>& input_names);
+
+// Splits a batch's outputs back per request: result[i][j] is output j's rows of request i, where
+// request i owns `rows[i]` consecutive rows along dim 0. One request: the outputs as they are
+// (shared, no copy, any rank). Several: every output must have rank >= 1 and dim 0 equal to the
+// sum of rows (InvalidArgument naming the output otherwise: output_names[j] when given, else
+// "#j"); rows must be >= 0. Slices are copies (they do not keep the batch's buffers alive).
+Result<std::vector<std::vector<Tensor>>> SplitBatchOutputs(const std::vector<Tensor>& outputs,
+                                                           const std::vector<int64_t>& rows,
+                                                           const std::vector<std::string>& output_names = {});
+
+}  // namespace inferloop::serve

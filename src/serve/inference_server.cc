@@ -1,0 +1,153 @@
+#include "serve/inference_server.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <thread>
+
+namespace inferloop::serve {
+
+InferenceServer::InferenceServer(InferenceServerOptions options, EventLog* log)
+    : options_(std::move(options)), log_(log), gate_(AdmissionGate::Create("server", options_.global_limits)) {}
+
+Result<std::unique_ptr<InferenceServer>> InferenceServer::Create(InferenceServerOptions options, EventLog* log) {
+  std::unique_ptr<InferenceServer> s(new InferenceServer(std::move(options), log));
+  ModelManagerOptions mo = s->options_.manager;
+  InferenceServer* self = s.get();
+  mo.metrics_for = [self](const std::string& model, int64_t version) { return self->metrics_.ForVersion(model, version); };
+  mo.on_version_removed = [self](const std::string& model, int64_t version) { self->metrics_.RemoveVersion(model, version); };
+  mo.log = log;
+  auto m = ModelManager::Create(std::move(mo));
+  if (!m.ok()) return m.status();
+  s->manager_ = std::move(m).value();
+  return s;
+}
+
+InferenceServer::~InferenceServer() {
+  // The manager drains every version (its queued requests are answered) before it goes.
+  manager_.reset();
+}
+
+Status InferenceServer::LoadStartupModels() { return manager_->LoadStartupModels(); }
+
+void InferenceServer::BeginShutdown() {
+  if (!shutting_down_.exchange(true) && log_)
+    log_->Info("shutdown_started", {{"inflight", std::to_string(gate_->inflight_requests())}});
+}
+
+bool InferenceServer::WaitIdle(std::chrono::steady_clock::time_point deadline) {
+  while (gate_->inflight_requests() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+bool InferenceServer::Live() { return manager_->MaxStall() < options_.liveness_stall_limit; }
+
+bool InferenceServer::Ready() { return !shutting_down_.load() && manager_->AllRequestedReady(); }
+
+ServerMetadata InferenceServer::GetServerMetadata() {
+  ServerMetadata m;
+  m.name = "inferloop";
+  m.version = "0.1.0";
+  m.extensions = {"binary_tensor_data", "model_repository", "statistics", "model_configuration"};
+  return m;
+}
+
+Result<bool> InferenceServer::ModelReady(const std::string& model, const std::string& version) {
+  auto v = manager_->Find(model, version);
+  if (!v.ok()) {
+    if (v.status().code() == StatusCode::kNotFound) return v.status();
+    return false;  // loading or unavailable
+  }
+  return v.value()->Ready();
+}
+
+Result<ModelMetadata> InferenceServer::GetModelMetadata(const std::string& model, const std::string& version) {
+  auto v = manager_->Find(model, version);
+  if (!v.ok()) return v.status();
+  ModelMetadata m = v.value()->Metadata();
+  if (version.empty()) {
+    // Every version being served, and their memory together.
+    m.versions.clear();
+    m.memory_bytes = 0;
+    for (const auto& sv : manager_->Serving(model)) {
+      m.versions.push_back(std::to_string(sv->version()));
+      m.memory_bytes += sv->MemoryBytes();
+    }
+  }
+  return m;
+}
+
+Result<std::string> InferenceServer::GetModelConfigJson(const std::string& model, const std::string& version) {
+  auto v = manager_->Find(model, version);
+  if (!v.ok()) return v.status();
+  std::string json;
+  google::protobuf::util::JsonPrintOptions opts;
+  opts.preserve_proto_field_names = true;
+  auto st = google::protobuf::util::MessageToJsonString(v.value()->config(), &json, opts);
+  if (!st.ok()) return Status::Internal("cannot encode the config of '" + model + "' as JSON");
+  return json;
+}
+
+void InferenceServer::Infer(InferRequest request, RequestContext context, InferCallback done) {
+  const std::string model = request.model_name;
+  auto refuse = [&](Status st) {
+    metrics_.OnRefused(model, st);
+    done(std::move(st));
+  };
+  if (shutting_down_.load()) return refuse(Status::Unavailable("the server is shutting down"));
+  auto ticket = gate_->TryAdmit(context.request_bytes);
+  if (!ticket.ok()) return refuse(ticket.status());
+  InferCallback answered = std::move(done);
+  AdmissionTicket t = std::move(ticket).value();
+  // A version being replaced refuses new requests (and consumes nothing): look again, the
+  // replacement is already serving by then.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto v = manager_->Find(model, request.model_version);
+    if (!v.ok()) {
+      t.Release();
+      metrics_.OnRefused(model, v.status());
+      return answered(v.status());
+    }
+    if (v.value()->Infer(std::move(request), std::move(context), std::move(answered), std::move(t))) return;
+    std::this_thread::yield();
+  }
+  t.Release();
+  Status st = Status::Unavailable("model '" + model + "' is being replaced; retry");
+  metrics_.OnRefused(model, st);
+  answered(st);
+}
+
+std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex(bool ready_only) { return manager_->Index(ready_only); }
+
+void InferenceServer::LoadModel(const std::string& model, StatusCallback done) { manager_->Load(model, std::move(done)); }
+
+void InferenceServer::UnloadModel(const std::string& model, StatusCallback done) {
+  manager_->Unload(model, std::move(done));
+}
+
+Result<std::vector<ModelStatistics>> InferenceServer::GetStatistics(const std::string& model, const std::string& version) {
+  std::vector<ModelStatistics> out;
+  if (!model.empty()) {
+    if (!version.empty()) {
+      auto v = manager_->Find(model, version);
+      if (!v.ok()) return v.status();
+      out.push_back(v.value()->Statistics());
+      return out;
+    }
+    auto all = manager_->Serving(model);
+    if (all.empty()) {
+      auto v = manager_->Find(model, "");
+      if (!v.ok()) return v.status();
+    }
+    for (const auto& sv : all) out.push_back(sv->Statistics());
+    return out;
+  }
+  for (const auto& sv : manager_->Serving()) out.push_back(sv->Statistics());
+  return out;
+}
+
+std::string InferenceServer::MetricsText() { return metrics_.Text(manager_->Serving(), gate_->inflight_requests()); }
+
+}  // namespace inferloop::serve

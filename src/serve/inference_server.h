@@ -1,0 +1,66 @@
+// InferenceServer: the InferenceService over a model repository (ModelManager), with global
+// admission control, metrics, liveness and readiness, and graceful shutdown. The frontends
+// (src/frontends) call it; `inferloop serve` (src/cli/cmd_serve.cc) wires them together.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "serve/admission_control.h"
+#include "serve/event_log.h"
+#include "serve/inference_service.h"
+#include "serve/model_manager.h"
+#include "serve/serve_metrics.h"
+
+namespace inferloop::serve {
+
+struct InferenceServerOptions {
+  ModelManagerOptions manager;       // its metrics_for / on_version_removed / log are set by the server
+  AdmissionLimits global_limits;     // over every model; 0 = unlimited
+  // Live turns false when a model's scheduler has made no progress for this long (a batch
+  // running, or requests waiting with every instance idle).
+  std::chrono::milliseconds liveness_stall_limit{60000};
+};
+
+class InferenceServer final : public InferenceService {
+ public:
+  // `log` may be null and must outlive the server.
+  static Result<std::unique_ptr<InferenceServer>> Create(InferenceServerOptions options, EventLog* log);
+  ~InferenceServer() override;
+
+  // Loads the startup models (blocking); the first load error, with the server still usable.
+  Status LoadStartupModels();
+
+  // Shutdown, step 1: not ready, new requests refused with Unavailable; queued and running ones
+  // still finish. Step 2: WaitIdle until nothing is in flight (or the deadline passes: false).
+  void BeginShutdown();
+  bool WaitIdle(std::chrono::steady_clock::time_point deadline);
+  int64_t InflightRequests() const { return gate_->inflight_requests(); }
+
+  bool Live() override;
+  bool Ready() override;
+  ServerMetadata GetServerMetadata() override;
+  Result<bool> ModelReady(const std::string& model, const std::string& version) override;
+  Result<ModelMetadata> GetModelMetadata(const std::string& model, const std::string& version) override;
+  Result<std::string> GetModelConfigJson(const std::string& model, const std::string& version) override;
+  void Infer(InferRequest request, RequestContext context, InferCallback done) override;
+  std::vector<ModelIndexEntry> RepositoryIndex(bool ready_only) override;
+  void LoadModel(const std::string& model, StatusCallback done) override;
+  void UnloadModel(const std::string& model, StatusCallback done) override;
+  Result<std::vector<ModelStatistics>> GetStatistics(const std::string& model, const std::string& version) override;
+  std::string MetricsText() override;
+
+ private:
+  InferenceServer(InferenceServerOptions options, EventLog* log);
+
+  InferenceServerOptions options_;
+  EventLog* log_;
+  std::shared_ptr<AdmissionGate> gate_;
+  ServeMetrics metrics_;
+  std::unique_ptr<ModelManager> manager_;
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace inferloop::serve

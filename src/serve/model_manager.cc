@@ -1,0 +1,488 @@
+#include "serve/model_manager.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <future>
+
+#include "serve/model_repository_layout.h"
+#include "serve/process_memory.h"
+
+namespace inferloop::serve {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+Result<ModelControlMode> ParseModelControlMode(const std::string& s) {
+  if (s == "none") return ModelControlMode::kNone;
+  if (s == "poll") return ModelControlMode::kPoll;
+  if (s == "explicit") return ModelControlMode::kExplicit;
+  return Status::InvalidArgument("model control mode '" + s + "': expected none, poll or explicit");
+}
+
+namespace {
+
+// Size and modification time of a file ("" when absent): what poll mode compares.
+std::string FileStamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+}
+
+bool IsVersionName(const std::string& n) {
+  if (n.empty() || n.size() > 18 || n[0] == '0') return false;
+  return std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+}  // namespace
+
+ModelManager::ModelManager(ModelManagerOptions options) : options_(std::move(options)) {}
+
+Result<std::unique_ptr<ModelManager>> ModelManager::Create(ModelManagerOptions options) {
+  std::error_code ec;
+  if (!fs::is_directory(options.repository, ec))
+    return Status::NotFound("model repository '" + options.repository + "' is not a readable folder");
+  std::unique_ptr<ModelManager> m(new ModelManager(std::move(options)));
+  m->loader_ = std::thread([p = m.get()] { p->LoaderLoop(); });
+  return m;
+}
+
+ModelManager::~ModelManager() {
+  {
+    std::lock_guard<std::mutex> lock(tasks_mu_);
+    stopping_ = true;
+  }
+  tasks_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  if (loader_.joinable()) loader_.join();
+  DrainAll();
+  std::lock_guard<std::mutex> lock(mu_);
+  models_.clear();
+}
+
+void ModelManager::LogInfo(const std::string& event, const EventLog::Fields& fields) {
+  if (options_.log) options_.log->Info(event, fields);
+}
+void ModelManager::LogError(const std::string& event, const EventLog::Fields& fields) {
+  if (options_.log) options_.log->Error(event, fields);
+}
+
+void ModelManager::Post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(tasks_mu_);
+    tasks_.push_back(std::move(task));
+  }
+  tasks_cv_.notify_all();
+}
+
+void ModelManager::LoaderLoop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(tasks_mu_);
+      tasks_cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping with nothing left
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+std::vector<std::string> ModelManager::ListModelFolders() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (fs::directory_iterator it(options_.repository, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (n.empty() || n[0] == '.') continue;
+    std::error_code ec2;
+    if (it->is_directory(ec2)) names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string ModelManager::FolderFingerprint(const std::string& model) {
+  const std::string dir = options_.repository + "/" + model;
+  std::string fp = "config=" + FileStamp(dir + "/config.pbtxt");
+  std::vector<std::string> versions;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (IsVersionName(n)) versions.push_back(n);
+  }
+  std::sort(versions.begin(), versions.end());
+  for (const auto& v : versions) fp += ";" + v + "=" + FileStamp(dir + "/" + v + "/model.onnx");
+  return fp;
+}
+
+Status ModelManager::LoadStartupModels() {
+  std::vector<std::string> names;
+  if (options_.mode == ModelControlMode::kExplicit) {
+    for (const auto& n : options_.startup_models) {
+      if (n == "*") {
+        for (const auto& m : ListModelFolders()) names.push_back(m);
+      } else {
+        names.push_back(n);
+      }
+    }
+  } else {
+    names = ListModelFolders();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& n : names) requested_.insert(n);
+  }
+  Status first;
+  for (const auto& n : names) {
+    std::promise<Status> done;
+    auto fut = done.get_future();
+    Post([this, n, &done] { done.set_value(DoLoad(n)); });
+    Status st = fut.get();
+    if (!st.ok() && first.ok()) first = st;
+  }
+  if (options_.mode == ModelControlMode::kPoll) poller_ = std::thread([this] { PollLoop(); });
+  return first;
+}
+
+Status ModelManager::DoLoad(const std::string& model) {
+  const std::string dir = options_.repository + "/" + model;
+  std::error_code ec;
+  if (model.empty() || model.find('/') != std::string::npos || model[0] == '.' || !fs::is_directory(dir, ec)) {
+    return Status::NotFound("model '" + model + "' is not in the model repository " + options_.repository);
+  }
+  const std::string folder_fp = FolderFingerprint(model);
+  ModelLayout layout = ScanModelFolder(dir);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ModelEntry& e = models_[model];
+    e.fingerprint = folder_fp;
+    e.loading = true;
+    if (!layout.status.ok()) {
+      e.model_reason = layout.status.message();
+      e.loading = false;
+    }
+  }
+  if (!layout.status.ok()) {
+    LogError("model_load_failed", {{"model", model}, {"reason", layout.status.message()}});
+    return Status(layout.status.code(), "model '" + model + "': " + layout.status.message());
+  }
+  const std::string config_fp = layout.config.SerializeAsString();
+  // Which versions need a (re)load: new ones, and ones whose file or config changed.
+  std::vector<ModelVersionFile> to_load;
+  std::set<int64_t> wanted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ModelEntry& e = models_[model];
+    e.model_reason.clear();
+    for (const auto& vf : layout.versions) {
+      wanted.insert(vf.version);
+      auto it = e.serving.find(vf.version);
+      const bool same = it != e.serving.end() && e.config_fingerprint == config_fp &&
+                        e.version_fingerprints[vf.version] == FileStamp(vf.model_path);
+      if (!same) {
+        to_load.push_back(vf);
+        e.versions[vf.version] = {"LOADING", "queued"};
+      }
+    }
+  }
+  LogInfo("model_loading", {{"model", model}, {"versions", std::to_string(to_load.size())}});
+  std::map<int64_t, std::shared_ptr<ServedModelVersion>> loaded;
+  std::map<int64_t, std::string> loaded_fp;
+  Status first_error;
+  for (const auto& vf : to_load) {
+    const auto t0 = Clock::now();
+    const std::string stamp = FileStamp(vf.model_path);
+    VersionLoadOptions vo;
+    vo.session = options_.session;
+    vo.limits = options_.per_model_limits;
+    if (options_.metrics_for) vo.metrics = options_.metrics_for(model, vf.version);
+    vo.progress = [this, model, v = vf.version](const std::string& what) {
+      std::lock_guard<std::mutex> lock(mu_);
+      models_[model].versions[v] = {"LOADING", what};
+    };
+    auto r = ServedModelVersion::Load(model, vf.version, vf.model_path, dir, layout.config, std::move(vo));
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+    std::lock_guard<std::mutex> lock(mu_);
+    ModelEntry& e = models_[model];
+    if (!r.ok()) {
+      if (e.serving.count(vf.version)) {
+        e.versions[vf.version] = {"READY", "reload failed: " + r.status().message() +
+                                               "; the previously loaded files still serve"};
+      } else {
+        e.versions[vf.version] = {"UNAVAILABLE", r.status().message()};
+      }
+      if (first_error.ok()) first_error = r.status();
+      LogError("model_load_failed", {{"model", model}, {"version", std::to_string(vf.version)},
+                                     {"reason", r.status().message()}, {"ms", std::to_string(ms)}});
+      continue;
+    }
+    loaded[vf.version] = std::move(r).value();
+    loaded_fp[vf.version] = stamp;
+    LogInfo("model_version_loaded", {{"model", model}, {"version", std::to_string(vf.version)}, {"ms", std::to_string(ms)},
+                                     {"memory_bytes", std::to_string(loaded[vf.version]->MemoryBytes())}});
+  }
+  // The swap: new versions take traffic, the ones they replace or that the policy dropped leave.
+  std::vector<std::shared_ptr<ServedModelVersion>> retired;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ModelEntry& e = models_[model];
+    for (auto& [v, sv] : loaded) {
+      auto it = e.serving.find(v);
+      if (it != e.serving.end()) retired.push_back(it->second);
+      e.serving[v] = sv;
+      e.version_fingerprints[v] = loaded_fp[v];
+      e.versions[v] = {"READY", ""};
+    }
+    // Versions the policy no longer selects stop serving once a selected version serves; until
+    // then (the new version failed to load) the old one keeps serving.
+    bool a_wanted_version_serves = false;
+    for (const auto& [v, sv] : e.serving) a_wanted_version_serves |= wanted.count(v) > 0;
+    for (auto it = e.serving.begin(); it != e.serving.end();) {
+      if (a_wanted_version_serves && !wanted.count(it->first)) {
+        retired.push_back(it->second);
+        e.version_fingerprints.erase(it->first);
+        it = e.serving.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // Status entries for versions that are neither serving nor failed-and-wanted go away.
+    for (auto it = e.versions.begin(); it != e.versions.end();) {
+      if (!e.serving.count(it->first) && !wanted.count(it->first)) it = e.versions.erase(it);
+      else ++it;
+    }
+    e.config_fingerprint = config_fp;
+    e.loading = false;
+  }
+  for (auto& old : retired) {
+    const int64_t v = old->version();
+    LogInfo("model_version_draining", {{"model", model}, {"version", std::to_string(v)}});
+    old->Drain();
+    bool still_serving = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = models_[model].serving.find(v);
+      still_serving = it != models_[model].serving.end();
+    }
+    if (!still_serving && options_.on_version_removed) options_.on_version_removed(model, v);
+    old.reset();
+    LogInfo("model_version_unloaded", {{"model", model}, {"version", std::to_string(v)}});
+  }
+  if (!retired.empty()) ReleaseFreeMemoryToSystem();
+  if (first_error.ok()) LogInfo("model_ready", {{"model", model}});
+  return first_error.ok() ? Status::Ok()
+                          : Status(first_error.code(), "model '" + model + "': " + first_error.message());
+}
+
+Status ModelManager::DoUnload(const std::string& model, const std::string& why) {
+  std::map<int64_t, std::shared_ptr<ServedModelVersion>> serving;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = models_.find(model);
+    if (it == models_.end() || (it->second.serving.empty() && it->second.versions.empty()))
+      return Status::Ok();  // nothing loaded: unloading is a no-op
+    serving = std::move(it->second.serving);
+    it->second.serving.clear();
+    for (auto& [v, st] : it->second.versions) st = {"UNLOADING", why};
+  }
+  LogInfo("model_unloading", {{"model", model}, {"reason", why}});
+  for (auto& [v, sv] : serving) {
+    sv->Drain();
+    if (options_.on_version_removed) options_.on_version_removed(model, v);
+  }
+  serving.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ModelEntry& e = models_[model];
+    e.versions.clear();
+    e.version_fingerprints.clear();
+    e.config_fingerprint.clear();
+    e.model_reason = why;
+  }
+  ReleaseFreeMemoryToSystem();
+  LogInfo("model_unloaded", {{"model", model}});
+  return Status::Ok();
+}
+
+void ModelManager::Load(const std::string& model, StatusCallback done) {
+  if (options_.mode != ModelControlMode::kExplicit)
+    return done(Status::FailedPrecondition(
+        "loading models on request needs --model-control-mode explicit (the server runs in " +
+        std::string(options_.mode == ModelControlMode::kPoll ? "poll" : "none") + " mode)"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    requested_.insert(model);
+  }
+  Post([this, model, done = std::move(done)] {
+    Status st = DoLoad(model);
+    if (st.code() == StatusCode::kNotFound) {
+      std::lock_guard<std::mutex> lock(mu_);
+      requested_.erase(model);
+      auto it = models_.find(model);
+      if (it != models_.end() && it->second.serving.empty()) models_.erase(it);
+    }
+    done(st);
+  });
+}
+
+void ModelManager::Unload(const std::string& model, StatusCallback done) {
+  if (options_.mode != ModelControlMode::kExplicit)
+    return done(Status::FailedPrecondition(
+        "unloading models on request needs --model-control-mode explicit (the server runs in " +
+        std::string(options_.mode == ModelControlMode::kPoll ? "poll" : "none") + " mode)"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!models_.count(model) && !requested_.count(model)) {
+      std::error_code ec;
+      if (!fs::is_directory(options_.repository + "/" + model, ec))
+        return done(Status::NotFound("model '" + model + "' is not in the model repository"));
+    }
+    requested_.erase(model);
+  }
+  Post([this, model, done = std::move(done)] { done(DoUnload(model, "unloaded")); });
+}
+
+void ModelManager::PollLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(tasks_mu_);
+      if (tasks_cv_.wait_for(lock, options_.poll_interval, [&] { return stopping_; })) return;
+    }
+    PollOnce();
+  }
+}
+
+void ModelManager::PollOnce() {
+  const std::vector<std::string> present = ListModelFolders();
+  std::vector<std::string> to_load, to_unload;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& n : present) {
+      requested_.insert(n);
+      auto it = models_.find(n);
+      if (it == models_.end()) {
+        to_load.push_back(n);
+      } else if (!it->second.loading && it->second.fingerprint != FolderFingerprint(n)) {
+        to_load.push_back(n);
+      }
+    }
+    for (const auto& [n, e] : models_) {
+      if (!std::binary_search(present.begin(), present.end(), n)) to_unload.push_back(n);
+    }
+  }
+  for (const auto& n : to_unload) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      requested_.erase(n);
+    }
+    Post([this, n] {
+      (void)DoUnload(n, "removed from the repository");
+      std::lock_guard<std::mutex> lock(mu_);
+      models_.erase(n);
+    });
+  }
+  for (const auto& n : to_load) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      models_[n].loading = true;  // not noticed again until this load ran
+    }
+    Post([this, n] { (void)DoLoad(n); });
+  }
+}
+
+bool ModelManager::AllRequestedReady() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& n : requested_) {
+    auto it = models_.find(n);
+    if (it == models_.end() || it->second.serving.empty()) return false;
+    bool any_ready = false;
+    for (const auto& [v, sv] : it->second.serving) any_ready |= sv->Ready();
+    if (!any_ready) return false;
+  }
+  return true;
+}
+
+Result<std::shared_ptr<ServedModelVersion>> ModelManager::Find(const std::string& model, const std::string& version) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = models_.find(model);
+  if (it == models_.end() || (it->second.serving.empty() && it->second.versions.empty())) {
+    if (it != models_.end() && !it->second.model_reason.empty())
+      return Status::Unavailable("model '" + model + "' is not available: " + it->second.model_reason);
+    return Status::NotFound("unknown model '" + model + "'");
+  }
+  const ModelEntry& e = it->second;
+  if (version.empty()) {
+    if (e.serving.empty()) {
+      std::string why = e.model_reason;
+      for (const auto& [v, st] : e.versions)
+        if (why.empty() || st.state == "LOADING") why = "version " + std::to_string(v) + " " + st.state + (st.reason.empty() ? "" : ": " + st.reason);
+      return Status::Unavailable("model '" + model + "' is not ready (" + why + ")");
+    }
+    return e.serving.rbegin()->second;
+  }
+  int64_t v = 0;
+  if (!IsVersionName(version)) return Status::NotFound("model '" + model + "' has no version '" + version + "'");
+  v = std::stoll(version);
+  auto sv = e.serving.find(v);
+  if (sv != e.serving.end()) return sv->second;
+  auto st = e.versions.find(v);
+  if (st != e.versions.end())
+    return Status::Unavailable("model '" + model + "' version " + version + " is " + st->second.state +
+                               (st->second.reason.empty() ? "" : ": " + st->second.reason));
+  return Status::NotFound("model '" + model + "' has no version " + version + " being served");
+}
+
+std::vector<std::shared_ptr<ServedModelVersion>> ModelManager::Serving(const std::string& model) {
+  std::vector<std::shared_ptr<ServedModelVersion>> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [n, e] : models_) {
+    if (!model.empty() && n != model) continue;
+    for (const auto& [v, sv] : e.serving) out.push_back(sv);
+  }
+  return out;
+}
+
+std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) {
+  // The index rescans the repository, so models added since the last load show up (unloaded).
+  const std::vector<std::string> present = ListModelFolders();
+  std::vector<ModelIndexEntry> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::set<std::string> names(present.begin(), present.end());
+  for (const auto& [n, e] : models_) names.insert(n);
+  for (const auto& n : names) {
+    auto it = models_.find(n);
+    if (it == models_.end() || (it->second.versions.empty() && it->second.serving.empty())) {
+      if (ready_only) continue;
+      std::string reason = it == models_.end() ? "not loaded" : it->second.model_reason;
+      if (reason.empty()) reason = "not loaded";
+      out.push_back({n, "", "UNAVAILABLE", reason});
+      continue;
+    }
+    const ModelEntry& e = it->second;
+    for (const auto& [v, st] : e.versions) {
+      std::string state = st.state, reason = st.reason;
+      auto sv = e.serving.find(v);
+      if (sv != e.serving.end() && st.state == "READY" && !sv->second->Ready()) {
+        state = "UNAVAILABLE";
+        reason = sv->second->NotReadyReason();
+      }
+      if (ready_only && state != "READY") continue;
+      out.push_back({n, std::to_string(v), state, reason});
+    }
+  }
+  return out;
+}
+
+void ModelManager::DrainAll() {
+  std::vector<std::shared_ptr<ServedModelVersion>> all = Serving();
+  for (auto& v : all) v->Drain();
+}
+
+std::chrono::steady_clock::duration ModelManager::MaxStall() {
+  auto worst = std::chrono::steady_clock::duration::zero();
+  for (const auto& v : Serving()) worst = std::max(worst, v->StallTime());
+  return worst;
+}
+
+}  // namespace inferloop::serve

@@ -1,0 +1,129 @@
+// ModelManager: the models of one model repository and their lifecycle.
+//
+// - Control modes: kNone loads every model at start and never changes; kPoll also rescans the
+//   repository every poll_interval and loads added or changed models, unloads removed ones;
+//   kExplicit loads only the startup list, then what Load()/Unload() ask for.
+// - Loads run one at a time on the manager's loader thread (so each version's memory can be
+//   measured around its load). A (re)load builds the new versions beside the serving ones; once
+//   every one of them is loaded and warmed they take traffic in one swap, and the versions they
+//   replace drain (queued and running requests finish) and are freed. A version that fails to
+//   load leaves the one it would replace serving and says why in the index.
+// - Find() hands out reference-counted versions, so a request keeps its version alive until it
+//   is answered.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "inferloop/session.h"
+#include "inferloop/status.h"
+#include "serve/event_log.h"
+#include "serve/inference_service.h"
+#include "serve/served_model_version.h"
+
+namespace inferloop::serve {
+
+enum class ModelControlMode { kNone, kPoll, kExplicit };
+Result<ModelControlMode> ParseModelControlMode(const std::string& s);  // "none" | "poll" | "explicit"
+
+struct ModelManagerOptions {
+  std::string repository;
+  ModelControlMode mode = ModelControlMode::kNone;
+  std::vector<std::string> startup_models;  // kExplicit: loaded at start ("*": all)
+  std::chrono::milliseconds poll_interval{2000};
+  SessionOptions session;
+  AdmissionLimits per_model_limits;
+  // Metrics for a version being loaded; may be empty.
+  std::function<std::shared_ptr<VersionMetricsSink>(const std::string& model, int64_t version)> metrics_for;
+  // Called after a version stops serving (for metrics cleanup); may be empty.
+  std::function<void(const std::string& model, int64_t version)> on_version_removed;
+  EventLog* log = nullptr;  // may be null
+};
+
+class ModelManager {
+ public:
+  // Fails when the repository cannot be listed. Loads nothing yet: call LoadStartupModels().
+  static Result<std::unique_ptr<ModelManager>> Create(ModelManagerOptions options);
+  ~ModelManager();  // stops polling, drains and frees every version
+  ModelManager(const ModelManager&) = delete;
+  ModelManager& operator=(const ModelManager&) = delete;
+
+  // Loads the startup models (blocking) and starts polling in kPoll mode. Returns the first
+  // error (every model is still tried); the server stays up and not ready then.
+  Status LoadStartupModels();
+
+  // True when every model the server was asked to serve has a READY version.
+  bool AllRequestedReady();
+
+  // The version to run a request on; version "" = the highest serving one. NotFound for an
+  // unknown model or version; Unavailable while it is loading or when it failed to load.
+  Result<std::shared_ptr<ServedModelVersion>> Find(const std::string& model, const std::string& version);
+  // Every serving version (of `model`, or of all models when empty).
+  std::vector<std::shared_ptr<ServedModelVersion>> Serving(const std::string& model = "");
+
+  // Model repository extension. Load/Unload: FailedPrecondition unless kExplicit.
+  void Load(const std::string& model, StatusCallback done);
+  void Unload(const std::string& model, StatusCallback done);
+  std::vector<ModelIndexEntry> Index(bool ready_only);
+
+  // Stops taking requests and drains every version (shutdown); blocking.
+  void DrainAll();
+
+  // The longest any version's scheduler has been stalled (see DynamicBatcher::StallTime).
+  std::chrono::steady_clock::duration MaxStall();
+
+  ModelControlMode mode() const { return options_.mode; }
+
+ private:
+  struct VersionStatus {
+    std::string state;  // LOADING, READY, UNAVAILABLE, UNLOADING
+    std::string reason;
+  };
+  struct ModelEntry {
+    std::map<int64_t, std::shared_ptr<ServedModelVersion>> serving;
+    std::map<int64_t, VersionStatus> versions;
+    std::map<int64_t, std::string> version_fingerprints;  // of the files each serving version came from
+    std::string config_fingerprint;
+    std::string fingerprint;  // of the whole folder, as last seen by a (re)load or poll
+    std::string model_reason;  // model-level problem (bad config), or "unloaded"
+    bool loading = false;
+  };
+
+  explicit ModelManager(ModelManagerOptions options);
+  // Runs on the loader thread.
+  Status DoLoad(const std::string& model);
+  Status DoUnload(const std::string& model, const std::string& why);
+  void Post(std::function<void()> task);
+  void LoaderLoop();
+  void PollLoop();
+  void PollOnce();
+  std::vector<std::string> ListModelFolders();
+  std::string FolderFingerprint(const std::string& model);
+  void LogInfo(const std::string& event, const EventLog::Fields& fields);
+  void LogError(const std::string& event, const EventLog::Fields& fields);
+
+  ModelManagerOptions options_;
+
+  std::mutex mu_;  // guards models_, requested_
+  std::map<std::string, ModelEntry> models_;
+  std::set<std::string> requested_;
+
+  std::mutex tasks_mu_;
+  std::condition_variable tasks_cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::thread loader_;
+  std::thread poller_;
+};
+
+}  // namespace inferloop::serve

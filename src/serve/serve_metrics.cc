@@ -1,0 +1,177 @@
+#include "serve/serve_metrics.h"
+
+#include <mutex>
+
+#include "serve/metrics_registry.h"
+
+namespace inferloop::serve {
+namespace {
+
+const char* CodeLabel(StatusCode c) {
+  switch (c) {
+    case StatusCode::kOk: return "ok";
+    case StatusCode::kInvalidArgument: return "invalid_argument";
+    case StatusCode::kNotFound: return "not_found";
+    case StatusCode::kUnimplemented: return "unimplemented";
+    case StatusCode::kResourceExhausted: return "resource_exhausted";
+    case StatusCode::kFailedPrecondition: return "failed_precondition";
+    case StatusCode::kInternal: return "internal";
+    case StatusCode::kUnavailable: return "unavailable";
+    case StatusCode::kDeadlineExceeded: return "deadline_exceeded";
+    case StatusCode::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+double Seconds(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) * 1e-9; }
+
+// Latency buckets: 100 us .. ~52 s (x2 steps).
+std::vector<double> LatencyBuckets() { return ExponentialBuckets(1e-4, 2.0, 20); }
+
+}  // namespace
+
+struct ServeMetrics::Impl {
+  MetricsRegistry registry;
+  CounterFamily* success = nullptr;
+  CounterFamily* failure = nullptr;
+  HistogramFamily* request_seconds = nullptr;
+  HistogramFamily* queue_seconds = nullptr;
+  HistogramFamily* compute_seconds = nullptr;
+  HistogramFamily* batch_size = nullptr;
+  CounterFamily* batches = nullptr;
+  GaugeFamily* queue_depth = nullptr;
+  GaugeFamily* inflight = nullptr;
+  GaugeFamily* model_ready = nullptr;
+  GaugeFamily* model_memory = nullptr;
+  CounterFamily* refused = nullptr;
+  std::mutex expose_mu;  // one exposition at a time (it sets the scrape-time gauges)
+};
+
+// One model version's handles, updated lock-free on the request path.
+class VersionSink final : public VersionMetricsSink {
+ public:
+  VersionSink(ServeMetrics::Impl& m, const std::string& model, const std::string& version)
+      : m_(m), model_(model), version_(version) {
+    const std::vector<std::string> mv = {model, version};
+    success_ = m.success->WithLabels(mv).value();
+    request_ = m.request_seconds->WithLabels(mv).value();
+    queue_ = m.queue_seconds->WithLabels(mv).value();
+    compute_ = m.compute_seconds->WithLabels(mv).value();
+    batch_size_ = m.batch_size->WithLabels(mv).value();
+    depth_ = m.queue_depth->WithLabels(mv).value();
+    for (int r = 0; r < 3; ++r)
+      reasons_[r] = m.batches->WithLabels({model, version, DispatchReasonName(static_cast<DispatchReason>(r))}).value();
+  }
+  void OnQueueDepth(int64_t depth) override { depth_.Set(static_cast<double>(depth)); }
+  void OnBatch(int64_t rows, DispatchReason reason) override {
+    batch_size_.Observe(static_cast<double>(rows));
+    reasons_[static_cast<int>(reason)].Increment();
+  }
+  void OnRequestDone(const Status& status, std::chrono::nanoseconds queue, std::chrono::nanoseconds compute,
+                     std::chrono::nanoseconds total) override {
+    if (status.ok()) {
+      success_.Increment();
+      queue_.Observe(Seconds(queue));
+      compute_.Observe(Seconds(compute));
+    } else {
+      auto c = m_.failure->WithLabels({model_, version_, CodeLabel(status.code())});
+      if (c.ok()) c.value().Increment();
+    }
+    request_.Observe(Seconds(total));
+  }
+
+ private:
+  ServeMetrics::Impl& m_;
+  std::string model_, version_;
+  Counter success_;
+  Histogram request_, queue_, compute_, batch_size_;
+  Gauge depth_;
+  Counter reasons_[3];
+};
+
+ServeMetrics::ServeMetrics() : impl_(std::make_unique<Impl>()) {
+  auto& r = impl_->registry;
+  const std::vector<std::string> mv = {"model", "version"};
+  impl_->success = r.AddCounter("inferloop_request_success_total", "Requests answered successfully.", mv).value();
+  impl_->failure = r.AddCounter("inferloop_request_failure_total",
+                                "Requests that reached a model version and failed, by reason (status code).",
+                                {"model", "version", "reason"})
+                       .value();
+  impl_->request_seconds = r.AddHistogram("inferloop_request_duration_seconds",
+                                          "End-to-end request time in the server (received to answered).", mv,
+                                          LatencyBuckets())
+                               .value();
+  impl_->queue_seconds =
+      r.AddHistogram("inferloop_queue_duration_seconds", "Time a successful request waited in its model's queue.", mv,
+                     LatencyBuckets())
+          .value();
+  impl_->compute_seconds = r.AddHistogram("inferloop_compute_duration_seconds",
+                                          "Time computing the batch a successful request was in (gather, run, split).",
+                                          mv, LatencyBuckets())
+                               .value();
+  impl_->batch_size = r.AddHistogram("inferloop_batch_size", "Rows per executed batch.", mv,
+                                     {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 128, 256})
+                          .value();
+  impl_->batches = r.AddCounter("inferloop_batches_total",
+                                "Batches dispatched, by why: full (max_batch_size or next request did not fit), "
+                                "preferred (a preferred batch size reached), delay (max_queue_delay expired or no delay).",
+                                {"model", "version", "reason"})
+                       .value();
+  impl_->queue_depth =
+      r.AddGauge("inferloop_queue_depth", "Requests waiting in a model version's queue (updated as they are queued).", mv)
+          .value();
+  impl_->inflight = r.AddGauge("inferloop_inflight_requests", "Requests admitted and not yet answered, server-wide.").value();
+  impl_->model_ready = r.AddGauge("inferloop_model_ready", "1 when a serving model version takes requests, else 0.", mv).value();
+  impl_->model_memory =
+      r.AddGauge("inferloop_model_memory_bytes", "Resident memory a model version holds (weights, plans, arenas).", mv)
+          .value();
+  impl_->refused = r.AddCounter("inferloop_requests_refused_total",
+                                "Requests refused before reaching a model's queue (admission limits, unknown model, "
+                                "not ready, shutting down), by reason.",
+                                {"model", "reason"})
+                       .value();
+}
+
+ServeMetrics::~ServeMetrics() = default;
+
+std::shared_ptr<VersionMetricsSink> ServeMetrics::ForVersion(const std::string& model, int64_t version) {
+  return std::make_shared<VersionSink>(*impl_, model, std::to_string(version));
+}
+
+void ServeMetrics::RemoveVersion(const std::string& model, int64_t version) {
+  const std::vector<std::string> mv = {model, std::to_string(version)};
+  impl_->success->Remove(mv);
+  impl_->request_seconds->Remove(mv);
+  impl_->queue_seconds->Remove(mv);
+  impl_->compute_seconds->Remove(mv);
+  impl_->batch_size->Remove(mv);
+  impl_->queue_depth->Remove(mv);
+  impl_->model_ready->Remove(mv);
+  impl_->model_memory->Remove(mv);
+  for (int r = 0; r < 3; ++r)
+    impl_->batches->Remove({model, mv[1], DispatchReasonName(static_cast<DispatchReason>(r))});
+  for (const char* code : {"invalid_argument", "not_found", "unimplemented", "resource_exhausted", "failed_precondition",
+                           "internal", "unavailable", "deadline_exceeded", "cancelled"})
+    impl_->failure->Remove({model, mv[1], code});
+}
+
+void ServeMetrics::OnRefused(const std::string& model, const Status& why) {
+  // Unknown model names are client-chosen: count them under one label so a scan of random names
+  // cannot grow the series without bound.
+  const std::string label = why.code() == StatusCode::kNotFound ? "" : model;
+  auto c = impl_->refused->WithLabels({label, CodeLabel(why.code())});
+  if (c.ok()) c.value().Increment();
+}
+
+std::string ServeMetrics::Text(const std::vector<std::shared_ptr<ServedModelVersion>>& versions, int64_t inflight) {
+  std::lock_guard<std::mutex> lock(impl_->expose_mu);
+  impl_->inflight->WithLabels({}).value().Set(static_cast<double>(inflight));
+  for (const auto& v : versions) {
+    const std::vector<std::string> mv = {v->name(), std::to_string(v->version())};
+    impl_->model_ready->WithLabels(mv).value().Set(v->Ready() ? 1.0 : 0.0);
+    impl_->model_memory->WithLabels(mv).value().Set(static_cast<double>(v->MemoryBytes()));
+  }
+  return impl_->registry.Exposition();
+}
+
+}  // namespace inferloop::serve

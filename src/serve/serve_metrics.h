@@ -1,0 +1,38 @@
+// ServeMetrics: the server's Prometheus metrics (names and labels in docs/SERVING.md#metrics),
+// on top of the MetricsRegistry. Per model version: request outcomes, request / queue / compute
+// time histograms, batch sizes and dispatch reasons, queue depth; per server: in-flight requests,
+// admission refusals, model state and memory; process CPU and memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "serve/served_model_version.h"
+
+namespace inferloop::serve {
+
+class ServeMetrics {
+ public:
+  ServeMetrics();
+  ~ServeMetrics();
+
+  // The sink a version being loaded reports to.
+  std::shared_ptr<VersionMetricsSink> ForVersion(const std::string& model, int64_t version);
+  // Drops a version's series once it stops serving.
+  void RemoveVersion(const std::string& model, int64_t version);
+
+  // A request refused before it reached a model's queue (admission, unknown model, draining).
+  void OnRefused(const std::string& model, const Status& why);
+
+  // The exposition text. `versions`: the serving versions, whose queue depth, state and memory
+  // are read now; `inflight`: requests admitted and not yet answered, server-wide.
+  std::string Text(const std::vector<std::shared_ptr<ServedModelVersion>>& versions, int64_t inflight);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inferloop::serve

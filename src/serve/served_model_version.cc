@@ -1,0 +1,662 @@
+#include "serve/served_model_version.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+
+#include "serve/batch_assembly.h"
+#include "serve/model_config_completion.h"
+#include "serve/process_memory.h"
+
+namespace inferloop::serve {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::nanoseconds;
+
+struct ServedModelVersion::Stats {
+  mutable std::mutex mu;
+  ModelStatistics s;
+  std::map<uint64_t, BatchStat> batches;
+};
+
+// Forwards the batcher's events to the metrics sink.
+class ServedModelVersion::Observer : public BatcherObserver {
+ public:
+  explicit Observer(VersionMetricsSink* sink) : sink_(sink) {}
+  void OnQueueDepth(int64_t depth) override {
+    if (sink_) sink_->OnQueueDepth(depth);
+  }
+  void OnDispatch(const Batch& batch) override {
+    if (sink_) sink_->OnBatch(batch.rows, batch.reason);
+  }
+
+ private:
+  VersionMetricsSink* sink_;
+};
+
+namespace {
+
+uint64_t NowEpochMs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+void Add(DurationStat& d, nanoseconds t, uint64_t n = 1) {
+  d.count += n;
+  d.ns += static_cast<uint64_t>(std::max<int64_t>(0, t.count())) * n;
+}
+
+std::string DimsString(const Shape& s) { return ShapeToString(s); }
+
+std::string ConfigDimsString(const google::protobuf::RepeatedField<int64_t>& dims) {
+  std::string s = "[";
+  for (int i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// An unsigned integer request parameter, or an error naming it.
+Result<std::optional<uint64_t>> UIntParam(const InferParameters& params, const char* name) {
+  auto it = params.find(name);
+  if (it == params.end()) return std::optional<uint64_t>();
+  if (const auto* u = std::get_if<uint64_t>(&it->second)) return std::optional<uint64_t>(*u);
+  if (const auto* i = std::get_if<int64_t>(&it->second)) {
+    if (*i < 0) return Status::InvalidArgument(std::string("parameter '") + name + "' must not be negative");
+    return std::optional<uint64_t>(static_cast<uint64_t>(*i));
+  }
+  return Status::InvalidArgument(std::string("parameter '") + name + "' must be an unsigned integer");
+}
+
+QueuePolicy ToQueuePolicy(const configpb::ModelQueuePolicy& p) {
+  QueuePolicy q;
+  q.max_queue_size = p.max_queue_size();
+  q.default_timeout = std::chrono::microseconds(p.default_timeout_microseconds());
+  q.allow_timeout_override = p.allow_timeout_override();
+  q.timeout_action =
+      p.timeout_action() == configpb::ModelQueuePolicy::DELAY ? TimeoutAction::kDelay : TimeoutAction::kReject;
+  return q;
+}
+
+// Values for one warmup input: zeros, random values, or a file's raw bytes.
+Result<Tensor> WarmupTensor(const std::string& model_dir, const std::string& input_name,
+                            const configpb::ModelWarmup::Input& in, DataType dtype, Shape shape, uint32_t seed) {
+  if (dtype == DataType::kUndefined || dtype == DataType::kString) {
+    if (dtype == DataType::kString) {
+      int64_t n = ShapeElementCount(shape);
+      if (n < 0) return Status::InvalidArgument("warmup input '" + input_name + "': bad shape");
+      return Tensor::FromStrings(shape, std::vector<std::string>(static_cast<size_t>(n)));
+    }
+    return Status::InvalidArgument("warmup input '" + input_name + "': no data type");
+  }
+  auto t = Tensor::Create(dtype, shape);
+  if (!t.ok()) return t.status();
+  Tensor tensor = std::move(t).value();
+  if (in.input_data_type_case() == configpb::ModelWarmup::Input::kRandomData) {
+    std::mt19937 rng(seed);
+    auto* bytes = static_cast<unsigned char*>(tensor.raw_data());
+    if (dtype == DataType::kFloat) {
+      std::uniform_real_distribution<float> dist(-1.f, 1.f);
+      for (int64_t i = 0; i < tensor.size(); ++i) tensor.data<float>()[i] = dist(rng);
+    } else if (dtype == DataType::kBool) {
+      for (size_t i = 0; i < tensor.nbytes(); ++i) bytes[i] = rng() & 1;
+    } else if (dtype == DataType::kInt64 || dtype == DataType::kInt32) {
+      // Small non-negative integers: valid as indices for the embedding tables models take.
+      for (int64_t i = 0; i < tensor.size(); ++i) {
+        if (dtype == DataType::kInt64) tensor.data<int64_t>()[i] = rng() % 2;
+        else tensor.data<int32_t>()[i] = rng() % 2;
+      }
+    } else {
+      for (size_t i = 0; i < tensor.nbytes(); ++i) bytes[i] = static_cast<unsigned char>(rng() & 0x3f);
+    }
+  } else if (in.input_data_type_case() == configpb::ModelWarmup::Input::kInputDataFile) {
+    const std::string& file = in.input_data_file();
+    if (file.empty() || file.find("..") != std::string::npos || file[0] == '/')
+      return Status::InvalidArgument("warmup input '" + input_name + "': input_data_file must be a file name inside " +
+                                     model_dir + "/warmup/");
+    const std::string path = model_dir + "/warmup/" + file;
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return Status::NotFound("warmup input '" + input_name + "': cannot read " + path);
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    const std::string data = ss.str();
+    if (data.size() != tensor.nbytes())
+      return Status::InvalidArgument("warmup input '" + input_name + "': " + path + " has " +
+                                     std::to_string(data.size()) + " bytes, the input needs " +
+                                     std::to_string(tensor.nbytes()));
+    std::memcpy(tensor.raw_data(), data.data(), data.size());
+  }
+  return tensor;
+}
+
+bool CountsAsModelFailure(const Status& s) {
+  return !s.ok() && s.code() != StatusCode::kInvalidArgument && s.code() != StatusCode::kCancelled &&
+         s.code() != StatusCode::kDeadlineExceeded;
+}
+
+}  // namespace
+
+ServedModelVersion::ServedModelVersion(std::string name, int64_t version)
+    : name_(std::move(name)), version_(version), stats_(std::make_unique<Stats>()) {}
+
+ServedModelVersion::~ServedModelVersion() {
+  // The batcher's workers call back into this object: stop them before the members go.
+  batcher_.reset();
+}
+
+Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::string& model_name, int64_t version,
+                                                                     const std::string& model_path,
+                                                                     const std::string& model_dir,
+                                                                     const ModelConfig& partial_config,
+                                                                     VersionLoadOptions options) {
+  auto progress = [&](const std::string& what) {
+    if (options.progress) options.progress(what);
+  };
+  const int64_t rss_before = ResidentMemoryBytes();
+  auto v = std::make_shared<ServedModelVersion>(model_name, version);
+  v->model_dir_ = model_dir;
+  progress("creating session");
+  auto session = Session::CreateFromFile(model_path, options.session);
+  if (!session.ok())
+    return Status(session.status().code(), "loading " + model_path + ": " + session.status().message());
+  v->session_ = std::move(session).value();
+  auto config = CompleteConfigFromModel(partial_config, *v->session_);
+  if (!config.ok()) return Status(config.status().code(), "config.pbtxt of '" + model_name + "': " + config.status().message());
+  v->config_ = std::move(config).value();
+  for (const auto& in : v->config_.input()) v->input_names_.push_back(in.name());
+  for (const auto& out : v->config_.output()) v->output_names_.push_back(out.name());
+  v->gate_ = AdmissionGate::Create("model '" + model_name + "' version " + std::to_string(version), options.limits);
+  v->metrics_ = options.metrics;
+
+  progress("warming up");
+  if (Status st = v->Warmup(); !st.ok()) return Status(st.code(), "warmup of '" + model_name + "': " + st.message());
+
+  BatcherOptions bo;
+  bo.name = model_name + ":" + std::to_string(version);
+  const ModelConfig& c = v->config_;
+  if (c.has_dynamic_batching()) {
+    const auto& db = c.dynamic_batching();
+    bo.max_batch_size = c.max_batch_size();
+    for (int p : db.preferred_batch_size()) bo.preferred_batch_sizes.push_back(p);
+    bo.max_queue_delay = std::chrono::microseconds(db.max_queue_delay_microseconds());
+    bo.priority_levels = db.priority_levels() > 0 ? static_cast<uint32_t>(db.priority_levels()) : 1;
+    bo.default_priority_level =
+        db.default_priority_level() > 0 ? static_cast<uint32_t>(db.default_priority_level()) : bo.priority_levels;
+    if (db.priority_levels() == 0) bo.default_priority_level = 1;
+    bo.default_policy = ToQueuePolicy(db.default_queue_policy());
+    for (const auto& [level, policy] : db.priority_queue_policy())
+      bo.level_policies[static_cast<uint32_t>(level)] = ToQueuePolicy(policy);
+  }
+  int instances = 0;
+  for (const auto& g : c.instance_group()) instances += std::max(1, g.count());
+  bo.instance_count = std::max(1, instances);
+  v->observer_ = std::make_unique<Observer>(v->metrics_.get());
+  std::weak_ptr<ServedModelVersion> weak = v;
+  ServedModelVersion* self = v.get();
+  v->batcher_ = std::make_unique<DynamicBatcher>(
+      bo, [self](int instance, Batch batch) { self->ExecuteBatch(instance, std::move(batch)); }, v->observer_.get());
+  v->load_rss_bytes_ = std::max<int64_t>(0, ResidentMemoryBytes() - rss_before);
+  progress("ready");
+  return v;
+}
+
+Status ServedModelVersion::Warmup() {
+  const bool batching = config_.max_batch_size() > 0;
+  std::vector<configpb::ModelWarmup> samples(config_.model_warmup().begin(), config_.model_warmup().end());
+  if (samples.empty()) {
+    // No warmup configured: one zero sample at batch 1 (and at max_batch_size) when every
+    // input's size is known, so the first request does not pay for planning and tuning.
+    bool known = true;
+    for (const auto& in : config_.input())
+      for (int64_t d : (in.has_reshape() ? in.dims() : in.dims())) known &= d >= 0;
+    if (!known) return Status::Ok();
+    std::vector<uint32_t> sizes = {1};
+    if (batching && config_.max_batch_size() > 1) sizes.push_back(static_cast<uint32_t>(config_.max_batch_size()));
+    for (uint32_t b : sizes) {
+      configpb::ModelWarmup w;
+      w.set_name("zeros_b" + std::to_string(b));
+      w.set_batch_size(b);
+      for (const auto& in : config_.input()) {
+        configpb::ModelWarmup::Input wi;
+        wi.set_data_type(in.data_type());
+        *wi.mutable_dims() = in.dims();
+        wi.set_zero_data(true);
+        (*w.mutable_inputs())[in.name()] = wi;
+      }
+      samples.push_back(std::move(w));
+    }
+  }
+  uint32_t seed = 1;
+  for (const auto& w : samples) {
+    std::vector<NamedValue> inputs;
+    for (const auto& [name, in] : w.inputs()) {
+      Shape shape;
+      if (batching) shape.push_back(w.batch_size());
+      for (int64_t d : in.dims()) shape.push_back(d);
+      // Feed the model's shape when the config reshapes the input.
+      for (const auto& ci : config_.input()) {
+        if (ci.name() == name && ci.has_reshape()) {
+          Shape r;
+          if (batching) r.push_back(w.batch_size());
+          for (int64_t d : ci.reshape().shape()) r.push_back(d);
+          shape = r;
+        }
+      }
+      auto t = WarmupTensor(model_dir_, name, in, FromConfigDataType(in.data_type()), shape, seed++);
+      if (!t.ok()) return t.status();
+      inputs.emplace_back(name, std::move(t).value());
+    }
+    const uint32_t count = std::max<uint32_t>(1, w.count());
+    for (uint32_t i = 0; i < count; ++i) {
+      auto r = session_->Run(inputs, RunOptions{output_names_});
+      if (!r.ok()) return Status(r.status().code(), "sample '" + w.name() + "': " + r.status().message());
+    }
+  }
+  return Status::Ok();
+}
+
+Status ServedModelVersion::Validate(const InferRequest& request, PendingRequest& p) const {
+  const bool batching = config_.max_batch_size() > 0;
+  std::map<std::string, const InferInput*> by_name;
+  for (const auto& in : request.inputs) {
+    by_name[in.name] = &in;
+    if (std::find(input_names_.begin(), input_names_.end(), in.name) == input_names_.end())
+      return Status::InvalidArgument("unexpected input '" + in.name + "' for model '" + name_ + "'");
+  }
+  int64_t rows = -1;
+  std::string first_input;
+  std::string key;
+  for (const auto& ci : config_.input()) {
+    auto it = by_name.find(ci.name());
+    if (it == by_name.end()) {
+      if (ci.optional()) {
+        key += "-;";
+        continue;
+      }
+      return Status::InvalidArgument("model '" + name_ + "' expects input '" + ci.name() + "', the request has no such input");
+    }
+    const Tensor& t = it->second->tensor;
+    const DataType want = FromConfigDataType(ci.data_type());
+    if (t.dtype() != want)
+      return Status::InvalidArgument("input '" + ci.name() + "': datatype " + KServeDataTypeName(ToConfigDataType(t.dtype())) +
+                                     ", model '" + name_ + "' expects " + KServeDataTypeName(ci.data_type()));
+    const int want_rank = ci.dims_size() + (batching ? 1 : 0);
+    auto shape_error = [&] {
+      return Status::InvalidArgument("input '" + ci.name() + "': shape " + DimsString(t.shape()) + ", model '" + name_ +
+                                     "' expects " + (batching ? "[-1," + ConfigDimsString(ci.dims()).substr(1) : ConfigDimsString(ci.dims())) +
+                                     (batching ? " (first dimension: batch, 1.." + std::to_string(config_.max_batch_size()) + ")" : ""));
+    };
+    if (t.rank() != want_rank) return shape_error();
+    for (int i = 0; i < ci.dims_size(); ++i) {
+      const int64_t d = ci.dims(i);
+      if (d >= 0 && t.dim(i + (batching ? 1 : 0)) != d) return shape_error();
+    }
+    if (batching) {
+      const int64_t r = t.dim(0);
+      if (r < 1 || r > config_.max_batch_size())
+        return Status::InvalidArgument("input '" + ci.name() + "': batch size " + std::to_string(r) + " outside 1.." +
+                                       std::to_string(config_.max_batch_size()) + " (max_batch_size of model '" + name_ + "')");
+      if (rows >= 0 && r != rows)
+        return Status::InvalidArgument("inputs '" + first_input + "' and '" + ci.name() + "' have different batch sizes (" +
+                                       std::to_string(rows) + " and " + std::to_string(r) + ")");
+      if (rows < 0) first_input = ci.name();
+      rows = r;
+      Shape rest;
+      for (int i = 1; i < t.rank(); ++i) rest.push_back(t.dim(i));
+      key += std::to_string(static_cast<int>(t.dtype())) + DimsString(rest) + ";";
+    }
+  }
+  for (const auto& out : request.outputs) {
+    if (std::find(output_names_.begin(), output_names_.end(), out.name) == output_names_.end())
+      return Status::InvalidArgument("unknown output '" + out.name + "' requested from model '" + name_ + "'");
+  }
+  p.rows = batching ? std::max<int64_t>(rows, 1) : 1;
+  p.batch_key = std::move(key);
+  auto prio = UIntParam(request.parameters, "priority");
+  if (!prio.ok()) return prio.status();
+  if (prio.value()) {
+    const uint64_t levels = config_.has_dynamic_batching() ? config_.dynamic_batching().priority_levels() : 0;
+    if (*prio.value() > std::max<uint64_t>(levels, 1))
+      return Status::InvalidArgument("priority " + std::to_string(*prio.value()) + " outside 0.." +
+                                     std::to_string(std::max<uint64_t>(levels, 1)) + " for model '" + name_ + "'");
+    p.priority = levels > 0 ? static_cast<uint32_t>(*prio.value()) : 0;
+  }
+  auto timeout = UIntParam(request.parameters, "timeout");
+  if (!timeout.ok()) return timeout.status();
+  if (timeout.value()) p.timeout = std::chrono::microseconds(static_cast<int64_t>(std::min<uint64_t>(*timeout.value(), uint64_t{1} << 50)));
+  return Status::Ok();
+}
+
+bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context, InferCallback&& done,
+                               AdmissionTicket&& server_ticket) {
+  auto fail = [&](Status s) {
+    if (metrics_) metrics_->OnRequestDone(s, nanoseconds(0), nanoseconds(0), Clock::now() - context.received);
+    {
+      std::lock_guard<std::mutex> lock(stats_->mu);
+      Add(stats_->s.fail, Clock::now() - context.received);
+    }
+    done(std::move(s));
+  };
+  // Held across the draining check and Enqueue: once Drain() has set draining_, no request gets
+  // into the batcher, and every request that passed the check is queued before Drain waits.
+  std::shared_lock<std::shared_mutex> drain_lock(drain_mu_);
+  if (draining_) return false;
+  if (!BreakerAllows()) {
+    fail(Status::Unavailable("model '" + name_ + "' version " + std::to_string(version_) +
+                             " is failing and temporarily not taking requests (" + NotReadyReason() + ")"));
+    return true;
+  }
+  auto ticket = gate_->TryAdmit(context.request_bytes);
+  if (!ticket.ok()) {
+    fail(ticket.status());
+    return true;
+  }
+  auto p = std::make_unique<PendingRequest>();
+  if (Status st = Validate(request, *p); !st.ok()) {
+    fail(st);
+    return true;
+  }
+  // The tickets live as long as the request: they are released once `done` has run.
+  auto tickets = std::make_shared<std::pair<AdmissionTicket, AdmissionTicket>>(std::move(server_ticket),
+                                                                                 std::move(ticket).value());
+  const auto received = context.received;
+  auto shared_done = std::make_shared<InferCallback>(std::move(done));
+  p->request = std::move(request);
+  p->context = std::move(context);
+  p->done = [shared_done, tickets](Result<InferResponse> r) {
+    (*shared_done)(std::move(r));
+    tickets->first.Release();
+    tickets->second.Release();
+  };
+  Status st = batcher_->Enqueue(std::move(p));
+  if (!st.ok()) {
+    // Refused (queue full, bad priority): Enqueue does not call the callback; answer here.
+    if (metrics_) metrics_->OnRequestDone(st, nanoseconds(0), nanoseconds(0), Clock::now() - received);
+    {
+      std::lock_guard<std::mutex> lock(stats_->mu);
+      Add(stats_->s.fail, Clock::now() - received);
+    }
+    (*shared_done)(std::move(st));
+    tickets->first.Release();
+    tickets->second.Release();
+  }
+  return true;
+}
+
+void ServedModelVersion::ExecuteBatch(int /*instance*/, Batch batch) {
+  const auto dispatched = Clock::now();
+  // A client that went away after dispatch: answer it now rather than compute for nobody.
+  {
+    std::vector<std::unique_ptr<PendingRequest>> live;
+    for (auto& p : batch.requests) {
+      if (p->context.cancelled && p->context.cancelled->load()) {
+        Finish(*p, Status(StatusCode::kCancelled, "the client went away before the request was computed"), nanoseconds(0));
+      } else {
+        live.push_back(std::move(p));
+      }
+    }
+    batch.requests = std::move(live);
+    if (batch.requests.empty()) return;
+  }
+  std::vector<const InferRequest*> reqs;
+  std::vector<int64_t> rows;
+  for (const auto& p : batch.requests) {
+    reqs.push_back(&p->request);
+    rows.push_back(p->rows);
+  }
+  auto run_group = [&](const std::vector<size_t>& members) -> Status {
+    std::vector<const InferRequest*> group;
+    std::vector<int64_t> group_rows;
+    int64_t total_rows = 0;
+    for (size_t i : members) {
+      group.push_back(reqs[i]);
+      group_rows.push_back(rows[i]);
+      total_rows += rows[i];
+    }
+    const auto t0 = Clock::now();
+    const bool batching = config_.max_batch_size() > 0;
+    std::vector<NamedValue> inputs;
+    if (batching && group.size() > 1) {
+      // Optional inputs: requests of one batch share a key, so they have the same inputs.
+      std::vector<std::string> present;
+      for (const auto& name : input_names_)
+        for (const auto& in : group[0]->inputs)
+          if (in.name == name) present.push_back(name);
+      auto gathered = GatherBatchInputs(group, present);
+      if (!gathered.ok()) return gathered.status();
+      for (size_t i = 0; i < present.size(); ++i) inputs.emplace_back(present[i], std::move(gathered.value()[i]));
+    } else {
+      for (const auto& in : group[0]->inputs) inputs.emplace_back(in.name, in.tensor);
+    }
+    // Config reshape: feed the model's shape.
+    for (auto& [name, value] : inputs) {
+      for (const auto& ci : config_.input()) {
+        if (ci.name() != name || !ci.has_reshape()) continue;
+        Shape r;
+        if (batching) r.push_back(value.tensor().dim(0));
+        for (int64_t d : ci.reshape().shape()) r.push_back(d);
+        auto reshaped = value.tensor().Reshaped(r);
+        if (!reshaped.ok()) return reshaped.status();
+        value = Value(std::move(reshaped).value());
+      }
+    }
+    const auto t1 = Clock::now();
+    Result<std::vector<NamedValue>> outputs = Status::Internal("not run");
+    try {
+      outputs = session_->Run(inputs, RunOptions{output_names_});
+    } catch (const std::exception& e) {
+      outputs = Status::Internal(std::string("model run threw: ") + e.what());
+    }
+    const auto t2 = Clock::now();
+    if (!outputs.ok()) return outputs.status();
+    std::vector<Tensor> out_tensors;
+    for (auto& [name, value] : outputs.value()) {
+      if (!value.is_tensor()) return Status::Unimplemented("output '" + name + "' is not a tensor");
+      out_tensors.push_back(value.tensor());
+    }
+    std::vector<std::vector<Tensor>> per_request;
+    if (batching && group.size() > 1) {
+      auto split = SplitBatchOutputs(out_tensors, group_rows, output_names_);
+      if (!split.ok()) return split.status();
+      per_request = std::move(split).value();
+    } else {
+      per_request.push_back(out_tensors);
+    }
+    const auto t3 = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(stats_->mu);
+      auto& s = stats_->s;
+      s.execution_count += 1;
+      s.inference_count += static_cast<uint64_t>(total_rows);
+      BatchStat& bs = stats_->batches[static_cast<uint64_t>(total_rows)];
+      bs.batch_size = static_cast<uint64_t>(total_rows);
+      Add(bs.compute_input, t1 - t0);
+      Add(bs.compute_infer, t2 - t1);
+      Add(bs.compute_output, t3 - t2);
+    }
+    for (size_t k = 0; k < members.size(); ++k) {
+      PendingRequest& p = *batch.requests[members[k]];
+      InferResponse resp;
+      resp.model_name = name_;
+      resp.model_version = std::to_string(version_);
+      resp.id = p.request.id;
+      for (size_t o = 0; o < output_names_.size(); ++o) {
+        bool wanted = p.request.outputs.empty();
+        for (const auto& ro : p.request.outputs) wanted |= ro.name == output_names_[o];
+        if (!wanted) continue;
+        InferOutput out;
+        out.name = output_names_[o];
+        out.tensor = per_request[k][o];
+        resp.outputs.push_back(std::move(out));
+      }
+      {
+        std::lock_guard<std::mutex> lock(stats_->mu);
+        auto& s = stats_->s;
+        Add(s.queue, p.dispatched - p.enqueued);
+        Add(s.compute_input, t1 - t0);
+        Add(s.compute_infer, t2 - t1);
+        Add(s.compute_output, Clock::now() - t2);
+      }
+      Finish(p, std::move(resp), t3 - t0);
+    }
+    return Status::Ok();
+  };
+
+  std::vector<size_t> all(batch.requests.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  if (!BreakerAllowsBatch()) {
+    for (auto& p : batch.requests)
+      Finish(*p, Status::Unavailable("model '" + name_ + "' is failing and temporarily not taking requests (" +
+                                     NotReadyReason() + ")"),
+             nanoseconds(0));
+    return;
+  }
+  Status st = run_group(all);
+  if (!st.ok() && all.size() > 1 && st.code() == StatusCode::kInvalidArgument) {
+    // One request's data may have failed the whole batch (e.g. an index out of range): run each
+    // alone so only the bad ones fail.
+    bool any_model_failure = false;
+    for (size_t i : all) {
+      Status one = run_group({i});
+      if (!one.ok()) {
+        if (CountsAsModelFailure(one)) any_model_failure = true;
+        Finish(*batch.requests[i], one, Clock::now() - dispatched);
+      }
+    }
+    BreakerRecord(any_model_failure ? Status::Internal("requests of a batch failed") : Status::Ok());
+    return;
+  }
+  if (!st.ok()) {
+    for (auto& p : batch.requests) Finish(*p, st, Clock::now() - dispatched);
+  }
+  BreakerRecord(CountsAsModelFailure(st) ? st : Status::Ok());
+}
+
+void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result, nanoseconds compute) {
+  const auto now = Clock::now();
+  const nanoseconds queue = p.dispatched - p.enqueued;
+  const nanoseconds total = now - p.context.received;
+  const Status st = result.ok() ? Status::Ok() : result.status();
+  {
+    std::lock_guard<std::mutex> lock(stats_->mu);
+    if (st.ok()) {
+      Add(stats_->s.success, total);
+      stats_->s.last_inference_ms = NowEpochMs();
+    } else {
+      Add(stats_->s.fail, total);
+    }
+  }
+  if (metrics_) metrics_->OnRequestDone(st, queue, compute, total);
+  if (p.done) {
+    auto done = std::move(p.done);
+    p.done = nullptr;
+    done(std::move(result));
+  }
+}
+
+bool ServedModelVersion::BreakerAllows() {
+  std::lock_guard<std::mutex> lock(breaker_mu_);
+  if (!breaker_open_) return true;
+  // Half-open: after the backoff, requests are admitted; the first batch is the trial.
+  return Clock::now() >= reopen_at_;
+}
+
+bool ServedModelVersion::BreakerAllowsBatch() {
+  std::lock_guard<std::mutex> lock(breaker_mu_);
+  if (!breaker_open_) return true;
+  if (Clock::now() < reopen_at_ || trial_in_flight_) return false;
+  trial_in_flight_ = true;
+  return true;
+}
+
+void ServedModelVersion::BreakerRecord(const Status& failure) {
+  std::lock_guard<std::mutex> lock(breaker_mu_);
+  if (failure.ok()) {
+    consecutive_failures_ = 0;
+    if (breaker_open_) {
+      breaker_open_ = false;
+      backoff_ = std::chrono::milliseconds(1000);
+    }
+    trial_in_flight_ = false;
+    return;
+  }
+  ++consecutive_failures_;
+  last_failure_ = failure.message();
+  if (breaker_open_) {
+    // The trial failed: reopen with a longer backoff.
+    backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(60000));
+    reopen_at_ = Clock::now() + backoff_;
+    trial_in_flight_ = false;
+  } else if (consecutive_failures_ >= kBreakerFailures) {
+    breaker_open_ = true;
+    reopen_at_ = Clock::now() + backoff_;
+  }
+}
+
+void ServedModelVersion::Drain() {
+  {
+    std::unique_lock<std::shared_mutex> lock(drain_mu_);
+    draining_.store(true);
+  }
+  if (batcher_) batcher_->Drain();
+}
+
+ModelMetadata ServedModelVersion::Metadata() const {
+  ModelMetadata m;
+  m.name = name_;
+  m.versions = {std::to_string(version_)};
+  m.platform = "onnxruntime_onnx";
+  const bool batching = config_.max_batch_size() > 0;
+  auto tensor_meta = [&](const std::string& name, configpb::DataType dt, const google::protobuf::RepeatedField<int64_t>& dims) {
+    TensorMetadata t;
+    t.name = name;
+    t.datatype = KServeDataTypeName(dt);
+    if (batching) t.shape.push_back(-1);
+    for (int64_t d : dims) t.shape.push_back(d);
+    return t;
+  };
+  for (const auto& in : config_.input()) m.inputs.push_back(tensor_meta(in.name(), in.data_type(), in.dims()));
+  for (const auto& out : config_.output()) m.outputs.push_back(tensor_meta(out.name(), out.data_type(), out.dims()));
+  m.memory_bytes = MemoryBytes();
+  return m;
+}
+
+ModelStatistics ServedModelVersion::Statistics() const {
+  std::lock_guard<std::mutex> lock(stats_->mu);
+  ModelStatistics s = stats_->s;
+  s.name = name_;
+  s.version = std::to_string(version_);
+  for (const auto& [size, b] : stats_->batches) s.batch_stats.push_back(b);
+  s.memory_bytes = MemoryBytes();
+  return s;
+}
+
+int64_t ServedModelVersion::MemoryBytes() const {
+  int64_t bytes = load_rss_bytes_;
+  if (session_) bytes += static_cast<int64_t>(session_->memory_stats().arena_bytes_held);
+  return bytes;
+}
+
+bool ServedModelVersion::Ready() const {
+  if (draining_.load()) return false;
+  std::lock_guard<std::mutex> lock(breaker_mu_);
+  return !breaker_open_;
+}
+
+std::string ServedModelVersion::NotReadyReason() const {
+  if (draining_.load()) return "unloading";
+  std::lock_guard<std::mutex> lock(breaker_mu_);
+  if (!breaker_open_) return "";
+  return std::to_string(consecutive_failures_) + " consecutive failed batches, last: " + last_failure_ +
+         "; retrying with backoff " + std::to_string(backoff_.count()) + " ms";
+}
+
+std::chrono::steady_clock::duration ServedModelVersion::StallTime() const {
+  return batcher_ ? batcher_->StallTime() : std::chrono::steady_clock::duration::zero();
+}
+
+int64_t ServedModelVersion::QueueDepth() const { return batcher_ ? batcher_->QueueDepth() : 0; }
+
+}  // namespace inferloop::serve

@@ -1,0 +1,129 @@
+// ServedModelVersion: one version of one model, loaded and serving: its completed config, the
+// session, the dynamic batcher with one worker per instance, its statistics, its memory use and
+// its circuit breaker.
+//
+// Lifecycle: Load() creates the session, completes/checks the config and runs the config's
+// warmup samples (so the version is warm before it takes traffic); Infer() validates a request
+// against the config and queues it; Drain() refuses new requests and returns once every queued
+// and running request has been answered. Destroying the last reference frees the session.
+//
+// Circuit breaker: after kBreakerFailures consecutive batches failed by the model (not by bad
+// requests), the version stops taking requests (Unavailable, ready = false) for a backoff that
+// starts at 1 s and doubles up to 60 s; then one batch is let through as a trial: success closes
+// the breaker, failure reopens it with the longer backoff.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "inferloop/session.h"
+#include "inferloop/status.h"
+#include "serve/admission_control.h"
+#include "serve/dynamic_batcher.h"
+#include "serve/inference_service.h"
+#include "serve/model_config.h"
+
+namespace inferloop::serve {
+
+// What a version reports as it serves (metrics). Implementations must be thread-safe and cheap.
+class VersionMetricsSink {
+ public:
+  virtual ~VersionMetricsSink() = default;
+  virtual void OnQueueDepth(int64_t depth) {}
+  virtual void OnBatch(int64_t rows, DispatchReason reason) {}
+  // A request answered: status, time queued, computing (its batch's run), and end to end.
+  virtual void OnRequestDone(const Status& status, std::chrono::nanoseconds queue,
+                             std::chrono::nanoseconds compute, std::chrono::nanoseconds total) {}
+};
+
+struct VersionLoadOptions {
+  SessionOptions session;
+  AdmissionLimits limits;  // per model version (from the CLI); 0 = unlimited
+  // Called with human-readable progress while loading ("creating session", "warmup 2/4").
+  std::function<void(const std::string&)> progress;
+  std::shared_ptr<VersionMetricsSink> metrics;  // may be null
+};
+
+class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersion> {
+ public:
+  static constexpr int kBreakerFailures = 5;
+
+  // `partial_config`: as parsed from config.pbtxt (or only the name); completed from the model.
+  // `model_dir`: DIR/<model>, where warmup input files live (<model_dir>/warmup/).
+  static Result<std::shared_ptr<ServedModelVersion>> Load(const std::string& model_name, int64_t version,
+                                                          const std::string& model_path,
+                                                          const std::string& model_dir,
+                                                          const ModelConfig& partial_config,
+                                                          VersionLoadOptions options);
+  ~ServedModelVersion();
+
+  // Validates and queues; every outcome goes to `done` (exactly once, possibly before return),
+  // and the arguments are consumed. Exception: when this version is draining (being replaced
+  // or unloaded) it returns false and consumes nothing, so the caller can send the request to
+  // the version that replaces it.
+  bool Infer(InferRequest&& request, RequestContext&& context, InferCallback&& done, AdmissionTicket&& server_ticket);
+
+  void Drain();
+
+  const std::string& name() const { return name_; }
+  int64_t version() const { return version_; }
+  const ModelConfig& config() const { return config_; }
+  ModelMetadata Metadata() const;
+  ModelStatistics Statistics() const;
+  // Bytes of resident memory this version added when it loaded (measured around the load,
+  // which the manager serializes), plus what its arenas hold now.
+  int64_t MemoryBytes() const;
+  // Ready: loaded, not draining, circuit breaker closed.
+  bool Ready() const;
+  std::string NotReadyReason() const;
+  std::chrono::steady_clock::duration StallTime() const;
+  int64_t QueueDepth() const;
+
+  // Internal: use Load().
+  ServedModelVersion(std::string name, int64_t version);
+
+ private:
+  struct Stats;
+  class Observer;
+  Status Validate(const InferRequest& request, PendingRequest& pending) const;
+  Status Warmup();
+  void ExecuteBatch(int instance, Batch batch);
+  void Finish(PendingRequest& p, Result<InferResponse> result, std::chrono::nanoseconds compute);
+  bool BreakerAllows();
+  bool BreakerAllowsBatch();
+  void BreakerRecord(const Status& failure);
+
+  const std::string name_;
+  const int64_t version_;
+  std::string model_dir_;
+  ModelConfig config_;
+  std::unique_ptr<Session> session_;
+  std::vector<std::string> input_names_;   // config order
+  std::vector<std::string> output_names_;  // config order
+  std::shared_ptr<AdmissionGate> gate_;
+  std::shared_ptr<VersionMetricsSink> metrics_;
+  std::unique_ptr<Observer> observer_;
+  std::unique_ptr<DynamicBatcher> batcher_;
+  std::unique_ptr<Stats> stats_;
+  int64_t load_rss_bytes_ = 0;
+  std::shared_mutex drain_mu_;
+  std::atomic<bool> draining_{false};
+
+  // Circuit breaker state.
+  mutable std::mutex breaker_mu_;
+  int consecutive_failures_ = 0;
+  bool breaker_open_ = false;
+  bool trial_in_flight_ = false;
+  std::chrono::steady_clock::time_point reopen_at_;
+  std::chrono::milliseconds backoff_{1000};
+  std::string last_failure_;
+};
+
+}  // namespace inferloop::serve

@@ -1,0 +1,158 @@
+"""Starts and stops `inferloop serve` for the end-to-end tests, and small raw-HTTP helpers.
+
+The server is started with every port 0 (free ports); its "server_listening" log line says which
+ports it got. Its stderr (one JSON line per lifecycle event) is kept for the tests to read.
+"""
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+
+class Server:
+    def __init__(self, inferloop, repository, *extra, wait_ready=True, timeout=120):
+        self.cmd = [inferloop, "serve", "--model-repository", repository, "--http-port", "0", "--grpc-port", "0",
+                    "--metrics-port", "0", "--threads", "1", *extra]
+        self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.events = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        listening = self.wait_event("server_listening", timeout)
+        self.http_port = int(listening["http_port"])
+        self.grpc_port = int(listening["grpc_port"])
+        self.metrics_port = int(listening["metrics_port"])
+        self.http_url = f"127.0.0.1:{self.http_port}"
+        self.grpc_url = f"127.0.0.1:{self.grpc_port}"
+        if wait_ready:
+            ev = self.wait_event(("server_ready", "server_not_ready"), timeout)
+            if ev["event"] != "server_ready":
+                raise RuntimeError(f"server not ready: {ev}\n{self.log_text()}")
+
+    def _read(self):
+        for line in self.proc.stderr:
+            line = line.strip()
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                ev = {"event": "raw", "line": line}
+            with self.lock:
+                self.events.append(ev)
+
+    def log_text(self):
+        with self.lock:
+            return "\n".join(json.dumps(e) for e in self.events)
+
+    def find_events(self, name):
+        with self.lock:
+            return [e for e in self.events if e.get("event") == name]
+
+    def wait_event(self, names, timeout=60, after=0):
+        names = (names,) if isinstance(names, str) else names
+        end = time.time() + timeout
+        while time.time() < end:
+            with self.lock:
+                for e in self.events[after:]:
+                    if e.get("event") in names:
+                        return e
+            if self.proc.poll() is not None and not self.reader.is_alive():
+                raise RuntimeError(f"server exited ({self.proc.returncode}) before {names}:\n{self.log_text()}")
+            time.sleep(0.02)
+        raise TimeoutError(f"no {names} within {timeout}s:\n{self.log_text()}")
+
+    def rss_bytes(self):
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    def terminate(self, timeout=60):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def request(port, method, path, body=None, headers=None, timeout=60):
+    """One HTTP request on a new connection: (status, headers dict (lower-case names), body bytes)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def get_json(port, path):
+    status, _, body = request(port, "GET", path)
+    return status, (json.loads(body) if body else None)
+
+
+def post_json(port, path, obj, timeout=60):
+    status, headers, body = request(port, "POST", path, json.dumps(obj).encode(), {"Content-Type": "application/json"},
+                                    timeout=timeout)
+    return status, headers, (json.loads(body) if body else None)
+
+
+def metrics(port):
+    status, _, body = request(port, "GET", "/metrics")
+    assert status == 200, status
+    return body.decode()
+
+
+def metric_value(text, name, **labels):
+    """The value of the first sample `name{labels...}` (labels matched as a subset), or None."""
+    for line in text.splitlines():
+        if line.startswith("#") or not line.startswith(name):
+            continue
+        head, _, value = line.rpartition(" ")
+        metric, _, rest = head.partition("{")
+        if metric != name:
+            continue
+        got = {}
+        for part in rest.rstrip("}").split(","):
+            if "=" in part:
+                k, v = part.split("=", 1)
+                got[k] = v.strip('"')
+        if all(got.get(k) == str(v) for k, v in labels.items()):
+            return float(value)
+    return None
+
+
+def slow_request(n_rounds, priority=None, timeout_us=None, request_id=None):
+    body = {"inputs": [{"name": "X", "datatype": "FP32", "shape": [1, 16], "data": [0.5] * 16},
+                       {"name": "N", "datatype": "INT64", "shape": [1, 1], "data": [int(n_rounds)]}]}
+    params = {}
+    if priority is not None:
+        params["priority"] = priority
+    if timeout_us is not None:
+        params["timeout"] = timeout_us
+    if params:
+        body["parameters"] = params
+    if request_id is not None:
+        body["id"] = request_id
+    return body
+
+
+def raw_socket_send(port, data):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s.sendall(data)
+    return s
