@@ -156,18 +156,19 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
     context.cancelled = stream_->cancelled_flag;
     Result<InferRequest> decoded = DecodeGrpcInferRequest(request_, decode_);
     if (!decoded.ok()) {
-      Status status = decoded.status();
-      Update(stream_, [&](Stream& s) { s.Enqueue(ErrorResponse(status)); });
+      inference::ModelStreamInferResponse response = ErrorResponse(decoded.status(), request_);
+      Update(stream_, [&](Stream& s) { s.Enqueue(std::move(response)); });
     } else {
       Update(stream_, [](Stream& s) { ++s.outstanding; });
       std::shared_ptr<Stream> stream = stream_;
-      service_.Infer(std::move(decoded).value(), std::move(context), [stream](Result<InferResponse> result) {
+      service_.Infer(std::move(decoded).value(), std::move(context),
+                     [stream, request = Identity(request_)](Result<InferResponse> result) {
         inference::ModelStreamInferResponse response;
         if (result.ok()) {
           Status encoded = EncodeGrpcInferResponse(result.value(), response.mutable_infer_response());
-          if (!encoded.ok()) response = ErrorResponse(encoded);
+          if (!encoded.ok()) response = ErrorResponse(encoded, request);
         } else {
-          response = ErrorResponse(result.status());
+          response = ErrorResponse(result.status(), request);
         }
         Update(stream, [&](Stream& s) {
           --s.outstanding;
@@ -214,9 +215,24 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
     }
   };
 
-  static inference::ModelStreamInferResponse ErrorResponse(const Status& status) {
+  // The request's model, version and id (no inputs), echoed in its error answer.
+  static inference::ModelInferRequest Identity(const inference::ModelInferRequest& request) {
+    inference::ModelInferRequest identity;
+    identity.set_model_name(request.model_name());
+    identity.set_model_version(request.model_version());
+    identity.set_id(request.id());
+    return identity;
+  }
+
+  // error_message, and the request's model, version and id in infer_response so that a client
+  // can tell which request failed.
+  static inference::ModelStreamInferResponse ErrorResponse(const Status& status,
+                                                           const inference::ModelInferRequest& request) {
     inference::ModelStreamInferResponse response;
     response.set_error_message(status.message().empty() ? StatusCodeName(status.code()) : status.message());
+    response.mutable_infer_response()->set_model_name(request.model_name());
+    response.mutable_infer_response()->set_model_version(request.model_version());
+    response.mutable_infer_response()->set_id(request.id());
     return response;
   }
 

@@ -4,7 +4,8 @@
 //
 // Calls: ServerLive/Ready/Metadata, ModelReady/Metadata, ModelConfig (Triton's), ModelInfer,
 // ModelStreamInfer (bidirectional: one ModelStreamInferResponse per request, sent as each
-// completes; a failed request's answer carries only error_message and the stream goes on),
+// completes; a failed request's answer carries error_message, with only the request's model,
+// version and id in infer_response, and the stream goes on),
 // ModelStatistics, RepositoryIndex, RepositoryModelLoad/Unload.
 // Errors map per serve/inference_service.h (grpc_status.h); RESOURCE_EXHAUSTED and UNAVAILABLE
 // answers carry the trailing metadata "retry-after". A call the client cancels sets its

@@ -96,11 +96,17 @@ class FakeGrpcInferenceService : public serve::InferenceService {
   }
 
   void LoadModel(const std::string& model, serve::StatusCallback done) override {
-    loads.push_back(model);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      loads_.push_back(model);
+    }
     done(Check(model, ""));
   }
   void UnloadModel(const std::string& model, serve::StatusCallback done) override {
-    unloads.push_back(model);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      unloads_.push_back(model);
+    }
     // Answered from another thread, as the real core does once in-flight requests finished.
     std::thread([done = std::move(done), st = Check(model, "")] { done(st); }).detach();
   }
@@ -151,7 +157,14 @@ class FakeGrpcInferenceService : public serve::InferenceService {
     return r;
   }
 
-  std::vector<std::string> loads, unloads;
+  std::vector<std::string> loads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return loads_;
+  }
+  std::vector<std::string> unloads() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return unloads_;
+  }
 
  private:
   Status Check(const std::string& model, const std::string& version) {
@@ -165,6 +178,7 @@ class FakeGrpcInferenceService : public serve::InferenceService {
   std::mutex mu_;
   std::vector<serve::RequestContext> contexts_;
   std::vector<Pending> pending_;
+  std::vector<std::string> loads_, unloads_;
 };
 
 }  // namespace inferloop::frontends::testing

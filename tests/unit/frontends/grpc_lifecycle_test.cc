@@ -112,6 +112,7 @@ TEST(GrpcServerStandalone, ServeForManualInterop) {
   const char* seconds = std::getenv("INFERLOOP_GRPC_SERVE_SECONDS");
   if (seconds == nullptr) GTEST_SKIP() << "set INFERLOOP_GRPC_SERVE_SECONDS to serve the fake";
   FakeGrpcInferenceService fake;
+  fake.errors["busy"] = Status::Unavailable("queue full");
   GrpcServerOptions options;
   options.host = "127.0.0.1";
   const char* port = std::getenv("INFERLOOP_GRPC_PORT");

@@ -312,7 +312,7 @@ TEST_F(GrpcServerTest, RepositoryIndexLoadUnload) {
   (*load.mutable_parameters())["config"].set_string_param("{}");
   ctx = Ctx();
   EXPECT_EQ(stub_->RepositoryModelLoad(ctx.get(), load, &load_resp).error_code(), grpc::StatusCode::UNIMPLEMENTED);
-  EXPECT_EQ(fake_.loads, (std::vector<std::string>{"echo", "locked"}));
+  EXPECT_EQ(fake_.loads(), (std::vector<std::string>{"echo", "locked"}));
 
   inference::RepositoryModelUnloadRequest unload;
   inference::RepositoryModelUnloadResponse unload_resp;
@@ -326,6 +326,7 @@ TEST_F(GrpcServerTest, RepositoryIndexLoadUnload) {
   ctx = Ctx();
   EXPECT_EQ(stub_->RepositoryModelUnload(ctx.get(), unload, &unload_resp).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(fake_.unloads(), (std::vector<std::string>{"echo", "nosuch"}));
 }
 
 }  // namespace

@@ -50,6 +50,10 @@ TEST_F(GrpcStreamTest, AnswersEveryRequestErrorsInline) {
   for (const auto& r : got) {
     if (!r.error_message().empty()) {
       ++errors;
+      // The failed request is named, without outputs.
+      EXPECT_TRUE(r.infer_response().id() == "bad" || r.infer_response().id() == "unknown") << r.infer_response().id();
+      EXPECT_EQ(r.infer_response().model_name(), r.infer_response().id() == "bad" ? "echo" : "nosuch");
+      EXPECT_EQ(r.infer_response().outputs_size(), 0);
       EXPECT_TRUE(r.error_message().find("FP33") != std::string::npos ||
                   r.error_message().find("unknown model 'nosuch'") != std::string::npos)
           << r.error_message();
