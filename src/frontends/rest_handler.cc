@@ -344,9 +344,17 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
         Status st = ParseControlBody(request.body, doc);
         if (!st.ok()) return respond(Error(st));
         auto it = doc.FindMember("parameters");
-        if (it != doc.MemberEnd() && !(it->value.IsObject() && it->value.MemberCount() == 0)) {
-          return respond(Error(Status::Unimplemented(
-              "model load/unload parameters (configuration override, files) are not supported")));
+        if (it != doc.MemberEnd()) {
+          if (!it->value.IsObject())
+            return respond(Error(Status::InvalidArgument("\"parameters\" must be an object")));
+          // unload_dependents (what tritonclient sends on every unload) concerns ensembles, which
+          // inferloop does not have: accepted. Configuration and file overrides are not supported.
+          for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
+            const std::string name(m->name.GetString(), m->name.GetStringLength());
+            if (name == "unload_dependents" && m->value.IsBool()) continue;
+            return respond(Error(Status::Unimplemented("model " + seg[4] + " parameter '" + name +
+                                                       "' is not supported (configuration and file overrides are not)")));
+          }
         }
       }
       auto done = [respond](Status st) { respond(st.ok() ? Empty(200) : Error(st)); };

@@ -22,21 +22,6 @@ struct ServedModelVersion::Stats {
   std::map<uint64_t, BatchStat> batches;
 };
 
-// Forwards the batcher's events to the metrics sink.
-class ServedModelVersion::Observer : public BatcherObserver {
- public:
-  explicit Observer(VersionMetricsSink* sink) : sink_(sink) {}
-  void OnQueueDepth(int64_t depth) override {
-    if (sink_) sink_->OnQueueDepth(depth);
-  }
-  void OnDispatch(const Batch& batch) override {
-    if (sink_) sink_->OnBatch(batch.rows, batch.reason);
-  }
-
- private:
-  VersionMetricsSink* sink_;
-};
-
 namespace {
 
 uint64_t NowEpochMs() {
@@ -138,6 +123,31 @@ bool CountsAsModelFailure(const Status& s) {
 
 }  // namespace
 
+// Forwards the batcher's events to the metrics sink.
+class ServedModelVersion::Observer : public BatcherObserver {
+ public:
+  Observer(ServedModelVersion* owner, VersionMetricsSink* sink) : owner_(owner), sink_(sink) {}
+  // A request the batcher answered without computing it (timeout, cancelled, shutdown).
+  void OnDropped(const PendingRequest& request, const Status& why) override {
+    const auto total = Clock::now() - request.context.received;
+    {
+      std::lock_guard<std::mutex> lock(owner_->stats_->mu);
+      Add(owner_->stats_->s.fail, total);
+    }
+    if (sink_) sink_->OnRequestDone(why, Clock::now() - request.enqueued, nanoseconds(0), total);
+  }
+  void OnQueueDepth(int64_t depth) override {
+    if (sink_) sink_->OnQueueDepth(depth);
+  }
+  void OnDispatch(const Batch& batch) override {
+    if (sink_) sink_->OnBatch(batch.rows, batch.reason);
+  }
+
+ private:
+  ServedModelVersion* owner_;
+  VersionMetricsSink* sink_;
+};
+
 ServedModelVersion::ServedModelVersion(std::string name, int64_t version)
     : name_(std::move(name)), version_(version), stats_(std::make_unique<Stats>()) {}
 
@@ -192,7 +202,7 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   int instances = 0;
   for (const auto& g : c.instance_group()) instances += std::max(1, g.count());
   bo.instance_count = std::max(1, instances);
-  v->observer_ = std::make_unique<Observer>(v->metrics_.get());
+  v->observer_ = std::make_unique<Observer>(v.get(), v->metrics_.get());
   std::weak_ptr<ServedModelVersion> weak = v;
   ServedModelVersion* self = v.get();
   v->batcher_ = std::make_unique<DynamicBatcher>(

@@ -88,6 +88,8 @@ class Server:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self.reader.join(10)
+        self.proc.stderr.close()
 
 
 def request(port, method, path, body=None, headers=None, timeout=60):

@@ -83,6 +83,7 @@ class SharedServerTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         rc = cls.server.terminate()
+        cls.server.__exit__()
         shutil.rmtree(cls.repo, ignore_errors=True)
         assert rc == 0, f"server exit code {rc}\n{cls.server.log_text()}"
 
@@ -316,16 +317,21 @@ class TestBadRequests(SharedServerTest):
 
 class TestScheduling(SharedServerTest):
     def test_dynamic_batching_coalesces_and_answers_each(self):
-        c = httpclient.InferenceServerClient(self.server.http_url, concurrency=32)
+        c = httpclient.InferenceServerClient(self.server.http_url)
         before = c.get_inference_statistics("simple")["model_stats"][0]
-        jobs = []
-        for i in range(64):
-            ins, a, b = simple_inputs(httpclient, batch=1 + i % 3, seed=i)
-            jobs.append((c.async_infer("simple", ins), a, b))
-        for job, a, b in jobs:
-            r = job.get_result()
-            np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), a + b)
-            np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), a - b)
+
+        def client_thread(t):  # 16 clients, each with its own connection, 4 requests each
+            cl = httpclient.InferenceServerClient(self.server.http_url)
+            for k in range(4):
+                i = t * 4 + k
+                ins, a, b = simple_inputs(httpclient, batch=1 + i % 3, seed=i)
+                r = cl.infer("simple", ins)
+                np.testing.assert_array_equal(r.as_numpy("OUTPUT0"), a + b)
+                np.testing.assert_array_equal(r.as_numpy("OUTPUT1"), a - b)
+
+        with cf.ThreadPoolExecutor(16) as pool:
+            for f in [pool.submit(client_thread, t) for t in range(16)]:
+                f.result()
         after = c.get_inference_statistics("simple")["model_stats"][0]
         rows = int(after["inference_count"]) - int(before["inference_count"])
         execs = int(after["execution_count"]) - int(before["execution_count"])
@@ -469,9 +475,6 @@ class TestAdmissionAndLiveness(unittest.TestCase):
                 self.assertEqual(ev["event"], "server_not_ready")
                 self.assertEqual(request(srv.http_port, "GET", "/v2/health/live")[0], 200)
                 self.assertEqual(request(srv.http_port, "GET", "/v2/health/ready")[0], 503)
-                st, idx, _ = post_json(srv.http_port, "/v2/repository/index", {})
-                broken = [m for m in idx if m["name"] == "broken"] if isinstance(idx, list) else []
-                # post_json returns (status, headers, body): unpack properly
                 st, _, idx = post_json(srv.http_port, "/v2/repository/index", {})
                 broken = [m for m in idx if m["name"] == "broken"]
                 self.assertEqual(broken[0]["state"], "UNAVAILABLE")
