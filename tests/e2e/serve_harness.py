@@ -15,8 +15,12 @@ import time
 
 class Server:
     def __init__(self, inferloop, repository, *extra, wait_ready=True, timeout=120):
-        self.cmd = [inferloop, "serve", "--model-repository", repository, "--http-port", "0", "--grpc-port", "0",
-                    "--metrics-port", "0", "--threads", "1", *extra]
+        defaults = {"--http-port": "0", "--grpc-port": "0", "--metrics-port": "0", "--threads": "1"}
+        self.cmd = [inferloop, "serve", "--model-repository", repository]
+        for flag, value in defaults.items():
+            if flag not in extra:
+                self.cmd += [flag, value]
+        self.cmd += list(extra)
         self.proc = subprocess.Popen(self.cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.events = []
         self.lock = threading.Lock()
@@ -24,7 +28,7 @@ class Server:
         self.reader.start()
         listening = self.wait_event("server_listening", timeout)
         self.http_port = int(listening["http_port"])
-        self.grpc_port = int(listening["grpc_port"])
+        self.grpc_port = int(listening["grpc_port"]) if listening["grpc_port"] != "off" else None
         self.metrics_port = int(listening["metrics_port"])
         self.http_url = f"127.0.0.1:{self.http_port}"
         self.grpc_url = f"127.0.0.1:{self.grpc_port}"

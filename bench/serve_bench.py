@@ -1,0 +1,190 @@
+"""Side-by-side server benchmarks for `inferloop serve`, driven by wrk (Debian), in one run:
+
+1. Dynamic batching: the zoo's DLRM-like recommender (bench/models/dlrm, made by make_zoo.py)
+   served twice from one repository, `dlrm_batched` (dynamic_batching, max_batch_size 64) and
+   `dlrm_unbatched` (no dynamic_batching: every request runs alone), 64 concurrent clients each
+   sending batch-1 requests. Reports requests/s and latency for both and their ratio.
+2. REST overhead: the trivial `simple` model (int32 add/sub) against nginx (Debian) serving a
+   static response of the same size as simple's JSON response, same wrk settings.
+
+Rounds alternate the contenders (A, B, A, B, ...); the table shows each one's median.
+
+    .venv/bin/python bench/serve_bench.py [--rounds 3] [--duration 10] [--connections 64]
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+from serve_harness import Server  # noqa: E402
+
+DLRM_TABLE_ROWS = (100000, 50000, 100000, 20000, 80000, 10000, 60000, 5000)
+
+
+def dlrm_config(name, batching):
+    cfg = f'name: "{name}"\nmax_batch_size: 64\n'
+    cfg += 'instance_group [ { count: 2 } ]\n'
+    if batching:
+        cfg += "dynamic_batching { max_queue_delay_microseconds: 2000 }\n"
+    return cfg
+
+
+def simple_body():
+    return json.dumps({"inputs": [
+        {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
+        {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}]})
+
+
+def dlrm_body(seed=0):
+    import random
+    r = random.Random(seed)
+    return json.dumps({"inputs": [
+        {"name": "dense", "datatype": "FP32", "shape": [1, 13], "data": [round(r.uniform(-1, 1), 4) for _ in range(13)]},
+        {"name": "sparse", "datatype": "INT64", "shape": [1, 8], "data": [r.randrange(n) for n in DLRM_TABLE_ROWS]}]})
+
+
+def wrk(url, body, connections, duration, workdir, threads=2):
+    script = os.path.join(workdir, "req.lua")
+    with open(script, "w") as f:
+        if body is None:
+            f.write('wrk.method = "GET"\n')
+        else:
+            f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n')
+            f.write("wrk.body = " + json.dumps(body) + "\n")
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "-s", script, url],
+                         capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errors = re.search(r"Socket errors:.*", out)
+
+    def pct(p):
+        m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)", out)
+        if not m:
+            return float("nan")
+        v, unit = float(m.group(1)), m.group(2)
+        return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
+
+    return {"rps": rps, "p50_ms": pct(50), "p99_ms": pct(99), "non2xx": int(non2xx.group(1)) if non2xx else 0,
+            "socket_errors": errors.group(0) if errors else ""}
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_nginx(workdir, body_size, port):
+    root = os.path.join(workdir, "www")
+    os.makedirs(root, exist_ok=True)
+    for d in (workdir, root):  # nginx's workers may run as another user (www-data when started as root)
+        os.chmod(d, 0o755)
+    with open(os.path.join(root, "response.json"), "w") as f:
+        f.write("x" * body_size)
+    os.chmod(os.path.join(root, "response.json"), 0o644)
+    conf = os.path.join(workdir, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(f"""worker_processes 2;
+daemon off;
+pid {workdir}/nginx.pid;
+error_log {workdir}/nginx_error.log;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  keepalive_requests 1000000;
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{ root {root}; default_type application/json; }}
+  }}
+}}
+""")
+    proc = subprocess.Popen(["nginx", "-c", conf, "-p", workdir], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/response.json", timeout=1).read()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise RuntimeError("nginx did not start: " + open(os.path.join(workdir, "nginx_error.log")).read()[-2000:])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--inferloop", default=os.path.join(ROOT, "build", "inferloop"))
+    a = ap.parse_args()
+    dlrm = os.path.join(ROOT, "bench", "models", "dlrm", "model.onnx")
+    if not os.path.exists(dlrm):
+        sys.exit(f"missing {dlrm}: run /usr/bin/python3 bench/make_zoo.py first")
+    work = tempfile.mkdtemp(prefix="inferloop_serve_bench_")
+    try:
+        repo = os.path.join(work, "repo")
+        for name, batching in (("dlrm_batched", True), ("dlrm_unbatched", False)):
+            os.makedirs(os.path.join(repo, name, "1"))
+            os.symlink(dlrm, os.path.join(repo, name, "1", "model.onnx"))
+            with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
+                f.write(dlrm_config(name, batching))
+        shutil.copytree(os.path.join(ROOT, "examples", "model_repository", "simple"), os.path.join(repo, "simple"))
+        srv = Server(a.inferloop, repo, "--grpc-port", "-1", "--max-inflight", "4096")
+        base = f"http://127.0.0.1:{srv.http_port}"
+        # The size of simple's response, for nginx's static file.
+        req = urllib.request.Request(f"{base}/v2/models/simple/infer", data=simple_body().encode(),
+                                     headers={"Content-Type": "application/json"})
+        simple_response_size = len(urllib.request.urlopen(req).read())
+        nginx_port = free_port()
+        nginx = start_nginx(work, simple_response_size, nginx_port)
+        results = {k: [] for k in ("dlrm_batched", "dlrm_unbatched", "simple", "nginx")}
+        body = dlrm_body()
+        for r in range(a.rounds):
+            for name in ("dlrm_batched", "dlrm_unbatched"):
+                results[name].append(wrk(f"{base}/v2/models/{name}/infer", body, a.connections, a.duration, work))
+            results["simple"].append(wrk(f"{base}/v2/models/simple/infer", simple_body(), a.connections, a.duration, work))
+            results["nginx"].append(wrk(f"http://127.0.0.1:{nginx_port}/response.json", None, a.connections, a.duration, work))
+            print(f"round {r + 1}/{a.rounds}: " + ", ".join(f"{k} {v[-1]['rps']:.0f} req/s" for k, v in results.items()),
+                  flush=True)
+        nginx.send_signal(signal.SIGQUIT)
+        nginx.wait(30)
+        rc = srv.terminate()
+        srv.__exit__()
+
+        def med(name, key):
+            return statistics.median(x[key] for x in results[name])
+
+        cpu = ""
+        try:
+            cpu = [ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")][0]
+        except (OSError, IndexError):
+            pass
+        print(f"\nwrk -t2 -c{a.connections} -d{a.duration}s, {a.rounds} alternating rounds, medians; "
+              f"{os.cpu_count()} CPUs ({cpu}); server --threads 1, 2 instances per model\n")
+        print("| contender | req/s | p50 ms | p99 ms | non-2xx |")
+        print("|---|---:|---:|---:|---:|")
+        for name in results:
+            print(f"| {name} | {med(name, 'rps'):.0f} | {med(name, 'p50_ms'):.2f} | {med(name, 'p99_ms'):.2f} | "
+                  f"{sum(x['non2xx'] for x in results[name])} |")
+        print(f"\nDLRM dynamic batching on / off: {med('dlrm_batched', 'rps') / med('dlrm_unbatched', 'rps'):.2f}x "
+              f"throughput (aim >= 3x)")
+        print(f"simple REST / nginx static ({simple_response_size} B): "
+              f"{med('simple', 'rps') / med('nginx', 'rps'):.2f} (aim >= 0.5)")
+        print(f"server exit code {rc}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
