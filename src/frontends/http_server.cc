@@ -167,6 +167,7 @@ class Session : public std::enable_shared_from_this<Session> {
     uint64_t seq = 0;
     unsigned version = 11;
     bool keep_alive = true;
+    bool head = false;
     bool close_after = false;  // an error that leaves the stream unusable
     std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
     std::optional<http::response<http::string_body>> response;
@@ -186,6 +187,7 @@ class Session : public std::enable_shared_from_this<Session> {
     for (auto& [name, value] : answer.headers) res.insert(name, value);
     res.body() = std::move(answer.body);
     res.prepare_payload();
+    if (slot.head) res.body().clear();  // a HEAD answer has the headers of a GET one and no body
   }
 
   // A slot whose answer the server gives itself (limits, malformed requests, draining).
@@ -270,6 +272,7 @@ class Session : public std::enable_shared_from_this<Session> {
     slot.seq = next_seq_++;
     slot.version = req.version();
     slot.keep_alive = req.keep_alive();
+    slot.head = req.method() == http::verb::head;
     if (!slot.keep_alive) read_closed_ = true;
 
     HttpRequest request;

@@ -262,7 +262,7 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
   if (!segments_or.ok()) return respond(Error(segments_or.status()));
   const std::vector<std::string>& seg = *segments_or;
   const std::string& method = request.method;
-  const bool get = method == "GET";
+  const bool get = method == "GET" || method == "HEAD";  // the server sends no body for HEAD
   const bool post = method == "POST";
   auto not_found = [&] { respond(Error(404, "unknown path '" + request.target.substr(0, 200) + "'")); };
 
@@ -344,9 +344,17 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
         Status st = ParseControlBody(request.body, doc);
         if (!st.ok()) return respond(Error(st));
         auto it = doc.FindMember("parameters");
-        if (it != doc.MemberEnd() && !(it->value.IsObject() && it->value.MemberCount() == 0)) {
-          return respond(Error(Status::Unimplemented(
-              "model load/unload parameters (configuration override, files) are not supported")));
+        if (it != doc.MemberEnd()) {
+          if (!it->value.IsObject()) return respond(Error(400, "\"parameters\" must be a JSON object"));
+          // Unload's "unload_dependents" concerns ensembles, which inferloop has not: ignored.
+          // Load's configuration override and model files are not supported.
+          for (auto p = it->value.MemberBegin(); p != it->value.MemberEnd(); ++p) {
+            std::string_view key(p->name.GetString(), p->name.GetStringLength());
+            if (seg[4] == "load" && (key == "config" || key.substr(0, 5) == "file:")) {
+              return respond(Error(Status::Unimplemented(
+                  "model load parameter '" + std::string(key) + "' (configuration override, model files) is not supported")));
+            }
+          }
         }
       }
       auto done = [respond](Status st) { respond(st.ok() ? Empty(200) : Error(st)); };
