@@ -309,8 +309,9 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
         rj::Document doc;
         Status st = ParseControlBody(request.body, doc);
         if (!st.ok()) return respond(Error(st));
-        auto it = doc.FindMember("ready");
-        if (it != doc.MemberEnd()) {
+        const rj::Value& body = doc;
+        auto it = body.FindMember("ready");
+        if (it != body.MemberEnd()) {
           if (!it->value.IsBool()) return respond(Error(400, "\"ready\" must be a boolean"));
           ready_only = it->value.GetBool();
         }
@@ -343,8 +344,9 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
         rj::Document doc;
         Status st = ParseControlBody(request.body, doc);
         if (!st.ok()) return respond(Error(st));
-        auto it = doc.FindMember("parameters");
-        if (it != doc.MemberEnd()) {
+        const rj::Value& body = doc;
+        auto it = body.FindMember("parameters");
+        if (it != body.MemberEnd()) {
           if (!it->value.IsObject()) return respond(Error(400, "\"parameters\" must be a JSON object"));
           // Unload's "unload_dependents" concerns ensembles, which inferloop has not: ignored.
           // Load's configuration override and model files are not supported.

@@ -317,6 +317,18 @@ TEST(HttpServer, IdleConnectionIsClosedAfterTheReadTimeout) {
   EXPECT_TRUE(WaitFor([&] { return server->connection_count() == 0; }));
 }
 
+TEST(HttpServer, ClientThatDoesNotReadItsAnswerIsClosedAfterTheWriteTimeout) {
+  HttpServerOptions options;
+  options.write_timeout = std::chrono::milliseconds(200);
+  auto server = StartServer([](HttpRequest, HttpResponder respond) { respond(Text(std::string(64 << 20, 'z'))); },
+                            options);
+  ASSERT_TRUE(server);
+  TestConnection c(server->port());
+  ASSERT_TRUE(c.Send(MakeHttpRequest("GET", "/huge")));
+  // 64 MiB do not fit into the socket buffers of a client that reads nothing.
+  EXPECT_TRUE(WaitFor([&] { return server->connection_count() == 0; }));
+}
+
 TEST(HttpServer, ThousandIdleConnectionsDoNotStopOtherClients) {
   auto server = StartServer(EchoHandler);
   ASSERT_TRUE(server);
