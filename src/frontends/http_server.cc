@@ -16,7 +16,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
-#include <array>
+#include <vector>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -167,6 +167,7 @@ class Session : public std::enable_shared_from_this<Session> {
     uint64_t seq = 0;
     unsigned version = 11;
     bool keep_alive = true;
+    bool head = false;
     bool close_after = false;  // an error that leaves the stream unusable
     std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
     std::optional<http::response<http::string_body>> response;
@@ -186,6 +187,7 @@ class Session : public std::enable_shared_from_this<Session> {
     for (auto& [name, value] : answer.headers) res.insert(name, value);
     res.body() = std::move(answer.body);
     res.prepare_payload();
+    if (slot.head) res.body().clear();  // a HEAD answer has the headers of a GET one and no body
   }
 
   // A slot whose answer the server gives itself (limits, malformed requests, draining).
@@ -210,7 +212,21 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnTimer(beast::error_code ec) {
     if (ec || closed_) return;
     if (lingering_) return Close();
-    if (Idle()) Close();  // idle keep-alive connection or a client too slow to send its request
+    if (Idle()) return Close();  // idle keep-alive connection or a client too slow to send its request
+    if (writing_) {
+      Clock::time_point due = write_started_ + core_.options.write_timeout;
+      if (Clock::now() >= due) return Close();  // the client does not take its answer
+      timer_.expires_at(due);
+      timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->OnTimer(ec); });
+    }
+    // Otherwise an answer is being computed: the timer is armed again once nothing is owed.
+  }
+
+  // Bounds the write about to start by write_timeout.
+  void StartWriteTimer() {
+    write_started_ = Clock::now();
+    timer_.expires_after(core_.options.write_timeout);
+    timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->OnTimer(ec); });
   }
 
   void DoRead() {
@@ -238,6 +254,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (beast::iequals(expect, "100-continue") && Idle() && !parser_->is_done()) {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       writing_ = true;
+      StartWriteTimer();
       asio::async_write(socket_, asio::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, size_t) {
         self->writing_ = false;
         if (self->closed_) return;
@@ -262,6 +279,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) return OnReadError(ec);
     http::request<http::string_body> req = parser_->release();
     parser_.reset();
+    // An idle connection keeps no large read buffer.
+    if (buffer_.size() == 0 && buffer_.capacity() > 16 * 1024) buffer_.shrink_to_fit();
     if (draining_) {
       PushError(req.version(), 503, "the server is shutting down");
       return;
@@ -270,6 +289,7 @@ class Session : public std::enable_shared_from_this<Session> {
     slot.seq = next_seq_++;
     slot.version = req.version();
     slot.keep_alive = req.keep_alive();
+    slot.head = req.method() == http::verb::head;
     if (!slot.keep_alive) read_closed_ = true;
 
     HttpRequest request;
@@ -326,6 +346,7 @@ class Session : public std::enable_shared_from_this<Session> {
     close_after_write_ = slot.close_after || !slot.keep_alive || last;
     slot.response->keep_alive(!close_after_write_);
     writing_ = true;
+    StartWriteTimer();
     http::async_write(socket_, *slot.response,
                       [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); });
   }
@@ -361,6 +382,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Discard() {
     reading_ = true;
+    scratch_.resize(4096);
     socket_.async_read_some(asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t) {
       self->reading_ = false;
       if (self->closed_) return;
@@ -377,7 +399,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::deque<Slot> slots_;  // requests handed out and not yet written, in arrival order
   uint64_t next_seq_ = 0;
   Clock::time_point header_time_;
-  std::array<char, 4096> scratch_{};
+  std::vector<char> scratch_;  // for Discard
+  Clock::time_point write_started_;
   bool reading_ = false;
   bool writing_ = false;
   bool read_closed_ = false;  // no further request will be read
@@ -441,7 +464,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options,
   if (options.io_threads < 1) return Status::InvalidArgument("http server: io_threads must be at least 1");
   if (!handler) return Status::InvalidArgument("http server: no request handler");
   if (options.max_pipelined < 1) return Status::InvalidArgument("http server: max_pipelined must be at least 1");
-  if (options.read_timeout.count() <= 0) return Status::InvalidArgument("http server: read_timeout must be positive");
+  if (options.read_timeout.count() <= 0 || options.write_timeout.count() <= 0) {
+    return Status::InvalidArgument("http server: read_timeout and write_timeout must be positive");
+  }
   auto core = std::make_shared<Core>();
   core->self = core;
   core->options = std::move(options);

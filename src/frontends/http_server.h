@@ -8,7 +8,8 @@
 // Limits: a request whose header exceeds max_header_bytes gets 431, whose body exceeds
 // max_body_bytes 413 (both with a JSON error body), a malformed one 400; the connection is then
 // closed. A connection that owes nothing and has not sent a complete request within read_timeout
-// (an idle keep-alive connection, a slow client) is closed.
+// (an idle keep-alive connection, a slow client) is closed, and so is one that does not read an
+// answer within write_timeout.
 //
 // Shutdown: StopAccepting() closes the listening socket; Shutdown(deadline) also stops reading new
 // requests, waits until every request already received is answered (or the deadline passes), then
@@ -80,6 +81,8 @@ struct HttpServerOptions {
   // A connection that owes nothing is closed when no complete request arrived within this time
   // since it was accepted or since its last answer was written.
   std::chrono::milliseconds read_timeout{60'000};
+  // A connection whose client has not taken an answer within this time is closed.
+  std::chrono::milliseconds write_timeout{60'000};
   // Requests of one connection handed to the handler but not yet answered; beyond it the
   // connection is not read until an answer is written.
   int max_pipelined = 32;

@@ -262,7 +262,7 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
   if (!segments_or.ok()) return respond(Error(segments_or.status()));
   const std::vector<std::string>& seg = *segments_or;
   const std::string& method = request.method;
-  const bool get = method == "GET";
+  const bool get = method == "GET" || method == "HEAD";  // the server sends no body for HEAD
   const bool post = method == "POST";
   auto not_found = [&] { respond(Error(404, "unknown path '" + request.target.substr(0, 200) + "'")); };
 
@@ -309,8 +309,9 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
         rj::Document doc;
         Status st = ParseControlBody(request.body, doc);
         if (!st.ok()) return respond(Error(st));
-        auto it = doc.FindMember("ready");
-        if (it != doc.MemberEnd()) {
+        const rj::Value& body = doc;
+        auto it = body.FindMember("ready");
+        if (it != body.MemberEnd()) {
           if (!it->value.IsBool()) return respond(Error(400, "\"ready\" must be a boolean"));
           ready_only = it->value.GetBool();
         }
@@ -343,17 +344,18 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
         rj::Document doc;
         Status st = ParseControlBody(request.body, doc);
         if (!st.ok()) return respond(Error(st));
-        auto it = doc.FindMember("parameters");
-        if (it != doc.MemberEnd()) {
-          if (!it->value.IsObject())
-            return respond(Error(Status::InvalidArgument("\"parameters\" must be an object")));
-          // unload_dependents (what tritonclient sends on every unload) concerns ensembles, which
-          // inferloop does not have: accepted. Configuration and file overrides are not supported.
-          for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
-            const std::string name(m->name.GetString(), m->name.GetStringLength());
-            if (name == "unload_dependents" && m->value.IsBool()) continue;
-            return respond(Error(Status::Unimplemented("model " + seg[4] + " parameter '" + name +
-                                                       "' is not supported (configuration and file overrides are not)")));
+        const rj::Value& body = doc;
+        auto it = body.FindMember("parameters");
+        if (it != body.MemberEnd()) {
+          if (!it->value.IsObject()) return respond(Error(400, "\"parameters\" must be a JSON object"));
+          // Unload's "unload_dependents" concerns ensembles, which inferloop has not: ignored.
+          // Load's configuration override and model files are not supported.
+          for (auto p = it->value.MemberBegin(); p != it->value.MemberEnd(); ++p) {
+            std::string_view key(p->name.GetString(), p->name.GetStringLength());
+            if (seg[4] == "load" && (key == "config" || key.substr(0, 5) == "file:")) {
+              return respond(Error(Status::Unimplemented(
+                  "model load parameter '" + std::string(key) + "' (configuration override, model files) is not supported")));
+            }
           }
         }
       }

@@ -382,7 +382,12 @@ TEST_F(RestTest, LoadAndUnload) {
   service_.load_status = Status::NotFound("no model 'x' in the repository");
   ExpectJsonError(Post("/v2/repository/models/x/load"), 404);
   ExpectJsonError(Post("/v2/repository/models/simple/load", "{oops"), 400);
-  ExpectJsonError(Post("/v2/repository/models/simple/load", R"({"parameters":{"config":"{}"}})"), 501);
+  ExpectJsonError(Post("/v2/repository/models/simple/load", R"({"parameters":{"config":"{}"}})"), 501, "config");
+  ExpectJsonError(Post("/v2/repository/models/simple/load", R"({"parameters":{"file:1/model.onnx":"AA=="}})"), 501);
+  ExpectJsonError(Post("/v2/repository/models/simple/load", R"({"parameters":3})"), 400);
+  // What tritonclient's unload_model sends.
+  service_.load_status = Status::Ok();
+  EXPECT_EQ(Post("/v2/repository/models/simple/unload", R"({"parameters":{"unload_dependents":false}})").status, 200);
   EXPECT_EQ(Get("/v2/repository/models/simple/load").status, 405);
   EXPECT_EQ(Post("/v2/repository/models/simple/reload").status, 404);
 }

@@ -140,6 +140,37 @@ TEST(HttpServer, PipelinedRequestsAreAnsweredInOrderEvenWhenAnsweredOutOfOrder) 
   answerer.join();
 }
 
+TEST(HttpServer, PipelinedRequestsBeyondTheLimitWaitForAnswers) {
+  HeldRequests held;
+  HttpServerOptions options;
+  options.max_pipelined = 2;
+  auto server = StartServer(held.Handler(), options);
+  ASSERT_TRUE(server);
+  TestConnection c(server->port());
+  std::string batch;
+  for (int i = 0; i < 5; ++i) batch += MakeHttpRequest("GET", "/q/" + std::to_string(i));
+  ASSERT_TRUE(c.Send(batch));
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(held.WaitCount(i + 1)) << i;
+    auto [req, respond] = held.Take(i);
+    EXPECT_EQ(req.target, "/q/" + std::to_string(i));
+    respond(Text(std::to_string(i)));
+  }
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(c.Read().body, std::to_string(i));
+}
+
+TEST(HttpServer, HeadAnswerHasNoBody) {
+  auto server = StartServer(EchoHandler);
+  ASSERT_TRUE(server);
+  TestConnection c(server->port());
+  ASSERT_TRUE(c.Send("HEAD /h HTTP/1.1\r\nHost: x\r\n\r\n" + MakeHttpRequest("GET", "/after")));
+  auto head = c.Read(/*head=*/true);
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.HeaderOr("Content-Length"), "8");  // "HEAD /h " as for GET
+  // The next answer follows right after the header: no body bytes in between.
+  EXPECT_EQ(c.Read().body, "GET /after ");
+}
+
 TEST(HttpServer, AnswerGivenLaterFromAnotherThread) {
   HeldRequests held;
   auto server = StartServer(held.Handler());
@@ -296,10 +327,10 @@ TEST(HttpServer, ClientClosingWhileARequestIsInFlightSetsCancelled) {
     ASSERT_TRUE(held.WaitCount(1));
     EXPECT_FALSE(held.Take(0).first.cancelled->load());
   }  // closes
-  auto [req, respond] = held.Take(0);
-  EXPECT_TRUE(WaitFor([&] { return req.cancelled->load(); }));
+  auto cancelled = held.Take(0).first.cancelled;
+  EXPECT_TRUE(WaitFor([&] { return cancelled->load(); }));
   // Answering a request whose connection is gone is harmless.
-  respond(Text("too late"));
+  held.Take(0).second(Text("too late"));
   EXPECT_TRUE(WaitFor([&] { return server->connection_count() == 0; }));
 }
 
@@ -314,6 +345,18 @@ TEST(HttpServer, IdleConnectionIsClosedAfterTheReadTimeout) {
   TestConnection slow(server->port());
   ASSERT_TRUE(slow.Send("GET /slow HTTP/1.1\r\nHo"));
   EXPECT_TRUE(slow.WaitClosed());
+  EXPECT_TRUE(WaitFor([&] { return server->connection_count() == 0; }));
+}
+
+TEST(HttpServer, ClientThatDoesNotReadItsAnswerIsClosedAfterTheWriteTimeout) {
+  HttpServerOptions options;
+  options.write_timeout = std::chrono::milliseconds(200);
+  auto server = StartServer([](HttpRequest, HttpResponder respond) { respond(Text(std::string(64 << 20, 'z'))); },
+                            options);
+  ASSERT_TRUE(server);
+  TestConnection c(server->port());
+  ASSERT_TRUE(c.Send(MakeHttpRequest("GET", "/huge")));
+  // 64 MiB do not fit into the socket buffers of a client that reads nothing.
   EXPECT_TRUE(WaitFor([&] { return server->connection_count() == 0; }));
 }
 
