@@ -106,9 +106,10 @@ TEST(GrpcServerStandalone, DestructorShutsDownWithACallInFlight) {
   fake.TakePending().done(Status::Internal("late"));
 }
 
-// Not a check: with INFERLOOP_GRPC_SERVE_SECONDS=N (and optionally INFERLOOP_GRPC_PORT) it serves
+// Not a check (disabled; run with --gtest_also_run_disabled_tests): with INFERLOOP_GRPC_SERVE_SECONDS=N
+// (and optionally INFERLOOP_GRPC_PORT) it serves
 // the fake for N seconds, for interoperability checks by hand with real clients (tritonclient).
-TEST(GrpcServerStandalone, ServeForManualInterop) {
+TEST(GrpcServerStandalone, DISABLED_ServeForManualInterop) {
   const char* seconds = std::getenv("INFERLOOP_GRPC_SERVE_SECONDS");
   if (seconds == nullptr) GTEST_SKIP() << "set INFERLOOP_GRPC_SERVE_SECONDS to serve the fake";
   FakeGrpcInferenceService fake;
