@@ -72,6 +72,7 @@ int RunServe(const ServeArgs& a) {
   so.manager.per_model_limits.max_inflight_bytes = a.model_max_inflight_mb << 20;
   so.global_limits.max_inflight_requests = a.max_inflight;
   so.global_limits.max_inflight_bytes = a.max_inflight_mb << 20;
+  so.inline_slots = a.http_threads - 1;
   so.liveness_stall_limit = std::chrono::milliseconds(static_cast<int64_t>(a.liveness_stall_seconds * 1000));
   auto server_r = serve::InferenceServer::Create(so, &log);
   if (!server_r.ok()) {

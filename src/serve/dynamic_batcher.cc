@@ -97,6 +97,9 @@ struct DynamicBatcher::State {
   int64_t depth = 0;
   int64_t running = 0;
   std::vector<std::optional<Clock::time_point>> batch_started;  // per instance
+  std::vector<bool> inline_claimed;  // per instance: a caller thread runs a batch on it (TryRunInline)
+  bool timer_idle = false;           // the timer thread waits with no deadline (queues were empty)
+  int inline_running = 0;            // instances claimed by TryRunInline now
   Clock::time_point all_idle_since = Clock::now();
   bool draining = false;
   bool stopping = false;
@@ -260,6 +263,10 @@ struct DynamicBatcher::State {
         work_cv.wait(lock);
         continue;
       }
+      if (inline_claimed[static_cast<size_t>(instance)]) {  // a caller runs on this instance now
+        work_cv.wait(lock);
+        continue;
+      }
       Candidate c = Plan();
       std::optional<DispatchReason> reason;
       if (c.full) {
@@ -301,7 +308,9 @@ struct DynamicBatcher::State {
       }
       if (stopping) return;
       if (Empty()) {
+        timer_idle = true;
         timer_cv.wait(lock);
+        timer_idle = false;
       } else {
         Clock::time_point until = Clock::now() + kCancelPoll;
         if (next && *next < until) until = *next;
@@ -325,6 +334,7 @@ DynamicBatcher::DynamicBatcher(BatcherOptions options, BatchExecutor executor, B
   s.observer = observer;
   s.levels.resize(s.options.priority_levels);
   s.batch_started.resize(static_cast<size_t>(s.options.instance_count));
+  s.inline_claimed.assign(static_cast<size_t>(s.options.instance_count), false);
   s.timer = std::thread([&s] { s.TimerLoop(); });
   for (int i = 0; i < s.options.instance_count; ++i) {
     s.workers.emplace_back([&s, i] { s.WorkerLoop(i); });
@@ -372,6 +382,7 @@ Status DynamicBatcher::Enqueue(std::unique_ptr<PendingRequest> request) {
                                    s.options.name + "'s max_batch_size " + std::to_string(s.options.max_batch_size));
   }
   const QueuePolicy& policy = s.PolicyFor(level);
+  bool wake_timer = false, wake_all = false;
   std::chrono::microseconds timeout = policy.default_timeout;
   if (policy.allow_timeout_override && request->timeout && request->timeout->count() > 0 &&
       (timeout.count() <= 0 || *request->timeout < timeout)) {
@@ -390,13 +401,67 @@ Status DynamicBatcher::Enqueue(std::unique_ptr<PendingRequest> request) {
     e.req->enqueued = Clock::now();
     if (timeout.count() > 0) e.deadline = e.req->enqueued + std::min(timeout, kMaxWait);
     e.action = policy.timeout_action;
+    const bool has_deadline = e.deadline.has_value();
     q.push_back(std::move(e));
     ++s.depth;
     s.NotifyDepth();
+    // The timer needs waking only from its idle wait or for a deadline (it polls every
+    // kCancelPoll while anything waits): one futex wake less per request.
+    wake_timer = s.timer_idle || has_deadline;
+    wake_all = s.inline_running > 0;
   }
-  s.work_cv.notify_all();
-  s.timer_cv.notify_one();
+  // One worker is enough for one new request (a busy worker looks at the queues again when its
+  // batch is done) - unless an instance is claimed by an inline run: its worker would swallow
+  // the wake-up, so then every worker is woken.
+  if (wake_all) {
+    s.work_cv.notify_all();
+  } else {
+    s.work_cv.notify_one();
+  }
+  if (wake_timer) s.timer_cv.notify_one();
   return Status::Ok();
+}
+
+bool DynamicBatcher::TryRunInline(std::unique_ptr<PendingRequest>& request) {
+  State& s = *state_;
+  if (!request || request->rows < 1) return false;
+  if (s.options.max_queue_delay.count() != 0 && s.options.max_batch_size > 0) return false;
+  if (s.options.max_batch_size > 0 && request->rows > s.options.max_batch_size) return false;
+  const uint32_t level = request->priority == 0 ? s.options.default_priority_level : request->priority;
+  if (level > s.options.priority_levels) return false;
+  if (request->context.cancelled && request->context.cancelled->load()) return false;
+  size_t slot = 0;
+  const auto now = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.draining || s.stopping || s.depth != 0 || s.running >= s.options.instance_count) return false;
+    while (slot < s.batch_started.size() && (s.batch_started[slot] || s.inline_claimed[slot])) ++slot;
+    if (slot == s.batch_started.size()) return false;
+    s.inline_claimed[slot] = true;
+    s.batch_started[slot] = now;
+    ++s.running;
+    ++s.inline_running;
+  }
+  Batch batch;
+  batch.rows = request->rows;
+  batch.reason = DispatchReason::kDelay;  // nothing to wait for: dispatched at once
+  request->enqueued = now;
+  request->dispatched = now;
+  batch.requests.push_back(std::move(request));
+  if (s.observer) s.observer->OnDispatch(batch);
+  s.executor(static_cast<int>(slot), std::move(batch));
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.inline_claimed[slot] = false;
+    s.batch_started[slot].reset();
+    --s.running;
+    --s.inline_running;
+    if (s.running == 0) s.all_idle_since = Clock::now();
+  }
+  // Requests queued meanwhile may have waited for this instance.
+  s.work_cv.notify_all();
+  s.idle_cv.notify_all();
+  return true;
 }
 
 void DynamicBatcher::Drain() {

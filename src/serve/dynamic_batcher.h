@@ -109,6 +109,14 @@ class DynamicBatcher {
   // Unavailable) returns the error and does NOT call request->done; the caller answers.
   Status Enqueue(std::unique_ptr<PendingRequest> request);
 
+  // Runs `request` at once on the calling thread when that changes no outcome: nothing is
+  // queued (nothing to overtake or batch with), there is no batching delay to wait for
+  // (max_queue_delay 0, or no batching), an instance is idle (the request takes it), and the
+  // batcher is not draining. Returns true when it ran (the executor has answered it; `request`
+  // is empty), false with `request` untouched otherwise (then Enqueue it). Saves the hand-off to
+  // a worker thread: for models that take microseconds, that hand-off costs more than the model.
+  bool TryRunInline(std::unique_ptr<PendingRequest>& request);
+
   void Drain();
 
   int64_t QueueDepth() const;

@@ -16,6 +16,7 @@ Result<std::unique_ptr<InferenceServer>> InferenceServer::Create(InferenceServer
   mo.metrics_for = [self](const std::string& model, int64_t version) { return self->metrics_.ForVersion(model, version); };
   mo.on_version_removed = [self](const std::string& model, int64_t version) { self->metrics_.RemoveVersion(model, version); };
   mo.log = log;
+  if (s->options_.inline_slots > 0) mo.inline_slots = std::make_shared<std::atomic<int>>(s->options_.inline_slots);
   auto m = ModelManager::Create(std::move(mo));
   if (!m.ok()) return m.status();
   s->manager_ = std::move(m).value();

@@ -22,6 +22,10 @@ struct InferenceServerOptions {
   // Live turns false when a model's scheduler has made no progress for this long (a batch
   // running, or requests waiting with every instance idle).
   std::chrono::milliseconds liveness_stall_limit{60000};
+  // Caller threads that may run a fast model's request inline at once (see
+  // DynamicBatcher::TryRunInline); `inferloop serve` uses HTTP io threads - 1, so one io thread
+  // is always free to read requests. 0: never.
+  int inline_slots = 0;
 };
 
 class InferenceServer final : public InferenceService {

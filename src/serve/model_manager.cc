@@ -196,6 +196,7 @@ Status ModelManager::DoLoad(const std::string& model) {
     VersionLoadOptions vo;
     vo.session = options_.session;
     vo.limits = options_.per_model_limits;
+    vo.inline_slots = options_.inline_slots;
     if (options_.metrics_for) vo.metrics = options_.metrics_for(model, vf.version);
     vo.progress = [this, model, v = vf.version](const std::string& what) {
       std::lock_guard<std::mutex> lock(mu_);

@@ -12,6 +12,7 @@
 //   is answered.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -48,6 +49,8 @@ struct ModelManagerOptions {
   // Called after a version stops serving (for metrics cleanup); may be empty.
   std::function<void(const std::string& model, int64_t version)> on_version_removed;
   EventLog* log = nullptr;  // may be null
+  // See VersionLoadOptions::inline_slots.
+  std::shared_ptr<std::atomic<int>> inline_slots;
 };
 
 class ModelManager {

@@ -179,6 +179,7 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   for (const auto& out : v->config_.output()) v->output_names_.push_back(out.name());
   v->gate_ = AdmissionGate::Create("model '" + model_name + "' version " + std::to_string(version), options.limits);
   v->metrics_ = options.metrics;
+  v->inline_slots_ = options.inline_slots;
 
   progress("warming up");
   if (Status st = v->Warmup(); !st.ok()) return Status(st.code(), "warmup of '" + model_name + "': " + st.message());
@@ -260,8 +261,12 @@ Status ServedModelVersion::Warmup() {
     }
     const uint32_t count = std::max<uint32_t>(1, w.count());
     for (uint32_t i = 0; i < count; ++i) {
+      const auto t0 = Clock::now();
       auto r = session_->Run(inputs, RunOptions{output_names_});
       if (!r.ok()) return Status(r.status().code(), "sample '" + w.name() + "': " + r.status().message());
+      // The first sample's last run seeds the execution-time average (the first run plans).
+      if (mean_execution_ns_.load() == INT64_MAX && i + 1 == count)
+        mean_execution_ns_.store(std::chrono::duration_cast<nanoseconds>(Clock::now() - t0).count());
     }
   }
   return Status::Ok();
@@ -380,6 +385,14 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
     tickets->first.Release();
     tickets->second.Release();
   };
+  if (inline_slots_ && mean_execution_ns_.load(std::memory_order_relaxed) < kInlineMaxExecution.count() * 1000) {
+    // A fast model, nothing queued, an instance idle: run here instead of handing over to a
+    // worker thread and back (bench/serve_bench.py measures the difference).
+    bool ran = false;
+    if (inline_slots_->fetch_sub(1) > 0) ran = batcher_->TryRunInline(p);
+    inline_slots_->fetch_add(1);
+    if (ran) return true;
+  }
   Status st = batcher_->Enqueue(std::move(p));
   if (!st.ok()) {
     // Refused (queue full, bad priority): Enqueue does not call the callback; answer here.
@@ -475,6 +488,12 @@ void ServedModelVersion::ExecuteBatch(int /*instance*/, Batch batch) {
       per_request.push_back(out_tensors);
     }
     const auto t3 = Clock::now();
+    {
+      // Moving average (1/8 weight) of how long a batch takes, for the inline decision.
+      const int64_t took = std::chrono::duration_cast<nanoseconds>(t3 - t0).count();
+      const int64_t old = mean_execution_ns_.load(std::memory_order_relaxed);
+      mean_execution_ns_.store(old == INT64_MAX ? took : old + (took - old) / 8, std::memory_order_relaxed);
+    }
     {
       std::lock_guard<std::mutex> lock(stats_->mu);
       auto& s = stats_->s;

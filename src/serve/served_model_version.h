@@ -49,11 +49,18 @@ struct VersionLoadOptions {
   // Called with human-readable progress while loading ("creating session", "warmup 2/4").
   std::function<void(const std::string&)> progress;
   std::shared_ptr<VersionMetricsSink> metrics;  // may be null
+  // Shared by every version of a server: how many caller threads may run a request inline at
+  // once (see DynamicBatcher::TryRunInline; only for versions whose batches take under
+  // kInlineMaxExecution on average). Null or 0: never inline.
+  std::shared_ptr<std::atomic<int>> inline_slots;
 };
 
 class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersion> {
  public:
   static constexpr int kBreakerFailures = 5;
+  // Requests of a version whose batches take less than this on average may run on the caller's
+  // (io) thread when nothing is queued and an instance is idle.
+  static constexpr std::chrono::microseconds kInlineMaxExecution{100};
 
   // `partial_config`: as parsed from config.pbtxt (or only the name); completed from the model.
   // `model_dir`: DIR/<model>, where warmup input files live (<model_dir>/warmup/).
@@ -113,6 +120,8 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
   std::unique_ptr<DynamicBatcher> batcher_;
   std::unique_ptr<Stats> stats_;
   int64_t load_rss_bytes_ = 0;
+  std::shared_ptr<std::atomic<int>> inline_slots_;
+  std::atomic<int64_t> mean_execution_ns_{INT64_MAX};  // moving average of batch execution time
   std::shared_mutex drain_mu_;
   std::atomic<bool> draining_{false};
 

@@ -61,6 +61,19 @@ def simple_inputs(mod, batch=1, binary=True, seed=0):
     return ins, a, b
 
 
+def wait_blocker_running(server, model="slow", timeout=30):
+    """Waits until a request is admitted and no longer queued: it is being computed."""
+    end = time.time() + timeout
+    while time.time() < end:
+        m = metrics(server.metrics_port)
+        inflight = metric_value(m, "inferloop_inflight_requests") or 0
+        depth = metric_value(m, "inferloop_queue_depth", model=model, version="1") or 0
+        if inflight >= 1 and depth == 0:
+            return
+        time.sleep(0.01)
+    raise AssertionError("the blocking request never started")
+
+
 def rounds_for(seconds, server):
     """Loop rounds of the slow model that take about `seconds` on this machine (measured)."""
     n = 20000
@@ -345,7 +358,7 @@ class TestScheduling(SharedServerTest):
 
     def test_priority_overtakes_and_timeouts(self):
         port = self.server.http_port
-        blocker_rounds = rounds_for(2.5, self.server)
+        blocker_rounds = rounds_for(3.0, self.server)
         order, lock = [], threading.Lock()
 
         def send(tag, body):
@@ -355,10 +368,11 @@ class TestScheduling(SharedServerTest):
 
         with cf.ThreadPoolExecutor(16) as pool:
             futs = [pool.submit(send, "blocker", slow_request(blocker_rounds))]
-            time.sleep(0.3)  # the blocker runs; everything below queues behind it
-            for i in range(4):
+            wait_blocker_running(self.server)  # everything below queues behind it
+            for i in range(4):  # one at a time, so they queue in this order
                 futs.append(pool.submit(send, f"low{i}", slow_request(1000, priority=2)))
-            futs.append(pool.submit(send, "expires", slow_request(1000, priority=2, timeout_us=200000)))
+                self.wait_queue_depth(i + 1)
+            futs.append(pool.submit(send, "expires", slow_request(1000, priority=2, timeout_us=1000000)))
             self.wait_queue_depth(5)
             futs.append(pool.submit(send, "high", slow_request(1000, priority=1)))
             for f in futs:
@@ -394,7 +408,7 @@ class TestScheduling(SharedServerTest):
 
         with cf.ThreadPoolExecutor(24) as pool:
             futs = [pool.submit(send, slow_request(blocker_rounds))]
-            time.sleep(0.3)
+            wait_blocker_running(self.server)
             futs += [pool.submit(send, slow_request(10)) for _ in range(20)]  # max_queue_size 16
             for f in futs:
                 f.result()
@@ -412,7 +426,7 @@ class TestScheduling(SharedServerTest):
         before = httpclient.InferenceServerClient(self.server.http_url).get_inference_statistics("slow")["model_stats"][0]
         with cf.ThreadPoolExecutor(2) as pool:
             blocker = pool.submit(post_json, port, "/v2/models/slow/infer", slow_request(blocker_rounds), 120)
-            time.sleep(0.3)
+            wait_blocker_running(self.server)
             body = json.dumps(slow_request(10)).encode()
             s = raw_socket_send(port, b"POST /v2/models/slow/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                                 + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
@@ -445,14 +459,20 @@ class TestAdmissionAndLiveness(unittest.TestCase):
                 rounds = rounds_for(2.5, srv)
                 with cf.ThreadPoolExecutor(8) as pool:
                     futs = [pool.submit(post_json, port, "/v2/models/slow/infer", slow_request(rounds), 120)]
-                    time.sleep(1.2)
+                    wait_blocker_running(srv)
                     # One batch running for more than 0.5 s: the scheduler is "stalled".
-                    st, _, _ = request(port, "GET", "/v2/health/live")
-                    self.assertEqual(st, 503)
+                    end = time.time() + 20
+                    while time.time() < end and request(port, "GET", "/v2/health/live")[0] != 503:
+                        time.sleep(0.05)
+                    self.assertFalse(futs[0].done(), "the blocking request ended before liveness was seen off")
+                    self.assertEqual(request(port, "GET", "/v2/health/live")[0], 503)
                     st, _, _ = request(port, "GET", "/v2/health/ready")
                     self.assertEqual(st, 200)
                     futs += [pool.submit(post_json, port, "/v2/models/slow/infer", slow_request(10), 120) for _ in range(2)]
-                    time.sleep(0.3)
+                    end = time.time() + 20
+                    while time.time() < end and metric_value(metrics(srv.metrics_port), "inferloop_inflight_requests") != 3:
+                        time.sleep(0.01)
+                    self.assertFalse(futs[0].done())
                     st, headers, body = post_json(port, "/v2/models/slow/infer", slow_request(10))
                     self.assertEqual(st, 429, body)
                     self.assertIn("retry-after", headers)
@@ -604,7 +624,7 @@ class TestLifecycle(unittest.TestCase):
                 rounds = rounds_for(1.5, srv)
                 with cf.ThreadPoolExecutor(2) as pool:
                     fut = pool.submit(post_json, srv.http_port, "/v2/models/slow/infer", slow_request(rounds), 120)
-                    time.sleep(0.3)
+                    wait_blocker_running(srv)
                     srv.proc.send_signal(15)
                     st, _, body = fut.result()
                 self.assertEqual(st, 200, body)

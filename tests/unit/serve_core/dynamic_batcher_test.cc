@@ -528,5 +528,82 @@ TEST(DynamicBatcherTest, ManyConcurrentProducersAllAnsweredOnce) {
   }
 }
 
+
+// --- TryRunInline: a request runs on the caller's thread only when that changes no outcome ---
+
+TEST(DynamicBatcherInlineTest, RunsOnTheCallerThreadWhenIdleAndEmpty) {
+  Harness h;
+  std::thread::id ran_on;
+  auto exec = h.Executor();
+  auto b = std::make_unique<DynamicBatcher>(
+      Options(8), [&](int instance, Batch batch) { ran_on = std::this_thread::get_id(); exec(instance, std::move(batch)); },
+      nullptr);
+  auto r = h.Make("a");
+  ASSERT_TRUE(b->TryRunInline(r));
+  EXPECT_EQ(r, nullptr);
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  auto answers = h.Answers();
+  ASSERT_EQ(answers.count("a"), 1u);
+  EXPECT_EQ(answers["a"].calls, 1);
+  EXPECT_EQ(answers["a"].code, StatusCode::kOk);
+  EXPECT_EQ(b->RunningBatches(), 0);
+}
+
+TEST(DynamicBatcherInlineTest, RefusedWhenABatchingDelayApplies) {
+  Harness h;
+  DynamicBatcher b(Options(8, microseconds(500)), h.Executor(), nullptr);
+  auto r = h.Make("a");
+  EXPECT_FALSE(b.TryRunInline(r));
+  ASSERT_NE(r, nullptr);  // untouched: the caller queues it
+  EXPECT_EQ(r->request.id, "a");
+  EXPECT_TRUE(h.Batches().empty());
+}
+
+TEST(DynamicBatcherInlineTest, RefusedWhileRequestsAreQueuedOrEveryInstanceIsBusy) {
+  Harness h;
+  DynamicBatcher b(Options(0), h.Executor(), nullptr);  // one instance
+  Park(h, b, 1);                                        // the only instance is busy
+  auto r = h.Make("a");
+  EXPECT_FALSE(b.TryRunInline(r));
+  ASSERT_TRUE(b.Enqueue(h.Make("queued")).ok());
+  auto r2 = h.Make("b");
+  EXPECT_FALSE(b.TryRunInline(r2));  // would overtake "queued"
+  h.Release();
+  ASSERT_TRUE(h.WaitAnsweredCount(2));
+  EXPECT_EQ(h.Batches().size(), 2u);
+}
+
+TEST(DynamicBatcherInlineTest, RefusedWhileDraining) {
+  Harness h;
+  DynamicBatcher b(Options(0), h.Executor(), nullptr);
+  b.Drain();
+  auto r = h.Make("a");
+  EXPECT_FALSE(b.TryRunInline(r));
+  ASSERT_NE(r, nullptr);
+}
+
+TEST(DynamicBatcherInlineTest, WorkerDoesNotRunOnTheClaimedInstanceMeanwhile) {
+  Harness h;
+  DynamicBatcher b(Options(0), h.Executor(), nullptr);  // one instance
+  h.Hold();
+  std::thread caller([&] {
+    auto r = h.Make("inline");
+    EXPECT_TRUE(b.TryRunInline(r));
+  });
+  ASSERT_TRUE(h.WaitInExecutor(1));  // the inline run holds the instance
+  ASSERT_TRUE(b.Enqueue(h.Make("queued")).ok());
+  // The queued request must not start while the instance is taken: still one in the executor.
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(h.Batches().size(), 1u);
+  EXPECT_EQ(b.QueueDepth(), 1);
+  h.Release();
+  caller.join();
+  ASSERT_TRUE(h.WaitAnswered("queued"));  // and it runs once the instance is free again
+  auto batches = h.Batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0].ids, std::vector<std::string>{"inline"});
+  EXPECT_EQ(batches[1].ids, std::vector<std::string>{"queued"});
+}
+
 }  // namespace
 }  // namespace inferloop::serve
