@@ -116,9 +116,18 @@ Result<Tensor> WarmupTensor(const std::string& model_dir, const std::string& inp
   return tensor;
 }
 
+// Failures that say the model (or inferloop) is broken, as opposed to a bad request: only these
+// count towards the circuit breaker, so no client can trip it for everyone with bad data.
 bool CountsAsModelFailure(const Status& s) {
-  return !s.ok() && s.code() != StatusCode::kInvalidArgument && s.code() != StatusCode::kCancelled &&
-         s.code() != StatusCode::kDeadlineExceeded;
+  switch (s.code()) {
+    case StatusCode::kInternal:
+    case StatusCode::kUnimplemented:
+    case StatusCode::kFailedPrecondition:
+    case StatusCode::kNotFound:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace
@@ -358,7 +367,7 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
   // into the batcher, and every request that passed the check is queued before Drain waits.
   std::shared_lock<std::shared_mutex> drain_lock(drain_mu_);
   if (draining_) return false;
-  if (!BreakerAllows()) {
+  if (!breaker_.Accepting()) {
     fail(Status::Unavailable("model '" + name_ + "' version " + std::to_string(version_) +
                              " is failing and temporarily not taking requests (" + NotReadyReason() + ")"));
     return true;
@@ -535,7 +544,7 @@ void ServedModelVersion::ExecuteBatch(int /*instance*/, Batch batch) {
 
   std::vector<size_t> all(batch.requests.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  if (!BreakerAllowsBatch()) {
+  if (!breaker_.AllowRun()) {
     for (auto& p : batch.requests)
       Finish(*p, Status::Unavailable("model '" + name_ + "' is failing and temporarily not taking requests (" +
                                      NotReadyReason() + ")"),
@@ -547,20 +556,24 @@ void ServedModelVersion::ExecuteBatch(int /*instance*/, Batch batch) {
     // One request's data may have failed the whole batch (e.g. an index out of range): run each
     // alone so only the bad ones fail.
     bool any_model_failure = false;
+    std::string model_failure;
     for (size_t i : all) {
       Status one = run_group({i});
       if (!one.ok()) {
-        if (CountsAsModelFailure(one)) any_model_failure = true;
+        if (CountsAsModelFailure(one)) {
+          any_model_failure = true;
+          model_failure = one.message();
+        }
         Finish(*batch.requests[i], one, Clock::now() - dispatched);
       }
     }
-    BreakerRecord(any_model_failure ? Status::Internal("requests of a batch failed") : Status::Ok());
+    breaker_.Record(any_model_failure, "requests of a batch failed: " + model_failure);
     return;
   }
   if (!st.ok()) {
     for (auto& p : batch.requests) Finish(*p, st, Clock::now() - dispatched);
   }
-  BreakerRecord(CountsAsModelFailure(st) ? st : Status::Ok());
+  breaker_.Record(CountsAsModelFailure(st), st.message());
 }
 
 void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result, nanoseconds compute) {
@@ -582,45 +595,6 @@ void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result,
     auto done = std::move(p.done);
     p.done = nullptr;
     done(std::move(result));
-  }
-}
-
-bool ServedModelVersion::BreakerAllows() {
-  std::lock_guard<std::mutex> lock(breaker_mu_);
-  if (!breaker_open_) return true;
-  // Half-open: after the backoff, requests are admitted; the first batch is the trial.
-  return Clock::now() >= reopen_at_;
-}
-
-bool ServedModelVersion::BreakerAllowsBatch() {
-  std::lock_guard<std::mutex> lock(breaker_mu_);
-  if (!breaker_open_) return true;
-  if (Clock::now() < reopen_at_ || trial_in_flight_) return false;
-  trial_in_flight_ = true;
-  return true;
-}
-
-void ServedModelVersion::BreakerRecord(const Status& failure) {
-  std::lock_guard<std::mutex> lock(breaker_mu_);
-  if (failure.ok()) {
-    consecutive_failures_ = 0;
-    if (breaker_open_) {
-      breaker_open_ = false;
-      backoff_ = std::chrono::milliseconds(1000);
-    }
-    trial_in_flight_ = false;
-    return;
-  }
-  ++consecutive_failures_;
-  last_failure_ = failure.message();
-  if (breaker_open_) {
-    // The trial failed: reopen with a longer backoff.
-    backoff_ = std::min(backoff_ * 2, std::chrono::milliseconds(60000));
-    reopen_at_ = Clock::now() + backoff_;
-    trial_in_flight_ = false;
-  } else if (consecutive_failures_ >= kBreakerFailures) {
-    breaker_open_ = true;
-    reopen_at_ = Clock::now() + backoff_;
   }
 }
 
@@ -668,18 +642,11 @@ int64_t ServedModelVersion::MemoryBytes() const {
   return bytes;
 }
 
-bool ServedModelVersion::Ready() const {
-  if (draining_.load()) return false;
-  std::lock_guard<std::mutex> lock(breaker_mu_);
-  return !breaker_open_;
-}
+bool ServedModelVersion::Ready() const { return !draining_.load() && !breaker_.open(); }
 
 std::string ServedModelVersion::NotReadyReason() const {
   if (draining_.load()) return "unloading";
-  std::lock_guard<std::mutex> lock(breaker_mu_);
-  if (!breaker_open_) return "";
-  return std::to_string(consecutive_failures_) + " consecutive failed batches, last: " + last_failure_ +
-         "; retrying with backoff " + std::to_string(backoff_.count()) + " ms";
+  return breaker_.Describe();
 }
 
 std::chrono::steady_clock::duration ServedModelVersion::StallTime() const {

@@ -7,10 +7,11 @@
 // against the config and queues it; Drain() refuses new requests and returns once every queued
 // and running request has been answered. Destroying the last reference frees the session.
 //
-// Circuit breaker: after kBreakerFailures consecutive batches failed by the model (not by bad
-// requests), the version stops taking requests (Unavailable, ready = false) for a backoff that
-// starts at 1 s and doubles up to 60 s; then one batch is let through as a trial: success closes
-// the breaker, failure reopens it with the longer backoff.
+// Circuit breaker (circuit_breaker.h): after 5 consecutive batches failed by the model itself
+// (internal errors, unsupported paths; not bad request data, timeouts or cancellations), the
+// version stops taking requests (Unavailable, ready = false) for a backoff that starts at 1 s and
+// doubles up to 60 s; then one batch is let through as a trial: success closes the breaker,
+// failure reopens it with the longer backoff.
 #pragma once
 
 #include <atomic>
@@ -26,6 +27,7 @@
 #include "inferloop/session.h"
 #include "inferloop/status.h"
 #include "serve/admission_control.h"
+#include "serve/circuit_breaker.h"
 #include "serve/dynamic_batcher.h"
 #include "serve/inference_service.h"
 #include "serve/model_config.h"
@@ -57,7 +59,6 @@ struct VersionLoadOptions {
 
 class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersion> {
  public:
-  static constexpr int kBreakerFailures = 5;
   // Requests of a version whose batches take less than this on average may run on the caller's
   // (io) thread when nothing is queued and an instance is idle.
   static constexpr std::chrono::microseconds kInlineMaxExecution{100};
@@ -103,9 +104,6 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
   Status Warmup();
   void ExecuteBatch(int instance, Batch batch);
   void Finish(PendingRequest& p, Result<InferResponse> result, std::chrono::nanoseconds compute);
-  bool BreakerAllows();
-  bool BreakerAllowsBatch();
-  void BreakerRecord(const Status& failure);
 
   const std::string name_;
   const int64_t version_;
@@ -125,14 +123,7 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
   std::shared_mutex drain_mu_;
   std::atomic<bool> draining_{false};
 
-  // Circuit breaker state.
-  mutable std::mutex breaker_mu_;
-  int consecutive_failures_ = 0;
-  bool breaker_open_ = false;
-  bool trial_in_flight_ = false;
-  std::chrono::steady_clock::time_point reopen_at_;
-  std::chrono::milliseconds backoff_{1000};
-  std::string last_failure_;
+  CircuitBreaker breaker_;
 };
 
 }  // namespace inferloop::serve

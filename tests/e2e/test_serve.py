@@ -570,12 +570,16 @@ class TestLifecycle(unittest.TestCase):
                     time.sleep(0.05)
                 self.assertEqual(c.get_model_metadata("simple")["versions"], ["3"])
 
-                # A removed model is unloaded.
+                # A removed model is unloaded; an added one is loaded.
                 shutil.rmtree(f"{repo}/simple")
+                shutil.copytree(os.path.join(REPO, "all_types"), f"{repo}/.all_types.tmp")
+                os.rename(f"{repo}/.all_types.tmp", f"{repo}/all_types")
                 end = time.time() + 60
-                while time.time() < end and c.is_model_ready("simple"):
+                while time.time() < end and (c.is_model_ready("simple") or not c.is_model_ready("all_types")):
                     time.sleep(0.05)
                 self.assertFalse(c.is_model_ready("simple"))
+                self.assertTrue(c.is_model_ready("all_types"))
+                self.assertEqual({m["name"] for m in c.get_model_repository_index()}, {"all_types"})
                 self.assertEqual(srv.terminate(), 0)
         finally:
             shutil.rmtree(repo, ignore_errors=True)

@@ -1,0 +1,89 @@
+#include "serve/admission_control.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace inferloop::serve {
+namespace {
+
+TEST(AdmissionGateTest, InflightRequestLimit) {
+  auto gate = AdmissionGate::Create("server", {.max_inflight_requests = 2, .max_inflight_bytes = 0});
+  auto a = gate->TryAdmit(10);
+  auto b = gate->TryAdmit(10);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok());
+  auto c = gate->TryAdmit(10);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(c.status().message().find("server"), std::string::npos);
+  EXPECT_EQ(gate->inflight_requests(), 2);
+  { AdmissionTicket done = std::move(a).value(); }  // answered: its slot is free again
+  EXPECT_EQ(gate->inflight_requests(), 1);
+  EXPECT_TRUE(gate->TryAdmit(10).ok());
+}
+
+TEST(AdmissionGateTest, InflightBytesLimit) {
+  auto gate = AdmissionGate::Create("model 'm'", {.max_inflight_requests = 0, .max_inflight_bytes = 100});
+  auto a = gate->TryAdmit(60);
+  ASSERT_TRUE(a.ok());
+  auto b = gate->TryAdmit(50);  // 110 > 100
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(gate->inflight_bytes(), 60);
+  EXPECT_EQ(gate->inflight_requests(), 1);  // the refused one holds nothing
+  auto big = gate->TryAdmit(101);          // larger than the limit on its own
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("larger than"), std::string::npos);
+  a.value().Release();
+  EXPECT_EQ(gate->inflight_bytes(), 0);
+  EXPECT_TRUE(gate->TryAdmit(100).ok());
+}
+
+TEST(AdmissionGateTest, TicketsReleaseOnceWhenMovedAndOutliveTheCreator) {
+  AdmissionTicket kept;
+  std::weak_ptr<AdmissionGate> weak;
+  {
+    auto gate = AdmissionGate::Create("g", {.max_inflight_requests = 1, .max_inflight_bytes = 0});
+    weak = gate;
+    auto t = gate->TryAdmit(5);
+    ASSERT_TRUE(t.ok());
+    AdmissionTicket moved = std::move(t).value();
+    kept = std::move(moved);
+    EXPECT_EQ(gate->inflight_requests(), 1);
+  }
+  ASSERT_FALSE(weak.expired());  // the ticket keeps the gate alive
+  EXPECT_EQ(weak.lock()->inflight_requests(), 1);
+  kept.Release();
+  kept.Release();  // idempotent
+  EXPECT_TRUE(weak.expired());
+}
+
+TEST(AdmissionGateTest, ConcurrentAdmissionNeverOvershoots) {
+  auto gate = AdmissionGate::Create("g", {.max_inflight_requests = 8, .max_inflight_bytes = 0});
+  std::atomic<int> peak{0}, admitted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 2000; ++i) {
+        auto r = gate->TryAdmit(1);
+        if (!r.ok()) continue;
+        admitted.fetch_add(1);
+        int now = static_cast<int>(gate->inflight_requests());
+        int p = peak.load();
+        while (now > p && !peak.compare_exchange_weak(p, now)) {
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_LE(peak.load(), 8);
+  EXPECT_GT(admitted.load(), 0);
+  EXPECT_EQ(gate->inflight_requests(), 0);
+  EXPECT_EQ(gate->inflight_bytes(), 0);
+}
+
+}  // namespace
+}  // namespace inferloop::serve
