@@ -31,11 +31,11 @@ from serve_harness import Server  # noqa: E402
 DLRM_TABLE_ROWS = (100000, 50000, 100000, 20000, 80000, 10000, 60000, 5000)
 
 
-def dlrm_config(name, batching):
+def dlrm_config(name, batching, delay_us):
     cfg = f'name: "{name}"\nmax_batch_size: 64\n'
     cfg += 'instance_group [ { count: 2 } ]\n'
     if batching:
-        cfg += "dynamic_batching { max_queue_delay_microseconds: 2000 }\n"
+        cfg += f"dynamic_batching {{ max_queue_delay_microseconds: {delay_us} }}\n"
     return cfg
 
 
@@ -127,6 +127,7 @@ def main():
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--inferloop", default=os.path.join(ROOT, "build", "inferloop"))
+    ap.add_argument("--batch-delay-us", type=int, default=0, help="dlrm_batched's max_queue_delay_microseconds")
     a = ap.parse_args()
     dlrm = os.path.join(ROOT, "bench", "models", "dlrm", "model.onnx")
     if not os.path.exists(dlrm):
@@ -138,7 +139,7 @@ def main():
             os.makedirs(os.path.join(repo, name, "1"))
             os.symlink(dlrm, os.path.join(repo, name, "1", "model.onnx"))
             with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
-                f.write(dlrm_config(name, batching))
+                f.write(dlrm_config(name, batching, a.batch_delay_us))
         shutil.copytree(os.path.join(ROOT, "examples", "model_repository", "simple"), os.path.join(repo, "simple"))
         srv = Server(a.inferloop, repo, "--grpc-port", "-1", "--max-inflight", "4096")
         base = f"http://127.0.0.1:{srv.http_port}"

@@ -70,7 +70,7 @@ output [
   { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 16 ] },
   { name: "OUTPUT1" data_type: TYPE_INT32 dims: [ 16 ] }
 ]
-dynamic_batching { max_queue_delay_microseconds: 100 }
+dynamic_batching { }
 """
 
 

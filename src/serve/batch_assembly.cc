@@ -1,5 +1,7 @@
 #include "serve/batch_assembly.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <limits>
 
@@ -186,6 +188,39 @@ Result<std::vector<std::vector<Tensor>>> SplitBatchOutputs(const std::vector<Ten
     }
   }
   return out;
+}
+
+int64_t BucketRows(int64_t rows, const std::vector<int64_t>& buckets) {
+  for (int64_t b : buckets)
+    if (b >= rows) return b;
+  return rows;
+}
+
+std::vector<int64_t> BatchBuckets(int64_t max_batch_size, const std::vector<int>& preferred) {
+  std::vector<int64_t> b;
+  for (int64_t p = 1; p < max_batch_size; p *= 2) b.push_back(p);
+  if (max_batch_size > 0) b.push_back(max_batch_size);
+  for (int p : preferred)
+    if (p > 0 && p <= max_batch_size) b.push_back(p);
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return b;
+}
+
+Result<Tensor> PadRows(const Tensor& t, int64_t rows) {
+  if (t.rank() < 1 || t.dim(0) < 1) return Status::InvalidArgument("cannot pad " + ShapeToString(t.shape()) + " along dim 0");
+  if (rows == t.dim(0)) return t;
+  if (rows < t.dim(0))
+    return Status::InvalidArgument("cannot pad " + ShapeToString(t.shape()) + " to fewer rows (" + std::to_string(rows) + ")");
+  const int64_t row = RowElements(t.shape());
+  if (row < 0) return Status::InvalidArgument("bad shape " + ShapeToString(t.shape()));
+  Shape shape = t.shape();
+  shape[0] = rows;
+  IL_ASSIGN_OR_RETURN(Tensor padded, Tensor::Create(t.dtype(), std::move(shape)));
+  CopyElements(t, 0, padded, 0, t.size());
+  const int64_t last = (t.dim(0) - 1) * row;
+  for (int64_t r = t.dim(0); r < rows; ++r) CopyElements(t, last, padded, r * row, row);
+  return padded;
 }
 
 }  // namespace inferloop::serve

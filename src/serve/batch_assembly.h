@@ -53,4 +53,17 @@ Result<std::vector<std::vector<Tensor>>> SplitBatchOutputs(const std::vector<Ten
                                                            const std::vector<int64_t>& rows,
                                                            const std::vector<std::string>& output_names = {});
 
+// The batch size to run `rows` rows at: the smallest of `buckets` (ascending) that is >= rows, or
+// rows itself when none is. Running a model on few distinct batch sizes keeps its per-shape
+// kernels (oneDNN primitives, memory plans) cached instead of rebuilt for every new size.
+int64_t BucketRows(int64_t rows, const std::vector<int64_t>& buckets);
+// The buckets for a model with `max_batch_size`: its preferred sizes, the powers of two below it,
+// and max_batch_size itself, ascending and unique.
+std::vector<int64_t> BatchBuckets(int64_t max_batch_size, const std::vector<int>& preferred);
+
+// `t` (rank >= 1, dim 0 >= 1) grown to `rows` rows along dim 0 by repeating its last row (real
+// data, so padding rows cannot fail where the real rows pass). rows == dim 0: `t` itself.
+// InvalidArgument for rows < dim 0 or a scalar; ResourceExhausted if it cannot be allocated.
+Result<Tensor> PadRows(const Tensor& t, int64_t rows);
+
 }  // namespace inferloop::serve

@@ -177,6 +177,11 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   auto v = std::make_shared<ServedModelVersion>(model_name, version);
   v->model_dir_ = model_dir;
   progress("creating session");
+  // One memory plan per distinct input shape: a batching model sees every batch size from 1 to
+  // max_batch_size, so keep a plan for each (plus a few other shapes), else plans are rebuilt
+  // on every batch (measured: DLRM at 64 clients spent most of its time re-planning).
+  const int max_batch = partial_config.max_batch_size() > 0 ? partial_config.max_batch_size() : kDefaultMaxBatchSize;
+  options.session.max_cached_shape_plans = std::max(options.session.max_cached_shape_plans, max_batch + 8);
   auto session = Session::CreateFromFile(model_path, options.session);
   if (!session.ok())
     return Status(session.status().code(), "loading " + model_path + ": " + session.status().message());
@@ -186,6 +191,13 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   v->config_ = std::move(config).value();
   for (const auto& in : v->config_.input()) v->input_names_.push_back(in.name());
   for (const auto& out : v->config_.output()) v->output_names_.push_back(out.name());
+  {
+    std::vector<int> preferred;
+    if (v->config_.has_dynamic_batching())
+      preferred.assign(v->config_.dynamic_batching().preferred_batch_size().begin(),
+                       v->config_.dynamic_batching().preferred_batch_size().end());
+    v->buckets_ = BatchBuckets(v->config_.max_batch_size(), preferred);
+  }
   v->gate_ = AdmissionGate::Create("model '" + model_name + "' version " + std::to_string(version), options.limits);
   v->metrics_ = options.metrics;
   v->inline_slots_ = options.inline_slots;
@@ -226,14 +238,18 @@ Status ServedModelVersion::Warmup() {
   const bool batching = config_.max_batch_size() > 0;
   std::vector<configpb::ModelWarmup> samples(config_.model_warmup().begin(), config_.model_warmup().end());
   if (samples.empty()) {
-    // No warmup configured: one zero sample at batch 1 (and at max_batch_size) when every
-    // input's size is known, so the first request does not pay for planning and tuning.
+    // No warmup configured: one zero sample per batch bucket (batch 1 without batching) when
+    // every input's size is known, so the first request does not pay for planning and tuning.
     bool known = true;
     for (const auto& in : config_.input())
       for (int64_t d : (in.has_reshape() ? in.dims() : in.dims())) known &= d >= 0;
     if (!known) return Status::Ok();
+    // Every batch size requests will run at (the buckets), so none is planned on a request.
     std::vector<uint32_t> sizes = {1};
-    if (batching && config_.max_batch_size() > 1) sizes.push_back(static_cast<uint32_t>(config_.max_batch_size()));
+    if (batching) {
+      sizes.clear();
+      for (int64_t b : buckets_) sizes.push_back(static_cast<uint32_t>(b));
+    }
     for (uint32_t b : sizes) {
       configpb::ModelWarmup w;
       w.set_name("zeros_b" + std::to_string(b));
@@ -474,6 +490,16 @@ void ServedModelVersion::ExecuteBatch(int /*instance*/, Batch batch) {
         value = Value(std::move(reshaped).value());
       }
     }
+    // Run at a bucketed batch size (padding with copies of the last row), so the model sees a
+    // few shapes and keeps their kernels and plans cached.
+    const int64_t run_rows = batching ? BucketRows(total_rows, buckets_) : total_rows;
+    if (run_rows != total_rows) {
+      for (auto& [name, value] : inputs) {
+        auto padded = PadRows(value.tensor(), run_rows);
+        if (!padded.ok()) return padded.status();
+        value = Value(std::move(padded).value());
+      }
+    }
     const auto t1 = Clock::now();
     Result<std::vector<NamedValue>> outputs = Status::Internal("not run");
     try {
@@ -489,7 +515,8 @@ void ServedModelVersion::ExecuteBatch(int /*instance*/, Batch batch) {
       out_tensors.push_back(value.tensor());
     }
     std::vector<std::vector<Tensor>> per_request;
-    if (batching && group.size() > 1) {
+    if (batching && (group.size() > 1 || run_rows != total_rows)) {
+      if (run_rows != total_rows) group_rows.push_back(run_rows - total_rows);  // the padding's share
       auto split = SplitBatchOutputs(out_tensors, group_rows, output_names_);
       if (!split.ok()) return split.status();
       per_request = std::move(split).value();

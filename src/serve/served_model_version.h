@@ -112,6 +112,7 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
   std::unique_ptr<Session> session_;
   std::vector<std::string> input_names_;   // config order
   std::vector<std::string> output_names_;  // config order
+  std::vector<int64_t> buckets_;           // batch sizes batches run at (batch_assembly.h)
   std::shared_ptr<AdmissionGate> gate_;
   std::shared_ptr<VersionMetricsSink> metrics_;
   std::unique_ptr<Observer> observer_;

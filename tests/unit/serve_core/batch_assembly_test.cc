@@ -228,3 +228,49 @@ TEST(BatchAssemblyTest, BatchShapeOfANonBatchingModel) {
 
 }  // namespace
 }  // namespace inferloop::serve
+
+namespace inferloop::serve {
+namespace {
+
+TEST(BatchBucketsTest, PowersOfTwoPreferredSizesAndTheMaximum) {
+  EXPECT_EQ(BatchBuckets(64, {}), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(BatchBuckets(12, {6, 12, 40}), (std::vector<int64_t>{1, 2, 4, 6, 8, 12}));
+  EXPECT_EQ(BatchBuckets(1, {}), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(BatchBuckets(0, {}).empty());
+  const auto b = BatchBuckets(12, {6});
+  EXPECT_EQ(BucketRows(1, b), 1);
+  EXPECT_EQ(BucketRows(3, b), 4);
+  EXPECT_EQ(BucketRows(5, b), 6);
+  EXPECT_EQ(BucketRows(7, b), 8);
+  EXPECT_EQ(BucketRows(9, b), 12);
+  EXPECT_EQ(BucketRows(13, b), 13);  // beyond every bucket: as is
+}
+
+TEST(PadRowsTest, RepeatsTheLastRowForEveryDtype) {
+  auto f = Tensor::FromVector<float>(DataType::kFloat, {2, 3}, {1, 2, 3, 4, 5, 6});
+  auto padded = PadRows(f, 4);
+  ASSERT_TRUE(padded.ok());
+  EXPECT_EQ(padded->shape(), (Shape{4, 3}));
+  const float* p = padded->data<float>();
+  EXPECT_EQ(std::vector<float>(p, p + 12), (std::vector<float>{1, 2, 3, 4, 5, 6, 4, 5, 6, 4, 5, 6}));
+  auto s = Tensor::FromStrings({1, 2}, {"a", "bc"});
+  auto ps = PadRows(s, 3);
+  ASSERT_TRUE(ps.ok());
+  EXPECT_EQ(std::vector<std::string>(ps->strings(), ps->strings() + 6),
+            (std::vector<std::string>{"a", "bc", "a", "bc", "a", "bc"}));
+  auto same = PadRows(f, 2);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->raw_data(), f.raw_data());  // no copy when nothing to pad
+}
+
+TEST(PadRowsTest, Errors) {
+  auto f = Tensor::FromVector<float>(DataType::kFloat, {2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(PadRows(f, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(PadRows(Tensor::Scalar(1.f), 2).status().code(), StatusCode::kInvalidArgument);
+  auto empty = Tensor::Create(DataType::kFloat, {0, 3});
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(PadRows(*empty, 2).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace inferloop::serve
