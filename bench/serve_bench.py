@@ -9,6 +9,7 @@
 
 Rounds alternate the contenders (A, B, A, B, ...); the table shows each one's median.
 
+    apt-get install wrk nginx-light   # the load generator and the static-file anchor (bench only)
     .venv/bin/python bench/serve_bench.py [--rounds 3] [--duration 10] [--connections 64]
 """
 import argparse
