@@ -1,6 +1,7 @@
 #include "serve/served_model_version.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -197,6 +198,22 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
       preferred.assign(v->config_.dynamic_batching().preferred_batch_size().begin(),
                        v->config_.dynamic_batching().preferred_batch_size().end());
     v->buckets_ = BatchBuckets(v->config_.max_batch_size(), preferred);
+  }
+  // Per-model limits in config.pbtxt override the server's per-model defaults:
+  //   parameters { key: "max_inflight_requests" value: { string_value: "64" } }
+  //   parameters { key: "max_inflight_bytes" value: { string_value: "67108864" } }
+  for (const auto& [key, field] :
+       {std::pair<const char*, int64_t AdmissionLimits::*>{"max_inflight_requests", &AdmissionLimits::max_inflight_requests},
+        {"max_inflight_bytes", &AdmissionLimits::max_inflight_bytes}}) {
+    auto it = v->config_.parameters().find(key);
+    if (it == v->config_.parameters().end()) continue;
+    const std::string& text = it->second.string_value();
+    int64_t value = -1;
+    auto r = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (r.ec != std::errc() || r.ptr != text.data() + text.size() || value < 0)
+      return Status::InvalidArgument("config.pbtxt of '" + model_name + "': parameter " + key +
+                                     " must be a non-negative integer, got \"" + text + "\"");
+    options.limits.*field = value;
   }
   v->gate_ = AdmissionGate::Create("model '" + model_name + "' version " + std::to_string(version), options.limits);
   v->metrics_ = options.metrics;

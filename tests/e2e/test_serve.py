@@ -483,6 +483,36 @@ class TestAdmissionAndLiveness(unittest.TestCase):
         finally:
             shutil.rmtree(repo, ignore_errors=True)
 
+    def test_per_model_limit_from_config(self):
+        repo = tempfile.mkdtemp(prefix="inferloop_e2e_modlim_")
+        copy_models(["slow", "simple"], repo)
+        with open(f"{repo}/slow/config.pbtxt", "a") as f:
+            f.write('parameters { key: "max_inflight_requests" value: { string_value: "2" } }\n')
+        try:
+            with Server(INFERLOOP, repo) as srv:
+                port = srv.http_port
+                rounds = rounds_for(2.0, srv)
+                with cf.ThreadPoolExecutor(4) as pool:
+                    futs = [pool.submit(post_json, port, "/v2/models/slow/infer", slow_request(rounds), 120)]
+                    wait_blocker_running(srv)
+                    futs.append(pool.submit(post_json, port, "/v2/models/slow/infer", slow_request(10), 120))
+                    end = time.time() + 20
+                    while time.time() < end and metric_value(metrics(srv.metrics_port), "inferloop_inflight_requests") != 2:
+                        time.sleep(0.01)
+                    st, headers, body = post_json(port, "/v2/models/slow/infer", slow_request(10))
+                    self.assertEqual(st, 429, body)
+                    self.assertIn("model 'slow'", body["error"])
+                    self.assertIn("retry-after", headers)
+                    # Another model is not limited by slow's limit.
+                    ok = post_json(port, "/v2/models/simple/infer", {"inputs": [
+                        {"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16},
+                        {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}]})
+                    self.assertEqual(ok[0], 200, ok)
+                    self.assertTrue(all(f.result()[0] == 200 for f in futs))
+                self.assertEqual(srv.terminate(), 0)
+        finally:
+            shutil.rmtree(repo, ignore_errors=True)
+
     def test_live_but_not_ready_when_a_model_fails_to_load(self):
         repo = tempfile.mkdtemp(prefix="inferloop_e2e_bad_")
         copy_models(["simple"], repo)
