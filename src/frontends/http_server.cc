@@ -203,30 +203,55 @@ class Session : public std::enable_shared_from_this<Session> {
 
   bool Idle() const { return slots_.empty() && !writing_; }
 
+  // One timer per connection, re-armed lazily: arming only records when the current phase
+  // started and makes sure a wait is pending that fires no later than the phase's deadline.
+  // When it fires, OnTimer works out the deadline from the connection's state. So a request
+  // costs no timer cancellation or new wait in the common case (both timeouts are long).
   void ArmIdleTimer() {
     if (closed_) return;
-    timer_.expires_after(core_.options.read_timeout);
-    timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->OnTimer(ec); });
-  }
-
-  void OnTimer(beast::error_code ec) {
-    if (ec || closed_) return;
-    if (lingering_) return Close();
-    if (Idle()) return Close();  // idle keep-alive connection or a client too slow to send its request
-    if (writing_) {
-      Clock::time_point due = write_started_ + core_.options.write_timeout;
-      if (Clock::now() >= due) return Close();  // the client does not take its answer
-      timer_.expires_at(due);
-      timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->OnTimer(ec); });
-    }
-    // Otherwise an answer is being computed: the timer is armed again once nothing is owed.
+    idle_since_ = Clock::now();
+    EnsureTimer(idle_since_ + core_.options.read_timeout);
   }
 
   // Bounds the write about to start by write_timeout.
   void StartWriteTimer() {
     write_started_ = Clock::now();
-    timer_.expires_after(core_.options.write_timeout);
-    timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->OnTimer(ec); });
+    EnsureTimer(write_started_ + core_.options.write_timeout);
+  }
+
+  // Makes sure the timer fires at `due` or earlier.
+  void EnsureTimer(Clock::time_point due) {
+    if (closed_ || (timer_pending_ && timer_due_ <= due)) return;
+    SetTimer(due);
+  }
+
+  void SetTimer(Clock::time_point due) {
+    timer_due_ = due;
+    timer_pending_ = true;
+    const uint64_t gen = ++timer_gen_;
+    timer_.expires_at(due);  // cancels a pending wait: its handler sees an old generation
+    timer_.async_wait([self = shared_from_this(), gen](beast::error_code ec) {
+      if (gen != self->timer_gen_) return;  // superseded
+      self->timer_pending_ = false;
+      self->OnTimer(ec);
+    });
+  }
+
+  void OnTimer(beast::error_code ec) {
+    if (ec || closed_) return;
+    const Clock::time_point now = Clock::now();
+    if (lingering_) return Close();
+    Clock::time_point due;
+    if (Idle()) {
+      due = idle_since_ + core_.options.read_timeout;  // idle keep-alive or a client too slow to send
+    } else if (writing_) {
+      due = write_started_ + core_.options.write_timeout;  // the client does not take its answer
+    } else {
+      // An answer is being computed: nothing to time out; look again later.
+      return SetTimer(now + core_.options.read_timeout);
+    }
+    if (now >= due) return Close();
+    SetTimer(due);
   }
 
   void DoRead() {
@@ -268,6 +293,17 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
+    // A small request's body usually arrived with its header: parse what is buffered here
+    // rather than through another asynchronous read (one scheduler round trip less).
+    while (!parser_->is_done() && buffer_.size() > 0) {
+      beast::error_code ec;
+      const size_t n = parser_->put(buffer_.data(), ec);
+      buffer_.consume(n);
+      if (ec == http::error::need_more) break;
+      if (ec) return OnBody(ec);
+      if (n == 0) break;
+    }
+    if (parser_->is_done()) return OnBody({});
     http::async_read(socket_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
@@ -375,8 +411,7 @@ class Session : public std::enable_shared_from_this<Session> {
     read_closed_ = true;
     beast::error_code ignored;
     socket_.shutdown(tcp::socket::shutdown_send, ignored);
-    timer_.expires_after(kLingerTime);
-    timer_.async_wait([self = shared_from_this()](beast::error_code ec) { self->OnTimer(ec); });
+    SetTimer(Clock::now() + kLingerTime);
     if (!reading_) Discard();
   }
 
@@ -401,6 +436,10 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point header_time_;
   std::vector<char> scratch_;  // for Discard
   Clock::time_point write_started_;
+  Clock::time_point idle_since_;
+  Clock::time_point timer_due_;
+  uint64_t timer_gen_ = 0;
+  bool timer_pending_ = false;
   bool reading_ = false;
   bool writing_ = false;
   bool read_closed_ = false;  // no further request will be read
