@@ -18,6 +18,8 @@ bash scripts/install_deps.sh || exit 1
 if ! cmp -s scripts/requirements-dev.txt .venv/requirements-dev.txt 2>/dev/null; then
   rm -rf .venv && bash scripts/setup_venv.sh && cp scripts/requirements-dev.txt .venv/requirements-dev.txt || exit 1
 fi
+# Triton's perf_analyzer, for the test that runs it against inferloop serve.
+bash scripts/setup_perf_analyzer.sh || exit 1
 
 total_pass=0; total_fail=0; status=0
 run_ctest() {  # dir, extra ctest args...
