@@ -7,6 +7,11 @@ metric named in a PromQL expression of the dashboard (panel targets and template
 queries) must be in its /metrics output, and every label the queries group, match or print by
 must be one those metrics carry (or `job` / `instance`, which Prometheus adds).
 
+When a `prometheus` binary is on PATH (Debian: apt-get install prometheus), it also scrapes the
+server with deploy/prometheus/prometheus.yml (its target pointed at the test server) under
+traffic, and evaluates every dashboard query: each must run without error and return series.
+Without it that class is reported as skipped.
+
 Usage: test_deploy.py --inferloop PATH/TO/inferloop [unittest args]
 Needs only the standard library; the YAML files are parsed with PyYAML when the venv has it
 (scripts/requirements-dev.txt), and those checks are reported as skipped without it.
@@ -16,8 +21,15 @@ import copy
 import json
 import os
 import re
+import shutil
+import socket
+import subprocess
 import sys
+import tempfile
+import threading
+import time
 import unittest
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_harness import Server, metric_value, metrics, post_json, request  # noqa: E402
@@ -401,7 +413,7 @@ class TestDashboardAgainstServer(unittest.TestCase):
         no_var = copy.deepcopy(self.dash)
         for v in no_var["templating"]["list"]:
             if v["name"] == "model":
-                v["query"]["query"] = v["definition"] = "label_values(inferloop_model_readiness, model)"
+                v["query"] = v["definition"] = "label_values(inferloop_model_readiness, model)"
         self.assertTrue(any("inferloop_model_readiness" in p for p in problems(no_var, self.text)))
 
     def test_scrape_path_of_the_config_serves_prometheus_text(self):
@@ -416,6 +428,142 @@ class TestDashboardAgainstServer(unittest.TestCase):
         samples, types = parse_exposition(body.decode())
         self.assertEqual(types.get("inferloop_request_duration_seconds"), "histogram")
         self.assertIn("inferloop_request_duration_seconds_bucket", samples)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def substitute_variables(text, rate_interval):
+    """A dashboard query as Grafana sends it with every variable on All."""
+    for name, value in (("$__rate_interval", rate_interval), ("$__interval", rate_interval),
+                        ("$job", "inferloop"), ("$instance", ".*"), ("$model", ".*")):
+        text = text.replace("${" + name[1:] + "}", value).replace(name, value)
+    return text
+
+
+class TestQueriesInPrometheus(unittest.TestCase):
+    """A real Prometheus scrapes a real server with deploy/'s config; every dashboard query runs."""
+
+    RATE_INTERVAL = "10s"  # 10 scrapes at 1 s
+
+    @classmethod
+    def setUpClass(cls):
+        prometheus = shutil.which("prometheus")
+        if not prometheus:
+            raise unittest.SkipTest("no prometheus binary on PATH (Debian: apt-get install prometheus)")
+        cls.tmp = tempfile.mkdtemp(prefix="inferloop_deploy_")
+        cls.server = Server(INFERLOOP, os.path.join(ROOT, "examples", "model_repository"), "--grpc-port", "-1")
+        cls.prom = None
+        cls.stop = threading.Event()
+        cls.traffic = threading.Thread(target=cls._traffic, daemon=True)
+        try:
+            cls.prom_port = free_port()
+            with open(PROMETHEUS_YML) as f:
+                cfg = f.read()
+            # deploy's config, scraping the test server every second.
+            cfg = cfg.replace("127.0.0.1:8002", f"127.0.0.1:{cls.server.metrics_port}")
+            cfg = cfg.replace("127.0.0.1:9090", f"127.0.0.1:{cls.prom_port}")
+            cfg = re.sub(r"scrape_interval: \d+s", "scrape_interval: 1s", cfg)
+            cfg = re.sub(r"scrape_timeout: \d+s", "scrape_timeout: 1s", cfg)
+            assert f":{cls.server.metrics_port}" in cfg, "the inferloop target was not found in prometheus.yml"
+            config = os.path.join(cls.tmp, "prometheus.yml")
+            with open(config, "w") as f:
+                f.write(cfg)
+            cls.prom_log = open(os.path.join(cls.tmp, "prometheus.log"), "w+")
+            cls.prom = subprocess.Popen(
+                [prometheus, f"--config.file={config}", f"--storage.tsdb.path={os.path.join(cls.tmp, 'data')}",
+                 f"--web.listen-address=127.0.0.1:{cls.prom_port}", "--log.level=warn"],
+                stdout=cls.prom_log, stderr=subprocess.STDOUT)
+            cls.traffic.start()
+            # Until the server has been scraped over a whole rate window under traffic.
+            deadline = time.time() + 90
+            while True:
+                if cls.prom.poll() is not None:
+                    raise RuntimeError(f"prometheus exited: {cls._prom_log()}")
+                try:
+                    r = cls.query('count_over_time(up{job="inferloop"}[30s])', check=False)
+                except OSError:  # not listening yet
+                    r = None
+                if r and r[0]["value"][1] not in ("", "NaN") and float(r[0]["value"][1]) >= 12:
+                    break
+                if time.time() > deadline:
+                    raise RuntimeError(f"prometheus did not scrape the server: {r}\n{cls._prom_log()}")
+                time.sleep(0.5)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+        with open(DASHBOARD) as f:
+            cls.dash = json.load(f)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop.set()
+        if cls.traffic.is_alive():
+            cls.traffic.join(30)
+        if cls.prom is not None and cls.prom.poll() is None:
+            cls.prom.terminate()
+            try:
+                cls.prom.wait(30)
+            except subprocess.TimeoutExpired:
+                cls.prom.kill()
+                cls.prom.wait()
+        cls.server.terminate()
+        cls.server.__exit__(None, None, None)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @classmethod
+    def _prom_log(cls):
+        cls.prom_log.seek(0)
+        return cls.prom_log.read()[-4000:]
+
+    @classmethod
+    def _traffic(cls):
+        port = cls.server.http_port
+        simple = {"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
+                             {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1] * 16}]}
+        image = {"inputs": [{"name": "image", "datatype": "FP32", "shape": [1, 1, 28, 28], "data": [0.5] * 784}]}
+        bad = {"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 3], "data": [1, 2, 3]},
+                          {"name": "INPUT1", "datatype": "INT32", "shape": [1, 3], "data": [1, 2, 3]}]}
+        while not cls.stop.is_set():
+            post_json(port, "/v2/models/simple/infer", simple)
+            post_json(port, "/v2/models/tiny_cnn/infer", image)
+            post_json(port, "/v2/models/simple/infer", bad)
+            post_json(port, "/v2/models/no_such_model/infer", simple)
+            time.sleep(0.05)
+
+    @classmethod
+    def query(cls, expr, check=True):
+        status, _, body = request(cls.prom_port, "GET", "/api/v1/query?query=" + urllib.parse.quote(expr))
+        reply = json.loads(body) if body else {}
+        if check and (status != 200 or reply.get("status") != "success"):
+            raise AssertionError(f"{expr!r}: HTTP {status}: {reply.get('error', body[:300])}")
+        return reply.get("data", {}).get("result", []) if reply.get("status") == "success" else None
+
+    def test_config_scrapes_the_server(self):
+        up = self.query('up{job="inferloop"}')
+        self.assertEqual(len(up), 1, up)
+        self.assertEqual(up[0]["value"][1], "1")
+        self.assertEqual(up[0]["metric"].get("service"), "inferloop")  # the config's target labels
+
+    def test_every_dashboard_query_runs_and_returns_series(self):
+        for where, kind, text, _ in dashboard_queries(self.dash):
+            with self.subTest(where=where):
+                if kind == "variable":
+                    m = re.fullmatch(r"label_values\((.*),\s*(\w+)\s*\)", text.strip(), re.S)
+                    self.assertIsNotNone(m, text)
+                    result = self.query(substitute_variables(m.group(1), self.RATE_INTERVAL))
+                    values = {r["metric"].get(m.group(2)) for r in result}
+                    self.assertTrue(values and None not in values, f"{where}: no {m.group(2)} values: {result}")
+                    continue
+                result = self.query(substitute_variables(text, self.RATE_INTERVAL))
+                self.assertTrue(result, f"{where}: no series for {text!r}")
+
+    def test_model_variable_lists_the_models(self):
+        result = self.query('inferloop_model_ready{job=~"inferloop", instance=~".*"}')
+        self.assertEqual({r["metric"]["model"] for r in result}, {"simple", "tiny_cnn"})
 
 
 if __name__ == "__main__":
