@@ -340,27 +340,41 @@ std::string RenderPerfPlotSvg(const std::vector<PerfResult>& points, const std::
          std::string("font-size=\"12\" fill=\"#C00000\"") + kHalo);
   }
 
-  // One line with markers per percentile that has at least one value.
+  // One line with markers per percentile that has at least one value; the line breaks where a
+  // point lacks that percentile (a gap, not a bridge that would invent values).
   std::vector<const Series*> legend;
   for (const Series& s : kSeries) {
-    std::string pts;
+    std::vector<std::string> segments(1);
     std::ostringstream marks;
     for (const PerfResult* r : drawn) {
       const double y = LatencyMs(*r, s);
-      if (!std::isfinite(y)) continue;
-      pts += (pts.empty() ? "" : " ") + Num(px(r->throughput_infer_per_s)) + "," + Num(py(y));
+      if (!std::isfinite(y)) {
+        if (!segments.back().empty()) segments.emplace_back();
+        continue;
+      }
+      std::string& seg = segments.back();
+      seg += (seg.empty() ? "" : " ") + Num(px(r->throughput_infer_per_s)) + "," + Num(py(y));
       MarkerSvg(marks, s.marker, px(r->throughput_infer_per_s), py(y), s.color);
     }
-    if (pts.empty()) continue;
+    if (marks.str().empty()) continue;
     legend.push_back(&s);
-    o << "<g>\n<polyline points=\"" << pts << "\" fill=\"none\" stroke=\"" << s.color
-      << "\" stroke-width=\"2\" stroke-linejoin=\"round\"/>\n"
-      << marks.str() << "</g>\n";
+    o << "<g class=\"series-" << s.name << "\">\n";
+    for (const std::string& seg : segments) {
+      if (seg.find(' ') == std::string::npos) continue;  // one point: its marker alone
+      o << "<polyline points=\"" << seg << "\" fill=\"none\" stroke=\"" << s.color
+        << "\" stroke-width=\"2\" stroke-linejoin=\"round\"/>\n";
+    }
+    o << marks.str() << "</g>\n";
   }
 
   // Each point's load, up and to the left of its highest marker: the curves rise to the right,
-  // so that side is the free one.
+  // so that side is the free one. A label that would cover one already placed (points close
+  // together, e.g. past saturation) moves up a line at a time, within the plot.
   o << "<g font-size=\"11\" fill=\"#333\" text-anchor=\"end\"" << kHalo << ">\n";
+  struct Box {
+    double x0, y0, x1, y1;
+  };
+  std::vector<Box> placed;
   for (const PerfResult* r : drawn) {
     double top = 0;
     for (const Series& s : kSeries) {
@@ -370,7 +384,19 @@ std::string RenderPerfPlotSvg(const std::vector<PerfResult>& points, const std::
     const std::string label = PointLabel(*r);
     const double width = 6.5 * static_cast<double>(label.size());  // about, at 11 px
     const double x = std::max(px(r->throughput_infer_per_s) - 6, kPlotLeft + 4 + width);
-    Text(o, x, std::max(py(top) - 7, kPlotTop + 10), label, "");
+    const double y0 = std::max(py(top) - 7, kPlotTop + 10);
+    auto box_at = [&](double y) { return Box{x - width, y - 10, x, y + 2}; };
+    auto free = [&](const Box& b) {
+      for (const Box& p : placed) {
+        if (b.x0 < p.x1 && p.x0 < b.x1 && b.y0 < p.y1 && p.y0 < b.y1) return false;
+      }
+      return true;
+    };
+    double y = y0;
+    while (!free(box_at(y)) && y - 12 >= kPlotTop + 10) y -= 12;
+    if (!free(box_at(y))) y = y0;  // no room above: overlap rather than leave the plot
+    placed.push_back(box_at(y));
+    Text(o, x, y, label, "");
   }
   o << "</g>\n";
 

@@ -8,8 +8,9 @@
 // title and units. latency_bound_ms > 0 adds a horizontal dashed line at the bound.
 //
 // Not drawn: points with no successful request (completed == 0), and percentile values that are
-// absent (NaN, infinite, or <= 0, e.g. p99.9 when the tool did not measure it). A percentile
-// with no drawn point has no line and no legend entry. With nothing to draw the image says so.
+// absent (NaN, infinite, or <= 0, e.g. p99.9 when the tool did not measure it): the line of a
+// percentile breaks where its value is absent. A percentile with no drawn point has no line and
+// no legend entry. With nothing to draw the image says so.
 #pragma once
 
 #include <string>

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -259,8 +260,26 @@ std::vector<PerfResult> Sweep() {
           Point(32, 2340, 13.6)};
 }
 
-// The polylines, keyed by their stroke colour's legend name (read back from the legend order).
+// Every polyline (the percentile lines; nothing else in the plot is one).
 std::vector<const Element*> Lines(const Element& root) { return All(root, "polyline"); }
+
+// The group a percentile is drawn in (<g class="series-p90">), or nullptr.
+const Element* SeriesGroup(const Element& root, const std::string& name) {
+  for (const Element* g : All(root, "g")) {
+    auto it = g->attrs.find("class");
+    if (it != g->attrs.end() && it->second == "series-" + name) return g;
+  }
+  return nullptr;
+}
+size_t Markers(const Element& group) {
+  return All(group, "circle").size() + All(group, "rect").size() + All(group, "polygon").size();
+}
+// Points per polyline of a percentile's group (one entry per unbroken stretch of line).
+std::vector<size_t> Segments(const Element& group) {
+  std::vector<size_t> out;
+  for (const Element* l : All(group, "polyline")) out.push_back(PolylinePoints(*l).size());
+  return out;
+}
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -328,8 +347,12 @@ TEST(SvgPlot, OnePoint) {
   auto root = ParseSvg(RenderPerfPlotSvg({Point(1, 1234.5, 0.8)}, "one"));
   ASSERT_NE(root, nullptr);
   EXPECT_TRUE(HasText(*root, "c=1"));
-  EXPECT_EQ(Lines(*root).size(), 4u);
-  EXPECT_GE(All(*root, "circle").size(), 1u);
+  for (const char* name : {"p50", "p90", "p99", "p99.9"}) {
+    const Element* g = SeriesGroup(*root, name);
+    ASSERT_NE(g, nullptr) << name;
+    EXPECT_EQ(Markers(*g), 1u) << name;
+    EXPECT_TRUE(Segments(*g).empty()) << name << ": one point is a marker, not a line";
+  }
 }
 
 TEST(SvgPlot, EqualValuesAndZeroThroughput) {
@@ -342,6 +365,24 @@ TEST(SvgPlot, EqualValuesAndZeroThroughput) {
   root = ParseSvg(RenderPerfPlotSvg({Point(1, 0, 2), Point(2, 0, 2)}, "zero"));
   ASSERT_NE(root, nullptr);
   EXPECT_TRUE(HasText(*root, "c=2"));
+}
+
+TEST(SvgPlot, LabelsOfPointsOnTopOfEachOtherDoNotOverlap) {
+  // Past saturation: the same throughput and nearly the same latency at every load.
+  std::vector<PerfResult> pts;
+  for (int c : {8, 16, 32, 64, 128}) pts.push_back(Point(c, 1000, 10 + c * 0.001));
+  auto root = ParseSvg(RenderPerfPlotSvg(pts, "saturated"));
+  ASSERT_NE(root, nullptr);
+  std::set<std::string> ys;
+  int labels = 0;
+  for (const Element* t : All(*root, "text")) {
+    if (t->text.rfind("c=", 0) == 0) {
+      ++labels;
+      ys.insert(t->attrs.at("y"));
+    }
+  }
+  EXPECT_EQ(labels, 5);
+  EXPECT_EQ(ys.size(), 5u) << "each label on its own line";
 }
 
 TEST(SvgPlot, HugeAndTinyValues) {
@@ -373,11 +414,23 @@ TEST(SvgPlot, AbsentPercentilesAreSkippedNotDrawn) {
   auto root = ParseSvg(RenderPerfPlotSvg(pts, "no p99.9"));
   ASSERT_NE(root, nullptr);
   EXPECT_FALSE(HasText(*root, "p99.9")) << "no legend entry for a line not drawn";
-  const auto lines = Lines(*root);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(PolylinePoints(*lines[0]).size(), 6u);  // p50
-  EXPECT_EQ(PolylinePoints(*lines[1]).size(), 5u);  // p90 without its NaN
-  EXPECT_EQ(PolylinePoints(*lines[2]).size(), 6u);  // p99
+  EXPECT_EQ(SeriesGroup(*root, "p99.9"), nullptr);
+  ASSERT_NE(SeriesGroup(*root, "p90"), nullptr);
+  EXPECT_EQ(Segments(*SeriesGroup(*root, "p50")), (std::vector<size_t>{6}));
+  EXPECT_EQ(Segments(*SeriesGroup(*root, "p99")), (std::vector<size_t>{6}));
+  // p90's line breaks at its NaN (points 0-1 and 3-5), no marker there.
+  EXPECT_EQ(Segments(*SeriesGroup(*root, "p90")), (std::vector<size_t>{2, 3}));
+  EXPECT_EQ(Markers(*SeriesGroup(*root, "p90")), 5u);
+  // A gap of one point at the end leaves a lone marker.
+  pts[5].latency_p90_us = kNaN;
+  root = ParseSvg(RenderPerfPlotSvg(pts, "gap at the end"));
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(Segments(*SeriesGroup(*root, "p90")), (std::vector<size_t>{2, 2}));
+  pts[1].latency_p90_us = kNaN;
+  root = ParseSvg(RenderPerfPlotSvg(pts, "lone points"));
+  ASSERT_NE(root, nullptr);
+  EXPECT_EQ(Segments(*SeriesGroup(*root, "p90")), (std::vector<size_t>{2}));
+  EXPECT_EQ(Markers(*SeriesGroup(*root, "p90")), 3u);
 
   // A point without a successful request, and one with a NaN throughput, are not drawn.
   pts = Sweep();
@@ -441,6 +494,34 @@ TEST(SvgPlot, LatencyBoundIsADashedLineWithinTheAxis) {
   EXPECT_TRUE(HasText(*root, "50"));  // a tick reaches the bound
   // A bound of 0, negative or NaN draws nothing.
   for (double b : {0.0, -5.0, kNaN}) EXPECT_EQ(RenderPerfPlotSvg(Sweep(), "b", b).find("stroke-dasharray"), std::string::npos);
+}
+
+// A second opinion on well-formedness from a full XML parser (Python's), on the hard cases.
+TEST(SvgPlot, PythonsXmlParserReadsEveryPlot) {
+  const char* python = "/usr/bin/python3";
+  if (::access(python, X_OK) != 0) GTEST_SKIP() << python << " not found";
+  const auto dir = std::filesystem::temp_directory_path() / ("svg_plot_py_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto gaps = Sweep();
+  gaps[2].latency_p90_us = kNaN;
+  gaps[1].completed = 0;
+  const std::vector<std::pair<std::vector<PerfResult>, std::string>> cases = {
+      {Sweep(), "sweep"},
+      {Sweep(), "<b>\"R&D\" 'x'</b> \xC3\xA9\x01\xFF]]> &amp;"},
+      {{}, "empty"},
+      {{Point(1, 1e12, 1e9)}, "huge"},
+      {{Point(1, 1e-6, 1e-9)}, "tiny"},
+      {gaps, "gaps"},
+  };
+  std::string cmd = std::string(python) +
+                    " -c 'import sys, xml.etree.ElementTree as E; [E.parse(f) for f in sys.argv[1:]]'";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = (dir / ("plot" + std::to_string(i) + ".svg")).string();
+    ASSERT_TRUE(WritePerfPlotSvg(cases[i].first, cases[i].second, path, i % 2 ? 5.0 : 0.0).ok());
+    cmd += " " + path;
+  }
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(SvgPlot, WritesTheFileOrSaysWhyNot) {
