@@ -50,7 +50,7 @@ if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ] || [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ];
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERLOOP_SANITIZE=ON \
     -DINFERLOOP_FUZZ=ON >/dev/null &&
     cmake --build build-asan -j"$jobs" --target inferloop_unit_tests serve_unit_tests serve_core_unit_tests \
-      frontends_unit_tests inferloop model_loader_fuzzer v2_json_fuzzer v2_grpc_fuzzer model_config_fuzzer || exit 1
+      frontends_unit_tests svg_plot_unit_tests inferloop model_loader_fuzzer v2_json_fuzzer v2_grpc_fuzzer model_config_fuzzer || exit 1
 fi
 
 if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ]; then
