@@ -5,7 +5,7 @@
 #   3. the fuzzers (model loader, KServe v2 REST and gRPC request decoders, config.pbtxt parser),
 #      bounded runs from a fixed seed (libFuzzer, same build-asan/ build)
 # The serve end-to-end tests (tests/e2e) use the project venv, made here by scripts/setup_venv.sh.
-# Ends with one line "summary: N passed, N failed" over all ctest runs.
+# Ends with one line "summary: N passed, N failed, N skipped" over all ctest runs.
 # Env: INFERLOOP_FUZZ_RUNS (default 300000), INFERLOOP_FUZZ_SECONDS (cap, default 120),
 #      INFERLOOP_SKIP_ASAN=1, INFERLOOP_SKIP_FUZZ=1.
 set -uo pipefail
@@ -19,7 +19,7 @@ if ! cmp -s scripts/requirements-dev.txt .venv/requirements-dev.txt 2>/dev/null;
   rm -rf .venv && bash scripts/setup_venv.sh && cp scripts/requirements-dev.txt .venv/requirements-dev.txt || exit 1
 fi
 
-total_pass=0; total_fail=0; status=0
+total_pass=0; total_fail=0; total_skip=0; status=0
 run_ctest() {  # dir, extra ctest args...
   local dir=$1; shift
   local log
@@ -32,7 +32,11 @@ run_ctest() {  # dir, extra ctest args...
     local failed total
     failed=$(echo "$line" | sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/')
     total=$(echo "$line" | sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/')
-    total_fail=$((total_fail + failed)); total_pass=$((total_pass + total - failed))
+    # ctest counts a skipped test (SKIP_RETURN_CODE) as passed; here it counts as skipped.
+    local skipped
+    skipped=$(grep -cE '^[[:space:]]+[0-9]+ - .+ \(Skipped\)$' "$log")
+    total_fail=$((total_fail + failed)); total_skip=$((total_skip + skipped))
+    total_pass=$((total_pass + total - failed - skipped))
   fi
   rm -f "$log"
   [ "$rc" -ne 0 ] && status=1
@@ -84,5 +88,5 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
   done
 fi
 
-echo "summary: $total_pass passed, $total_fail failed"
+echo "summary: $total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status
