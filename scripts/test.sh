@@ -5,7 +5,7 @@
 #   3. the fuzzers (model loader, KServe v2 REST and gRPC request decoders, config.pbtxt parser),
 #      bounded runs from a fixed seed (libFuzzer, same build-asan/ build)
 # The serve end-to-end tests (tests/e2e) use the project venv, made here by scripts/setup_venv.sh.
-# Ends with one line "summary: N passed, N failed" over all ctest runs.
+# Ends with one line "summary: N passed, N failed, N skipped" over all ctest runs.
 # Env: INFERLOOP_FUZZ_RUNS (default 300000), INFERLOOP_FUZZ_SECONDS (cap, default 120),
 #      INFERLOOP_SKIP_ASAN=1, INFERLOOP_SKIP_FUZZ=1.
 set -uo pipefail
@@ -21,7 +21,7 @@ fi
 # Triton's perf_analyzer, for the test that runs it against inferloop serve.
 bash scripts/setup_perf_analyzer.sh || exit 1
 
-total_pass=0; total_fail=0; status=0
+total_pass=0; total_fail=0; total_skip=0; status=0
 run_ctest() {  # dir, extra ctest args...
   local dir=$1; shift
   local log
@@ -34,7 +34,11 @@ run_ctest() {  # dir, extra ctest args...
     local failed total
     failed=$(echo "$line" | sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/')
     total=$(echo "$line" | sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/')
-    total_fail=$((total_fail + failed)); total_pass=$((total_pass + total - failed))
+    # ctest counts a skipped test (SKIP_RETURN_CODE) as passed; here it counts as skipped.
+    local skipped
+    skipped=$(grep -cE '^[[:space:]]+[0-9]+ - .+ \(Skipped\)$' "$log")
+    total_fail=$((total_fail + failed)); total_skip=$((total_skip + skipped))
+    total_pass=$((total_pass + total - failed - skipped))
   fi
   rm -f "$log"
   [ "$rc" -ne 0 ] && status=1
@@ -52,7 +56,7 @@ if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ] || [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ];
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERLOOP_SANITIZE=ON \
     -DINFERLOOP_FUZZ=ON >/dev/null &&
     cmake --build build-asan -j"$jobs" --target inferloop_unit_tests serve_unit_tests serve_core_unit_tests \
-      frontends_unit_tests inferloop model_loader_fuzzer v2_json_fuzzer v2_grpc_fuzzer model_config_fuzzer || exit 1
+      frontends_unit_tests svg_plot_unit_tests inferloop model_loader_fuzzer v2_json_fuzzer v2_grpc_fuzzer model_config_fuzzer || exit 1
 fi
 
 if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ]; then
@@ -86,5 +90,5 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
   done
 fi
 
-echo "summary: $total_pass passed, $total_fail failed"
+echo "summary: $total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status
