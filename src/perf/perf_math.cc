@@ -53,7 +53,8 @@ Result<std::vector<double>> ParseRange(const std::string& text, bool integer) {
 
 double PercentileOfSorted(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
-  double rank = std::ceil(p / 100.0 * static_cast<double>(sorted.size()));
+  // The small epsilon keeps 99.9% of 1000 at rank 999 despite binary rounding (999.0000000001).
+  double rank = std::ceil(p * static_cast<double>(sorted.size()) / 100.0 - 1e-9);
   size_t idx = rank < 1 ? 0 : static_cast<size_t>(rank) - 1;
   return sorted[std::min(idx, sorted.size() - 1)];
 }
