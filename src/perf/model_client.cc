@@ -67,6 +67,7 @@ std::string ServerError(const HttpReply& r) {
   rapidjson::Document d;
   d.Parse(r.body.c_str());
   if (!d.HasParseError() && d.IsObject() && d.HasMember("error") && d["error"].IsString()) return d["error"].GetString();
+  if (r.body.empty()) return "HTTP " + std::to_string(r.status) + " with no body";
   return r.body.substr(0, 300);
 }
 

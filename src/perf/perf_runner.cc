@@ -98,7 +98,7 @@ Result<PerfResult> PerfRunner::MeasurePoint(LoadMode mode, double load, bool* wa
     if (on_window_) on_window_({mode, load, w, sum.throughput, sum.latency_us, samples.error_count()});
     if (sum.completed == 0 && samples.error_count() > 0) {
       failure = Status::FailedPrecondition("every request failed at " + std::string(LoadModeName(mode)) + " " +
-                                           std::to_string(load) + "; first error: " + recorder.first_error());
+                                           (mode == LoadMode::kConcurrency ? std::to_string(static_cast<int64_t>(load)) : std::to_string(load)) + "; first error: " + recorder.first_error());
       break;
     }
     windows.push_back(std::move(samples));
