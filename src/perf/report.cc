@@ -79,12 +79,12 @@ void WriteTable(std::ostream& os, const std::vector<PerfResult>& points, const R
      << summary.url << " (" << summary.protocol << ")\n";
   const char* load_name = points.empty() || points[0].mode == LoadMode::kConcurrency ? "concurrency" : "rate/s";
   char line[512];
-  std::snprintf(line, sizeof(line), "%11s %11s %9s %9s %9s %9s %9s %9s %8s %9s %9s %7s %6s\n", load_name,
+  std::snprintf(line, sizeof(line), "%11s %11s %9s %9s %9s %9s %9s %9s %8s %10s %10s %7s %6s\n", load_name,
                 "infer/s", "avg ms", "p50 ms", "p90 ms", "p95 ms", "p99 ms", "p99.9 ms", "errors", "queue us",
                 "compute us", "windows", "stable");
   os << line;
   for (const auto& r : points) {
-    std::snprintf(line, sizeof(line), "%11s %11.1f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8llu %9s %9s %7d %6s\n",
+    std::snprintf(line, sizeof(line), "%11s %11.1f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %8llu %10s %10s %7d %6s\n",
                   LoadText(r).c_str(), r.throughput_infer_per_s, r.latency_avg_us / 1000, r.latency_p50_us / 1000,
                   r.latency_p90_us / 1000, r.latency_p95_us / 1000, r.latency_p99_us / 1000,
                   r.latency_p999_us / 1000, static_cast<unsigned long long>(r.errors),
