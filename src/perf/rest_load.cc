@@ -59,6 +59,9 @@ class Conn : public std::enable_shared_from_this<Conn> {
   std::optional<http::response_parser<http::string_body>> parser_;
   Clock::time_point t0_;
   bool connected_ = false;
+  // This request reuses a kept-alive connection (which the server may have closed meanwhile)
+  // and has not been retried yet: a connection error is retried once on a fresh connection.
+  bool may_retry_ = false;
 };
 
 struct Shard {
@@ -110,6 +113,7 @@ Conn::Conn(Shard& shard) : shard_(shard), sock_(shard.ioc), retry_(shard.ioc) {}
 
 void Conn::Send(Clock::time_point t0) {
   t0_ = t0;
+  may_retry_ = connected_;
   if (connected_) {
     Write();
     return;
@@ -151,6 +155,10 @@ void Conn::OnRead(beast::error_code ec) {
 void Conn::Fail(const std::string& kind, const std::string& message) {
   Close();
   if (shard_.stopping->load(std::memory_order_relaxed)) return;
+  if (kind == "connection" && may_retry_) {  // a stale keep-alive connection: reconnect, same t0
+    Send(t0_);  // not connected now, so this attempt is not retried again
+    return;
+  }
   shard_.recorder->RecordError(kind, message);
   if (shard_.mode == LoadMode::kConcurrency) {
     // Back off a little so a dead server does not turn into a busy loop.
@@ -191,6 +199,7 @@ class RestLoad final : public LoadGenerator {
     stopping_.store(false);
     int shards = io_threads_;
     if (spec.mode == LoadMode::kConcurrency) shards = std::min<int>(shards, static_cast<int>(spec.load));
+    else shards = std::min(shards, std::max(1, spec.max_outstanding));
     for (int i = 0; i < shards; ++i) {
       auto s = std::make_unique<Shard>(spec.seed + 7919 * i, spec.load / shards);
       s->request = &request_;
