@@ -259,7 +259,8 @@ int RunPerf(const PerfArgs& a) {
   }
 #ifdef INFERLOOP_HAVE_SVG_PLOT
   if (!a.plot.empty()) {
-    Status st = perf::WritePerfPlotSvg(points, a.model + " (" + summary.protocol + ")", a.plot);
+    Status st = perf::WritePerfPlotSvg(points, a.model + " (" + summary.protocol + ")", a.plot,
+                                        a.latency_bound_ms.value_or(0));
     if (!st.ok()) { std::cerr << "error: " << st.message() << "\n"; if (!exit_code) exit_code = 1; }
   }
 #endif
