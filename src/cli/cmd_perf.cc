@@ -23,9 +23,8 @@
 #include "perf/perf_runner.h"
 #include "perf/report.h"
 #include "perf/request_builder.h"
-#if __has_include("perf/svg_plot.h")
+#ifdef INFERLOOP_HAVE_SVG_PLOT  // set by CMake when src/perf/svg_plot.cc is present
 #include "perf/svg_plot.h"
-#define INFERLOOP_HAVE_SVG_PLOT 1
 #endif
 
 namespace inferloop::cli {
