@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 import unittest
+import xml.etree.ElementTree as ET
 
 import numpy as np
 
@@ -22,7 +23,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_harness import Server, get_json  # noqa: E402
 
 INFERLOOP = None
-REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "model_repository")
+SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+REPO = os.path.join(SOURCE_DIR, "examples", "model_repository")
 # Short windows: these tests check behaviour, not numbers.
 FAST = ["--duration", "0.2", "--max-windows", "3"]
 CSV_COLUMNS = ["batch_size", "throughput_infer_per_s", "throughput_req_per_s", "completed", "errors",
@@ -144,6 +146,19 @@ class PerfAgainstServer(unittest.TestCase):
         self.assertGreaterEqual(doc["suggested_concurrency"], 1)
         self.assertIn(doc["target_reached"], (True, False))
         self.assertEqual(len(doc["points"]), 3)  # the sweep's two points and the suggested concurrency
+
+    def test_plot(self):
+        svg = self.path("plot.svg")
+        r = perf("--url", self.rest, "--model", "simple", "--concurrency-range", "1:2", *FAST, "--plot", svg)
+        has_writer = os.path.exists(os.path.join(SOURCE_DIR, "src", "perf", "svg_plot.cc"))
+        if has_writer:
+            self.assertEqual(r.returncode, 0, r.stderr)
+            root = ET.parse(svg).getroot()
+            self.assertTrue(root.tag.endswith("svg"), root.tag)
+        else:  # a build without the plot writer refuses --plot up front, clearly
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("no SVG plot writer", r.stderr)
+            self.assertFalse(os.path.exists(svg))
 
     def test_unknown_model(self):
         for url in (self.rest, self.grpc):
