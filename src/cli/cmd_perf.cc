@@ -4,6 +4,7 @@
 // stdout and optionally CSV, JSON and an SVG plot. Ctrl-C prints what was measured and exits 130.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -121,6 +122,17 @@ int RunPerf(const PerfArgs& a) {
       return 2;
     }
     loads = r.value();
+  }
+  constexpr double kMaxConcurrency = 16384;
+  if (mode == perf::LoadMode::kConcurrency && !loads.empty() && loads.back() > kMaxConcurrency) {
+    std::cerr << "error: --concurrency-range: at most " << kMaxConcurrency << " requests in flight\n";
+    return 2;
+  }
+  // One socket per connection: lift the soft open-file limit to the hard one.
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
   }
   perf::InputOptions in;
   in.data = a.input_data;
