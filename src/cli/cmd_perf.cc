@@ -207,9 +207,11 @@ int RunPerf(const PerfArgs& a) {
   int exit_code = 0;
   auto measure = [&](perf::LoadMode m, double load) -> bool {
     bool interrupted = false;
-    auto r = runner.MeasurePoint(m, load, &interrupted);
+    perf::PerfResult partial;
+    auto r = runner.MeasurePoint(m, load, &interrupted, &partial);
     if (tty) std::fprintf(stderr, "\r\033[K");
     if (!r.ok()) {
+      if (partial.windows_measured > 0) points.push_back(partial);  // the windows before the failure
       std::cerr << "error: " << r.status().message() << "\n";
       exit_code = 1;
       return false;

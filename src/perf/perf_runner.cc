@@ -58,7 +58,7 @@ PerfRunner::PerfRunner(LoadGenerator& generator, ModelClient* stats, std::string
       interrupted_(interrupted),
       on_window_(std::move(on_window)) {}
 
-Result<PerfResult> PerfRunner::MeasurePoint(LoadMode mode, double load, bool* was_interrupted) {
+Result<PerfResult> PerfRunner::MeasurePoint(LoadMode mode, double load, bool* was_interrupted, PerfResult* partial) {
   *was_interrupted = false;
   std::optional<ModelStatsSnapshot> before;
   if (stats_) {
@@ -108,7 +108,6 @@ Result<PerfResult> PerfRunner::MeasurePoint(LoadMode mode, double load, bool* wa
     if (LastThreeStable(summaries)) break;
   }
   generator_.Stop();
-  if (!failure.ok()) return failure;
 
   size_t keep = std::min<size_t>(3, windows.size());
   std::vector<WindowSamples> last(std::make_move_iterator(windows.end() - keep), std::make_move_iterator(windows.end()));
@@ -117,6 +116,10 @@ Result<PerfResult> PerfRunner::MeasurePoint(LoadMode mode, double load, bool* wa
   r.windows_measured = static_cast<int>(windows.size());
   r.stable = LastThreeStable(summaries);
   r.window_s = options_.window_s;
+  if (!failure.ok()) {
+    if (partial) *partial = r;
+    return failure;
+  }
   if (stats_ && before) {
     auto after = stats_->FetchStats(model_, version_);
     if (after.ok() && after.value().success_count > before->success_count) {

@@ -47,8 +47,11 @@ class PerfRunner {
 
   // Measures one point. With `interrupted` set mid-point, returns what the completed windows
   // measured (windows_measured may be 0) and sets *was_interrupted. Errors: the generator could
-  // not start, or every request of a window failed (the first error message is included).
-  Result<PerfResult> MeasurePoint(LoadMode mode, double load, bool* was_interrupted);
+  // not start, or every request of a window failed (the first error message is included); then
+  // `partial`, when given, gets what the windows before the failure measured (windows_measured
+  // 0 when none did).
+  Result<PerfResult> MeasurePoint(LoadMode mode, double load, bool* was_interrupted,
+                                  PerfResult* partial = nullptr);
 
  private:
   LoadGenerator& generator_;
