@@ -16,5 +16,6 @@ Runner AddOpsCommand(CLI::App& app);
 Runner AddOptimizeCommand(CLI::App& app);
 Runner AddBenchCommand(CLI::App& app);
 Runner AddServeCommand(CLI::App& app);
+Runner AddPerfCommand(CLI::App& app);
 
 }  // namespace inferloop::cli

@@ -1,0 +1,320 @@
+// inferloop perf --url http://HOST:PORT | grpc://HOST:PORT --model NAME [options]
+// A load generator for KServe v2 servers (docs/PERF.md): closed-loop concurrency sweeps or
+// open-loop Poisson request rates, measured in windows until stable, reported as a table on
+// stdout and optionally CSV, JSON and an SVG plot. Ctrl-C prints what was measured and exits 130.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "perf/endpoint.h"
+#include "perf/load_generator.h"
+#include "perf/model_client.h"
+#include "perf/perf_math.h"
+#include "perf/perf_runner.h"
+#include "perf/report.h"
+#include "perf/request_builder.h"
+#ifdef INFERLOOP_HAVE_SVG_PLOT  // set by CMake when src/perf/svg_plot.cc is present
+#include "perf/svg_plot.h"
+#endif
+
+namespace inferloop::cli {
+namespace {
+
+struct PerfArgs {
+  std::string url = "http://127.0.0.1:8000";
+  std::string model;
+  std::string version;
+  std::string concurrency_range;
+  std::string request_rate_range;
+  double duration_s = 2.0;
+  int max_windows = 10;
+  std::string input_data = "random";
+  std::vector<std::string> shapes;
+  int batch_size = 1;
+  std::optional<int64_t> priority;
+  bool binary = false;
+  double percentile = 99;
+  std::optional<double> latency_bound_ms;
+  std::optional<double> target_qps;
+  int max_outstanding = 1024;
+  int io_threads = 2;
+  uint64_t seed = 1;
+  std::string csv;
+  std::string json;
+  std::string plot;
+};
+
+// Ctrl-C: a thread waits for SIGINT (blocked everywhere else) and sets `interrupted`; a second
+// Ctrl-C exits at once. Construct before any other thread starts.
+class InterruptWatcher {
+ public:
+  InterruptWatcher() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::thread([this] {
+      for (;;) {
+        int sig = 0;
+        if (sigwait(&set_, &sig) != 0) continue;
+        if (sig == SIGUSR1 && done_.load()) return;
+        if (sig == SIGINT) {
+          if (interrupted_.exchange(true)) _exit(130);
+        }
+      }
+    });
+  }
+  ~InterruptWatcher() {
+    done_.store(true);
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+    pthread_sigmask(SIG_UNBLOCK, &set_, nullptr);
+  }
+  const std::atomic<bool>& interrupted() const { return interrupted_; }
+
+ private:
+  sigset_t set_;
+  std::atomic<bool> interrupted_{false};
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+std::string Fmt(const char* f, double a) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, a);
+  return buf;
+}
+
+int RunPerf(const PerfArgs& a) {
+  if (!a.concurrency_range.empty() && !a.request_rate_range.empty()) {
+    std::cerr << "error: give --concurrency-range or --request-rate-range, not both\n";
+    return 2;
+  }
+  if (a.target_qps && !a.request_rate_range.empty()) {
+    std::cerr << "error: --target-qps sizes a concurrency; it does not combine with --request-rate-range\n";
+    return 2;
+  }
+  auto endpoint = perf::ParseEndpoint(a.url);
+  if (!endpoint.ok()) {
+    std::cerr << "error: " << endpoint.status().message() << "\n";
+    return 2;
+  }
+  perf::LoadMode mode = a.request_rate_range.empty() ? perf::LoadMode::kConcurrency : perf::LoadMode::kRequestRate;
+  std::vector<double> loads;
+  if (mode == perf::LoadMode::kRequestRate || !a.concurrency_range.empty() || !a.target_qps) {
+    auto r = mode == perf::LoadMode::kConcurrency
+                 ? perf::ParseRange(a.concurrency_range.empty() ? "1" : a.concurrency_range, true)
+                 : perf::ParseRange(a.request_rate_range, false);
+    if (!r.ok()) {
+      std::cerr << "error: " << (mode == perf::LoadMode::kConcurrency ? "--concurrency-range " : "--request-rate-range ")
+                << r.status().message() << "\n";
+      return 2;
+    }
+    loads = r.value();
+  }
+  constexpr double kMaxConcurrency = 16384;
+  if (mode == perf::LoadMode::kConcurrency && !loads.empty() && loads.back() > kMaxConcurrency) {
+    std::cerr << "error: --concurrency-range: at most " << kMaxConcurrency << " requests in flight\n";
+    return 2;
+  }
+  // One socket per connection: lift the soft open-file limit to the hard one.
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+  perf::InputOptions in;
+  in.data = a.input_data;
+  in.batch_size = a.batch_size;
+  in.priority = a.priority;
+  in.binary = a.binary;
+  in.seed = a.seed;
+  for (const auto& s : a.shapes) {
+    Status st = perf::ParseShapeOption(s, &in.shapes);
+    if (!st.ok()) {
+      std::cerr << "error: " << st.message() << "\n";
+      return 2;
+    }
+  }
+#ifndef INFERLOOP_HAVE_SVG_PLOT
+  if (!a.plot.empty()) {
+    std::cerr << "error: --plot: this build has no SVG plot writer (src/perf/svg_plot.cc)\n";
+    return 2;
+  }
+#endif
+
+  InterruptWatcher watcher;  // before any thread (gRPC's included) starts
+  auto client = perf::MakeModelClient(endpoint.value());
+  auto model = client->FetchModel(a.model, a.version);
+  if (!model.ok()) {
+    std::cerr << "error: " << model.status().message() << "\n";
+    return 1;
+  }
+  auto request = perf::BuildInferRequest(model.value(), in);
+  if (!request.ok()) {
+    std::cerr << "error: " << request.status().message() << "\n";
+    return 2;
+  }
+  auto encoded = perf::EncodeRequest(request.value(), a.binary);
+  if (!encoded.ok()) {
+    std::cerr << "error: encoding the request: " << encoded.status().message() << "\n";
+    return 1;
+  }
+  bool grpc = endpoint.value().protocol == perf::Endpoint::Protocol::kGrpc;
+  auto generator = grpc ? perf::MakeGrpcLoadGenerator(endpoint.value(), encoded.value())
+                        : perf::MakeRestLoadGenerator(endpoint.value(), a.model, a.version, encoded.value(), a.io_threads);
+
+  perf::RunOptions opts;
+  opts.window_s = a.duration_s;
+  opts.max_windows = a.max_windows;
+  opts.percentile = a.percentile;
+  opts.batch_size = a.batch_size;
+  opts.max_outstanding = a.max_outstanding;
+  opts.seed = a.seed;
+  bool tty = isatty(STDERR_FILENO);
+  auto progress = [tty, pct = a.percentile](const perf::WindowProgress& p) {
+    if (!tty) return;
+    std::string load = p.mode == perf::LoadMode::kConcurrency ? "concurrency " + std::to_string(static_cast<int>(p.load))
+                                                              : "rate " + Fmt("%.1f", p.load) + "/s";
+    std::fprintf(stderr, "\r\033[K%s: window %d, %.0f infer/s, p%g %.3f ms%s", load.c_str(), p.window, p.throughput,
+                 pct, p.latency_pct_us / 1000,
+                 p.errors ? (", " + std::to_string(p.errors) + " errors").c_str() : "");
+    std::fflush(stderr);
+  };
+  perf::PerfRunner runner(*generator, client.get(), a.model, a.version, opts, &watcher.interrupted(), progress);
+
+  perf::RunSummary summary;
+  summary.url = endpoint.value().ToString();
+  summary.model = a.model;
+  summary.version = a.version;
+  summary.protocol = grpc ? "grpc" : (a.binary ? "rest-binary" : "rest-json");
+  summary.percentile = a.percentile;
+  summary.latency_bound_ms = a.latency_bound_ms;
+  summary.target_qps = a.target_qps;
+
+  std::vector<perf::PerfResult> points;
+  int exit_code = 0;
+  auto measure = [&](perf::LoadMode m, double load) -> bool {
+    bool interrupted = false;
+    perf::PerfResult partial;
+    auto r = runner.MeasurePoint(m, load, &interrupted, &partial);
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    if (!r.ok()) {
+      if (partial.windows_measured > 0) points.push_back(partial);  // the windows before the failure
+      std::cerr << "error: " << r.status().message() << "\n";
+      exit_code = 1;
+      return false;
+    }
+    if (r.value().windows_measured > 0) points.push_back(r.value());
+    if (interrupted) {
+      summary.interrupted = true;
+      exit_code = 130;
+      return false;
+    }
+    return true;
+  };
+  auto pct_ms = [&](const perf::PerfResult& r) { return perf::LatencyAtPercentile(r, a.percentile) / 1000; };
+  bool go_on = true;
+  for (double load : loads) {
+    if (!(go_on = measure(mode, load))) break;
+    if (a.latency_bound_ms && pct_ms(points.back()) > *a.latency_bound_ms) {
+      std::cerr << "p" << a.percentile << " " << Fmt("%.3f", pct_ms(points.back())) << " ms is over the bound of "
+                << *a.latency_bound_ms << " ms: sweep stopped\n";
+      break;
+    }
+  }
+  if (go_on && a.target_qps) {
+    // Little's law from the latency at low load (concurrency 1): measured unless the sweep began there.
+    const perf::PerfResult* low = nullptr;
+    if (!points.empty() && points[0].mode == perf::LoadMode::kConcurrency && points[0].load == 1) low = &points[0];
+    if (!low && (go_on = measure(perf::LoadMode::kConcurrency, 1))) low = &points.back();
+    if (go_on && low) {
+      int c = perf::LittlesLawConcurrency(low->latency_avg_us, *a.target_qps / a.batch_size);
+      summary.suggested_concurrency = c;
+      std::cerr << "target " << *a.target_qps << " infer/s: avg latency " << Fmt("%.3f", low->latency_avg_us / 1000)
+                << " ms at concurrency 1, Little's law x " << perf::kLittleHeadroom << " headroom suggests concurrency "
+                << c << "\n";
+      if (measure(perf::LoadMode::kConcurrency, c)) {
+        const auto& p = points.back();
+        bool within = !a.latency_bound_ms || pct_ms(p) <= *a.latency_bound_ms;
+        summary.target_reached = p.throughput_infer_per_s >= 0.95 * *a.target_qps && within;
+      }
+    }
+  }
+  if (a.latency_bound_ms) {
+    for (size_t i = 0; i < points.size(); ++i)
+      if (pct_ms(points[i]) <= *a.latency_bound_ms && points[i].completed > 0 &&
+          (!summary.best_under_bound || points[i].throughput_infer_per_s > points[*summary.best_under_bound].throughput_infer_per_s))
+        summary.best_under_bound = i;
+  }
+  generator.reset();
+
+  perf::WriteTable(std::cout, points, summary);
+  std::cout.flush();
+  if (!a.csv.empty()) {
+    Status st = perf::WriteCsvFile(a.csv, points);
+    if (!st.ok()) { std::cerr << "error: " << st.message() << "\n"; if (!exit_code) exit_code = 1; }
+  }
+  if (!a.json.empty()) {
+    Status st = perf::WriteJsonFile(a.json, points, summary);
+    if (!st.ok()) { std::cerr << "error: " << st.message() << "\n"; if (!exit_code) exit_code = 1; }
+  }
+#ifdef INFERLOOP_HAVE_SVG_PLOT
+  if (!a.plot.empty()) {
+    Status st = perf::WritePerfPlotSvg(points, a.model + " (" + summary.protocol + ")", a.plot,
+                                        a.latency_bound_ms.value_or(0));
+    if (!st.ok()) { std::cerr << "error: " << st.message() << "\n"; if (!exit_code) exit_code = 1; }
+  }
+#endif
+  return exit_code;
+}
+
+}  // namespace
+
+Runner AddPerfCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("perf", "Load-test a KServe v2 server: throughput and latency percentiles (docs/PERF.md)");
+  auto a = std::make_shared<PerfArgs>();
+  cmd->add_option("--url", a->url, "http://HOST:PORT (REST) or grpc://HOST:PORT")->capture_default_str();
+  cmd->add_option("--model,-m", a->model, "Model name")->required();
+  cmd->add_option("--version", a->version, "Model version (default: the server's choice)");
+  cmd->add_option("--concurrency-range", a->concurrency_range,
+                  "Closed loop: START[:END[:STEP]] requests in flight (default 1)");
+  cmd->add_option("--request-rate-range", a->request_rate_range, "Open loop: START[:END[:STEP]] requests/s, Poisson arrivals");
+  cmd->add_option("--duration", a->duration_s, "Seconds per measurement window")->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
+  cmd->add_option("--max-windows", a->max_windows, "Most windows per point before giving up on stability")
+      ->capture_default_str()->check(CLI::Range(3, 1000));
+  cmd->add_option("--input-data", a->input_data, "random | zero | DIR holding <input>.npy")->capture_default_str();
+  cmd->add_option("--shape", a->shapes, "NAME:D1,D2,... dims of a variable-shape input (without the batch dim); repeatable");
+  cmd->add_option("--batch-size,-b", a->batch_size, "Batch size (batching models)")->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--priority", a->priority, "Request 'priority' parameter");
+  cmd->add_flag("--binary", a->binary, "REST: binary tensor data extension instead of JSON data");
+  cmd->add_option("--percentile", a->percentile, "Percentile for stability and the latency bound: 50, 90, 95, 99 or 99.9")
+      ->capture_default_str()->check(CLI::IsMember({50.0, 90.0, 95.0, 99.0, 99.9}));
+  cmd->add_option("--latency-bound-ms", a->latency_bound_ms, "Stop the sweep once the percentile latency exceeds this; report the best point under it")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--target-qps", a->target_qps, "Size a concurrency for this many infer/s by Little's law and measure it")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-outstanding", a->max_outstanding, "Open loop: most requests in flight (over it: 'overload' errors)")
+      ->capture_default_str()->check(CLI::Range(1, 100000));
+  cmd->add_option("--io-threads", a->io_threads, "REST: I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--seed", a->seed, "Seed for random inputs and Poisson arrivals")->capture_default_str();
+  cmd->add_option("--csv", a->csv, "Write the points as CSV to this file");
+  cmd->add_option("--json", a->json, "Write the points and run summary as JSON to this file");
+  cmd->add_option("--plot", a->plot, "Write an SVG latency-vs-throughput plot to this file");
+  return [a] { return RunPerf(*a); };
+}
+
+}  // namespace inferloop::cli

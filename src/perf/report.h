@@ -1,0 +1,46 @@
+// The reports of `inferloop perf`: the stdout table, the CSV file and the JSON file.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "inferloop/status.h"
+#include "perf/perf_result.h"
+
+namespace inferloop::perf {
+
+// What the run was, for the JSON header and the summary lines.
+struct RunSummary {
+  std::string url;
+  std::string model;
+  std::string version;
+  std::string protocol;       // "rest-json", "rest-binary" or "grpc"
+  double percentile = 99;
+  std::optional<double> latency_bound_ms;
+  // Filled when a latency bound was given: the index into the points of the best one (the
+  // highest throughput whose percentile latency is under the bound), if any.
+  std::optional<size_t> best_under_bound;
+  // --target-qps: the target, the concurrency Little's law suggested, and the measured point.
+  std::optional<double> target_qps;
+  std::optional<int> suggested_concurrency;
+  std::optional<bool> target_reached;
+  bool interrupted = false;
+};
+
+// The CSV columns, in order (the first is "concurrency" or "request_rate" by mode).
+std::vector<std::string> CsvColumns(LoadMode mode);
+
+// The latency of `r` at percentile p (50, 90, 95, 99 or 99.9; others: the nearest of those).
+double LatencyAtPercentile(const PerfResult& r, double p);
+
+void WriteTable(std::ostream& os, const std::vector<PerfResult>& points, const RunSummary& summary);
+// One header line, one line per point; errors_by_kind as "kind=n;kind=n".
+void WriteCsv(std::ostream& os, const std::vector<PerfResult>& points);
+void WriteJson(std::ostream& os, const std::vector<PerfResult>& points, const RunSummary& summary);
+// To files; an error naming the path when it cannot be written.
+Status WriteCsvFile(const std::string& path, const std::vector<PerfResult>& points);
+Status WriteJsonFile(const std::string& path, const std::vector<PerfResult>& points, const RunSummary& summary);
+
+}  // namespace inferloop::perf
