@@ -359,6 +359,9 @@ class TestScheduling(SharedServerTest):
     def test_priority_overtakes_and_timeouts(self):
         port = self.server.http_port
         blocker_rounds = rounds_for(3.0, self.server)
+        # Each queued request computes for ~0.25 s, so completions are far apart compared with
+        # how late a loaded machine may schedule the client threads that record them.
+        item_rounds = max(1000, blocker_rounds // 12)
         order, lock = [], threading.Lock()
 
         def send(tag, body):
@@ -370,11 +373,11 @@ class TestScheduling(SharedServerTest):
             futs = [pool.submit(send, "blocker", slow_request(blocker_rounds))]
             wait_blocker_running(self.server)  # everything below queues behind it
             for i in range(4):  # one at a time, so they queue in this order
-                futs.append(pool.submit(send, f"low{i}", slow_request(1000, priority=2)))
+                futs.append(pool.submit(send, f"low{i}", slow_request(item_rounds, priority=2)))
                 self.wait_queue_depth(i + 1)
-            futs.append(pool.submit(send, "expires", slow_request(1000, priority=2, timeout_us=1000000)))
+            futs.append(pool.submit(send, "expires", slow_request(item_rounds, priority=2, timeout_us=1000000)))
             self.wait_queue_depth(5)
-            futs.append(pool.submit(send, "high", slow_request(1000, priority=1)))
+            futs.append(pool.submit(send, "high", slow_request(item_rounds, priority=1)))
             for f in futs:
                 f.result()
         by_tag = {t: (st, h, r) for t, st, h, r in order}
