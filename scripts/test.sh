@@ -55,8 +55,7 @@ if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ] || [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ];
   echo "== [2/3] clang ASan + UBSan build =="
   CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DINFERLOOP_SANITIZE=ON \
     -DINFERLOOP_FUZZ=ON >/dev/null &&
-    cmake --build build-asan -j"$jobs" --target inferloop_unit_tests serve_unit_tests serve_core_unit_tests \
-      frontends_unit_tests svg_plot_unit_tests inferloop model_loader_fuzzer v2_json_fuzzer v2_grpc_fuzzer model_config_fuzzer || exit 1
+    cmake --build build-asan -j"$jobs" || exit 1  # every test executable, inferloop and the fuzzers
 fi
 
 if [ "${INFERLOOP_SKIP_ASAN:-0}" != 1 ]; then
