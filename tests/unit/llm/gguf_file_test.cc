@@ -240,6 +240,13 @@ TEST(GgufFileCorrupt, BadMagicAndVersions) {
   EXPECT_NE(ParseStatus(future.b).message().find("unknown GGUF version 4"), std::string::npos);
   EXPECT_TRUE(ParseStatus(Writer{}.b).message().find("too short") != std::string::npos);
   EXPECT_EQ(GgufFile::Open("/nonexistent/x.gguf").status().code(), StatusCode::kNotFound);
+  Status dir = GgufFile::Open(kDataDir).status();
+  EXPECT_NE(dir.message().find("is not a regular file"), std::string::npos) << dir.message();
+  const std::string empty = testing::TempDir() + "/empty.gguf";
+  std::ofstream(empty).close();
+  Status st = GgufFile::Open(empty).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find(empty + ": malformed GGUF at byte 0: file is 0 bytes, too short for a GGUF header"), std::string::npos) << st.message();
 }
 
 TEST(GgufFileCorrupt, HugeCountsAreRejectedBeforeAllocating) {
