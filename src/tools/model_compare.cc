@@ -172,6 +172,39 @@ Result<std::vector<Sample>> LoadSamples(const std::string& dir) {
 
 // ---- capture ----
 
+namespace {
+
+// The main graph's nodes in a topological order that keeps the file's order where it already is
+// one (ONNX requires it; some exporters do not comply). Nodes whose inputs never become
+// available (a cycle, a name from nowhere) follow in file order: compiling the plan reports them.
+std::vector<const Node*> TopologicalOrder(const Graph& g) {
+  std::set<std::string> known = {""};
+  for (const auto& in : g.inputs) known.insert(in.name);
+  for (const auto& [name, t] : g.initializers) known.insert(name);
+  std::vector<const Node*> order, pending;
+  for (const Node& n : g.nodes) pending.push_back(&n);
+  bool progress = true;
+  while (!pending.empty() && progress) {
+    progress = false;
+    std::vector<const Node*> left;
+    for (const Node* n : pending) {
+      const bool ready = std::all_of(n->inputs.begin(), n->inputs.end(), [&](const std::string& i) { return known.count(i) > 0; });
+      if (!ready) {
+        left.push_back(n);
+        continue;
+      }
+      order.push_back(n);
+      known.insert(n->outputs.begin(), n->outputs.end());
+      progress = true;
+    }
+    pending.swap(left);
+  }
+  order.insert(order.end(), pending.begin(), pending.end());
+  return order;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<CapturingModel>> CapturingModel::Load(const std::string& path, const std::vector<std::string>& only) {
   IL_ASSIGN_OR_RETURN(Model m, LoadModelFromFile(path));
   auto cm = std::unique_ptr<CapturingModel>(new CapturingModel());
@@ -183,8 +216,8 @@ Result<std::unique_ptr<CapturingModel>> CapturingModel::Load(const std::string& 
   std::set<std::string> inits;
   for (const auto& [name, t] : m.graph.initializers) inits.insert(name);
   std::vector<GraphValue> extra;
-  for (const Node& n : m.graph.nodes)
-    for (const std::string& o : n.outputs) {
+  for (const Node* np : TopologicalOrder(m.graph))
+    for (const std::string& o : np->outputs) {
       if (o.empty() || inits.count(o) || !taken.insert(o).second) continue;
       if (!wanted.empty() && !wanted.count(o) && !outputs.count(o)) continue;
       cm->names_.push_back(o);

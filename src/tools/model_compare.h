@@ -83,8 +83,8 @@ class CapturingModel {
   // graph outputs are always captured.
   static Result<std::unique_ptr<CapturingModel>> Load(const std::string& path,
                                                        const std::vector<std::string>& only = {});
-  // Captured tensor names in the file's node order (ONNX requires topological order), graph
-  // outputs included.
+  // Captured tensor names in topological order (the file's node order where that is one),
+  // graph outputs included.
   const std::vector<std::string>& names() const { return names_; }
   bool is_graph_output(const std::string& name) const;
   const std::vector<ValueInfo>& inputs() const { return session_->inputs(); }

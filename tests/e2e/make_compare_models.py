@@ -6,6 +6,7 @@ writes into OUT_DIR:
   ref.onnx        x[1,3,8,8] -> conv1 -> relu1 -> conv2 -> relu2 -> pool -> flat -> fc -> probs
   same.onnx       a byte-for-byte different file with the same weights (names, graph, values)
   perturbed.onnx  ref with conv2's weights changed (sign-flipped): outputs from 'conv2' on differ
+  unsorted.onnx   ref with its nodes in reverse order (not topologically sorted)
   wide.onnx       ref with conv2 giving 6 channels (shapes differ from 'conv2' on)
   data/s0, data/s1            two samples: x.npy, normalized (per-channel mean ~0, std ~1)
   calibration/c0..c3          four samples drawn like data
@@ -57,6 +58,11 @@ def main(out):
     same.producer_name = "copy"
     onnx.save(same, os.path.join(out, "same.onnx"))
     onnx.save(build(w1, -w2, w3, b3), os.path.join(out, "perturbed.onnx"))
+    unsorted = build(w1, w2, w3, b3)
+    nodes = list(unsorted.graph.node)
+    del unsorted.graph.node[:]
+    unsorted.graph.node.extend(reversed(nodes))  # not topologically sorted (ONNX requires it; inferloop sorts)
+    onnx.save(unsorted, os.path.join(out, "unsorted.onnx"))
     w2w = rng.standard_normal((6, 4, 3, 3)).astype(np.float32) * 0.3
     w3w = rng.standard_normal((5, 6)).astype(np.float32)
     onnx.save(build(w1, w2w, w3w, b3), os.path.join(out, "wide.onnx"))

@@ -57,6 +57,12 @@ class TestCompare(unittest.TestCase):
         self.assertRegex(r.stdout, r"conv2 .*<-- first divergence")
         self.assertIn("first divergence (cosine < 0.99): 'conv2'", r.stdout)
 
+    def test_report_follows_topological_order_of_a(self):
+        _, j = report("unsorted.onnx", "ref.onnx", "--data", "data")
+        self.assertEqual([t["name"] for t in j["tensors"]],
+                         ["conv1", "relu1", "conv2", "relu2", "pool", "flat", "logits", "probs"])
+        self.assertIsNone(j["first_divergence"])
+
     def test_threshold_is_configurable(self):
         _, j = report("ref.onnx", "perturbed.onnx", "--data", "data", "--cosine-threshold", "-1")
         self.assertIsNone(j["first_divergence"])
