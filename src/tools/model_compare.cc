@@ -326,6 +326,12 @@ Result<CompareReport> CompareModels(const std::string& model_a, const std::strin
   if (!a.ok()) return a.status().WithContext("model A");
   auto b = CapturingModel::Load(model_b, opts.tensors);
   if (!b.ok()) return b.status().WithContext("model B");
+  for (const auto& t : opts.tensors) {
+    const auto& na = (*a)->names();
+    const auto& nb = (*b)->names();
+    if (std::find(na.begin(), na.end(), t) == na.end() && std::find(nb.begin(), nb.end(), t) == nb.end())
+      return Status::InvalidArgument("tensor '" + t + "' is not a node output of either model");
+  }
   IL_ASSIGN_OR_RETURN(std::vector<Sample> samples, LoadSamples(data_dir));
   r.samples = static_cast<int>(samples.size());
 

@@ -114,6 +114,10 @@ class TestCompareBadInput(unittest.TestCase):
     def test_missing_data_folder(self):
         self.check_fails(["ref.onnx", "same.onnx", "--data", "nowhere"], "is not a folder")
 
+    def test_unknown_tensor_name(self):
+        self.check_fails(["ref.onnx", "same.onnx", "--data", "data", "--tensors", "conv9"],
+                         "tensor 'conv9' is not a node output of either model")
+
     def test_data_is_required(self):
         self.check_fails(["ref.onnx", "same.onnx"], "--data")
 
