@@ -44,6 +44,11 @@ class TestCompare(unittest.TestCase):
             self.assertEqual(t["a"], t["b"])
         self.assertTrue(j["tensors"][-1]["output"])
         self.assertIsNone(j["first_divergence"])
+        # Captured values are the node's own output, not overwritten by a later in-place kernel
+        # (relu1 reads conv1): conv1 keeps its negative values.
+        by = {t["name"]: t for t in j["tensors"]}
+        self.assertLess(by["conv1"]["a"]["min"], 0)
+        self.assertEqual(by["relu1"]["a"]["min"], 0)
         self.assertIn("no divergence", r.stdout)
 
     def test_points_at_the_perturbed_layer(self):
