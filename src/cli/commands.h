@@ -17,5 +17,6 @@ Runner AddOptimizeCommand(CLI::App& app);
 Runner AddBenchCommand(CLI::App& app);
 Runner AddServeCommand(CLI::App& app);
 Runner AddPerfCommand(CLI::App& app);
+Runner AddCompareCommand(CLI::App& app);
 
 }  // namespace inferloop::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add(inferloop::cli::AddBenchCommand);
   add(inferloop::cli::AddServeCommand);
   add(inferloop::cli::AddPerfCommand);
+  add(inferloop::cli::AddCompareCommand);
   add(inferloop::cli::AddTestOnnxCommand);
   try {
     app.parse(argc, argv);
