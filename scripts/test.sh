@@ -2,7 +2,8 @@
 # Installs dependencies, builds, and runs inferloop's whole test suite:
 #   1. unit tests + ONNX conformance suite (Release build, build/)
 #   2. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, clang)
-#   3. the fuzzers (model loader, KServe v2 REST and gRPC request decoders, config.pbtxt parser),
+#   3. the fuzzers (model loader, KServe v2 REST and gRPC request decoders, config.pbtxt parser,
+#      GGUF reader),
 #      bounded runs from a fixed seed (libFuzzer, same build-asan/ build)
 # The serve end-to-end tests (tests/e2e) use the project venv, made here by scripts/setup_venv.sh.
 # Ends with one line "summary: N passed, N failed, N skipped" over all ctest runs.
@@ -70,7 +71,8 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
   runs=${INFERLOOP_FUZZ_RUNS:-300000}
   # fuzzer name, seed corpus folder; the request/config parsers get a third of the loader's budget.
   for spec in "model_loader_fuzzer tests/fuzz/corpus 1" "v2_json_fuzzer tests/fuzz/corpus/v2_json 3" \
-              "v2_grpc_fuzzer tests/fuzz/corpus/v2_grpc 3" "model_config_fuzzer tests/fuzz/corpus_config 3"; do
+              "v2_grpc_fuzzer tests/fuzz/corpus/v2_grpc 3" "model_config_fuzzer tests/fuzz/corpus_config 3" \
+              "gguf_fuzzer tests/fuzz/corpus_gguf 3"; do
     set -- $spec
     name=$1; seeds=$2; div=$3
     echo "== [3/3] libFuzzer: ${name} ($((runs / div)) runs, at most $((secs / div))s) =="
