@@ -139,12 +139,7 @@ class ServedModelVersion::Observer : public BatcherObserver {
   Observer(ServedModelVersion* owner, VersionMetricsSink* sink) : owner_(owner), sink_(sink) {}
   // A request the batcher answered without computing it (timeout, cancelled, shutdown).
   void OnDropped(const PendingRequest& request, const Status& why) override {
-    const auto total = Clock::now() - request.context.received;
-    {
-      std::lock_guard<std::mutex> lock(owner_->stats_->mu);
-      Add(owner_->stats_->s.fail, total);
-    }
-    if (sink_) sink_->OnRequestDone(why, Clock::now() - request.enqueued, nanoseconds(0), total);
+    owner_->RecordUnanswered(why, request.context.received, Clock::now() - request.enqueued);
   }
   void OnQueueDepth(int64_t depth) override {
     if (sink_) sink_->OnQueueDepth(depth);
@@ -157,6 +152,16 @@ class ServedModelVersion::Observer : public BatcherObserver {
   ServedModelVersion* owner_;
   VersionMetricsSink* sink_;
 };
+
+void ServedModelVersion::RecordUnanswered(const Status& why, std::chrono::steady_clock::time_point received,
+                                          std::chrono::nanoseconds queued) {
+  const nanoseconds total = Clock::now() - received;
+  {
+    std::lock_guard<std::mutex> lock(stats_->mu);
+    Add(stats_->s.fail, total);
+  }
+  if (metrics_) metrics_->OnRequestDone(why, queued, nanoseconds(0), total);
+}
 
 ServedModelVersion::ServedModelVersion(std::string name, int64_t version)
     : name_(std::move(name)), version_(version), stats_(std::make_unique<Stats>()) {}
@@ -322,18 +327,21 @@ Status ServedModelVersion::Validate(const InferRequest& request, PendingRequest&
     if (std::find(input_names_.begin(), input_names_.end(), in.name) == input_names_.end())
       return Status::InvalidArgument("unexpected input '" + in.name + "' for model '" + name_ + "'");
   }
-  int64_t rows = -1;
-  std::string first_input;
-  std::string key;
+  // Which optional inputs are present is part of the batch key: requests batch together only
+  // with the same inputs.
+  std::vector<std::string> present;
+  std::string presence;
   for (const auto& ci : config_.input()) {
     auto it = by_name.find(ci.name());
     if (it == by_name.end()) {
       if (ci.optional()) {
-        key += "-;";
+        presence += '-';
         continue;
       }
       return Status::InvalidArgument("model '" + name_ + "' expects input '" + ci.name() + "', the request has no such input");
     }
+    presence += '+';
+    present.push_back(ci.name());
     const Tensor& t = it->second->tensor;
     const DataType want = FromConfigDataType(ci.data_type());
     if (t.dtype() != want)
@@ -350,27 +358,19 @@ Status ServedModelVersion::Validate(const InferRequest& request, PendingRequest&
       const int64_t d = ci.dims(i);
       if (d >= 0 && t.dim(i + (batching ? 1 : 0)) != d) return shape_error();
     }
-    if (batching) {
-      const int64_t r = t.dim(0);
-      if (r < 1 || r > config_.max_batch_size())
-        return Status::InvalidArgument("input '" + ci.name() + "': batch size " + std::to_string(r) + " outside 1.." +
-                                       std::to_string(config_.max_batch_size()) + " (max_batch_size of model '" + name_ + "')");
-      if (rows >= 0 && r != rows)
-        return Status::InvalidArgument("inputs '" + first_input + "' and '" + ci.name() + "' have different batch sizes (" +
-                                       std::to_string(rows) + " and " + std::to_string(r) + ")");
-      if (rows < 0) first_input = ci.name();
-      rows = r;
-      Shape rest;
-      for (int i = 1; i < t.rank(); ++i) rest.push_back(t.dim(i));
-      key += std::to_string(static_cast<int>(t.dtype())) + DimsString(rest) + ";";
-    }
+    if (batching && (t.dim(0) < 1 || t.dim(0) > config_.max_batch_size()))
+      return Status::InvalidArgument("input '" + ci.name() + "': batch size " + std::to_string(t.dim(0)) + " outside 1.." +
+                                     std::to_string(config_.max_batch_size()) + " (max_batch_size of model '" + name_ + "')");
   }
+  // Rows (the inputs must agree on dim 0) and the key of non-batch shapes.
+  auto shape = ComputeBatchShape(request, present, batching);
+  if (!shape.ok()) return shape.status();
   for (const auto& out : request.outputs) {
     if (std::find(output_names_.begin(), output_names_.end(), out.name) == output_names_.end())
       return Status::InvalidArgument("unknown output '" + out.name + "' requested from model '" + name_ + "'");
   }
-  p.rows = batching ? std::max<int64_t>(rows, 1) : 1;
-  p.batch_key = std::move(key);
+  p.rows = shape->rows;
+  p.batch_key = presence + shape->batch_key;
   auto prio = UIntParam(request.parameters, "priority");
   if (!prio.ok()) return prio.status();
   if (prio.value()) {
@@ -389,11 +389,7 @@ Status ServedModelVersion::Validate(const InferRequest& request, PendingRequest&
 bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context, InferCallback&& done,
                                AdmissionTicket&& server_ticket) {
   auto fail = [&](Status s) {
-    if (metrics_) metrics_->OnRequestDone(s, nanoseconds(0), nanoseconds(0), Clock::now() - context.received);
-    {
-      std::lock_guard<std::mutex> lock(stats_->mu);
-      Add(stats_->s.fail, Clock::now() - context.received);
-    }
+    RecordUnanswered(s, context.received, nanoseconds(0));
     done(std::move(s));
   };
   // Held across the draining check and Enqueue: once Drain() has set draining_, no request gets
@@ -419,14 +415,14 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
   auto tickets = std::make_shared<std::pair<AdmissionTicket, AdmissionTicket>>(std::move(server_ticket),
                                                                                  std::move(ticket).value());
   const auto received = context.received;
-  auto shared_done = std::make_shared<InferCallback>(std::move(done));
-  p->request = std::move(request);
-  p->context = std::move(context);
-  p->done = [shared_done, tickets](Result<InferResponse> r) {
+  auto answer = [shared_done = std::make_shared<InferCallback>(std::move(done)), tickets](Result<InferResponse> r) {
     (*shared_done)(std::move(r));
     tickets->first.Release();
     tickets->second.Release();
   };
+  p->request = std::move(request);
+  p->context = std::move(context);
+  p->done = answer;
   if (inline_slots_ && mean_execution_ns_.load(std::memory_order_relaxed) < kInlineMaxExecution.count() * 1000) {
     // A fast model, nothing queued, an instance idle: run here instead of handing over to a
     // worker thread and back (bench/serve_bench.py measures the difference).
@@ -438,14 +434,8 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
   Status st = batcher_->Enqueue(std::move(p));
   if (!st.ok()) {
     // Refused (queue full, bad priority): Enqueue does not call the callback; answer here.
-    if (metrics_) metrics_->OnRequestDone(st, nanoseconds(0), nanoseconds(0), Clock::now() - received);
-    {
-      std::lock_guard<std::mutex> lock(stats_->mu);
-      Add(stats_->s.fail, Clock::now() - received);
-    }
-    (*shared_done)(std::move(st));
-    tickets->first.Release();
-    tickets->second.Release();
+    RecordUnanswered(st, received, nanoseconds(0));
+    answer(std::move(st));
   }
   return true;
 }

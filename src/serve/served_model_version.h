@@ -104,6 +104,9 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
   Status Warmup();
   void ExecuteBatch(int instance, Batch batch);
   void Finish(PendingRequest& p, Result<InferResponse> result, std::chrono::nanoseconds compute);
+  // Counts a request answered with `why` without being computed (stats and metrics).
+  void RecordUnanswered(const Status& why, std::chrono::steady_clock::time_point received,
+                        std::chrono::nanoseconds queued);
 
   const std::string name_;
   const int64_t version_;

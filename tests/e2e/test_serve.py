@@ -286,6 +286,11 @@ class TestBadRequests(SharedServerTest):
         bad["inputs"][1]["data"] = [0] * 144
         st, _, body = self.infer_raw("simple", json.dumps(bad).encode())
         self.assert_error(st, body, 400, "batch size")
+        bad = json.loads(json.dumps(good))
+        bad["inputs"][1]["shape"] = [2, 16]  # INPUT0 has 1 row
+        bad["inputs"][1]["data"] = list(range(32))
+        st, _, body = self.infer_raw("simple", json.dumps(bad).encode())
+        self.assert_error(st, body, 400, "INPUT0", "INPUT1", "batch size")
         st, _, body = self.infer_raw("no_such_model", json.dumps(good).encode())
         self.assert_error(st, body, 404, "no_such_model")
         st, _, body = request(self.server.http_port, "POST", "/v2/models/simple/versions/7/infer", json.dumps(good).encode())
