@@ -29,11 +29,6 @@ std::string FileStamp(const std::string& path) {
   return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
 }
 
-bool IsVersionName(const std::string& n) {
-  if (n.empty() || n.size() > 18 || n[0] == '0') return false;
-  return std::all_of(n.begin(), n.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
 }  // namespace
 
 ModelManager::ModelManager(ModelManagerOptions options) : options_(std::move(options)) {}
@@ -109,7 +104,7 @@ std::string ModelManager::FolderFingerprint(const std::string& model) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
-    if (IsVersionName(n)) versions.push_back(n);
+    if (int64_t v; ParseVersion(n, &v)) versions.push_back(n);
   }
   std::sort(versions.begin(), versions.end());
   for (const auto& v : versions) fp += ";" + v + "=" + FileStamp(dir + "/" + v + "/model.onnx");
@@ -423,8 +418,7 @@ Result<std::shared_ptr<ServedModelVersion>> ModelManager::Find(const std::string
     return e.serving.rbegin()->second;
   }
   int64_t v = 0;
-  if (!IsVersionName(version)) return Status::NotFound("model '" + model + "' has no version '" + version + "'");
-  v = std::stoll(version);
+  if (!ParseVersion(version, &v)) return Status::NotFound("model '" + model + "' has no version '" + version + "'");
   auto sv = e.serving.find(v);
   if (sv != e.serving.end()) return sv->second;
   auto st = e.versions.find(v);

@@ -9,9 +9,7 @@
 
 namespace inferloop::serve {
 namespace fs = std::filesystem;
-namespace {
 
-// A version folder name: a positive integer without leading zeros that fits int64.
 bool ParseVersion(const std::string& s, int64_t* out) {
   if (s.empty() || s.size() > 18 || s[0] == '0') return false;
   int64_t v = 0;
@@ -22,6 +20,8 @@ bool ParseVersion(const std::string& s, int64_t* out) {
   *out = v;
   return true;
 }
+
+namespace {
 
 Result<std::string> ReadSmallFile(const fs::path& path) {
   std::error_code ec;

@@ -46,6 +46,10 @@ struct ModelLayout {
   Status status;
 };
 
+// A version folder name (or a requested version): a positive integer without leading zeros
+// that fits int64. False, with *out untouched, otherwise.
+bool ParseVersion(const std::string& s, int64_t* out);
+
 // Largest config.pbtxt read; a larger one is an error for its model.
 inline constexpr size_t kMaxConfigFileBytes = size_t{4} << 20;
 
