@@ -1,5 +1,6 @@
 #include "serve/serve_metrics.h"
 
+#include <cctype>
 #include <mutex>
 
 #include "serve/metrics_registry.h"
@@ -7,21 +8,16 @@
 namespace inferloop::serve {
 namespace {
 
-const char* CodeLabel(StatusCode c) {
-  switch (c) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid_argument";
-    case StatusCode::kNotFound: return "not_found";
-    case StatusCode::kUnimplemented: return "unimplemented";
-    case StatusCode::kResourceExhausted: return "resource_exhausted";
-    case StatusCode::kFailedPrecondition: return "failed_precondition";
-    case StatusCode::kInternal: return "internal";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kDeadlineExceeded: return "deadline_exceeded";
-    case StatusCode::kCancelled: return "cancelled";
-  }
-  return "unknown";
+// The status code as a label value: StatusCodeName in lower case ("invalid_argument").
+std::string CodeLabel(StatusCode c) {
+  std::string label = StatusCodeName(c);
+  for (char& ch : label) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return label;
 }
+
+// Every failure code (kOk excluded), for removing a version's failure series.
+constexpr int kFirstFailureCode = static_cast<int>(StatusCode::kInvalidArgument);
+constexpr int kLastFailureCode = static_cast<int>(StatusCode::kCancelled);
 
 double Seconds(std::chrono::nanoseconds d) { return static_cast<double>(d.count()) * 1e-9; }
 
@@ -150,9 +146,8 @@ void ServeMetrics::RemoveVersion(const std::string& model, int64_t version) {
   impl_->model_memory->Remove(mv);
   for (int r = 0; r < 3; ++r)
     impl_->batches->Remove({model, mv[1], DispatchReasonName(static_cast<DispatchReason>(r))});
-  for (const char* code : {"invalid_argument", "not_found", "unimplemented", "resource_exhausted", "failed_precondition",
-                           "internal", "unavailable", "deadline_exceeded", "cancelled"})
-    impl_->failure->Remove({model, mv[1], code});
+  for (int code = kFirstFailureCode; code <= kLastFailureCode; ++code)
+    impl_->failure->Remove({model, mv[1], CodeLabel(static_cast<StatusCode>(code))});
 }
 
 void ServeMetrics::OnRefused(const std::string& model, const Status& why) {
