@@ -22,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/json_string.h"
 #include "cli/commands.h"
 #include "inferloop/session.h"
 #include "tools/npy.h"
@@ -47,22 +48,6 @@ double ProcStatusMb(const std::string& field) {
   return -1;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 // Nearest-rank percentile of sorted samples (p in (0, 100]).
 double Percentile(const std::vector<double>& sorted, double p) {

@@ -6,6 +6,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "base/json_string.h"
+
 namespace inferloop::perf {
 namespace {
 
@@ -25,23 +27,6 @@ std::string ErrorKinds(const PerfResult& r) {
   return s;
 }
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string JsonNum(double v) {
   if (!std::isfinite(v)) return "null";

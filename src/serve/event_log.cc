@@ -3,30 +3,10 @@
 #include <chrono>
 #include <ctime>
 
+#include "base/json_string.h"
+
 namespace inferloop::serve {
 namespace {
-
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
 
 std::string UtcTimestamp() {
   const auto now = std::chrono::system_clock::now();

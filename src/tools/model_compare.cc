@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/json_string.h"
 #include "compute/tensor_cast.h"
 #include "graph/onnx_loader.h"
 #include "graph/tensor_proto.h"
@@ -463,18 +464,6 @@ std::string Pad(const std::string& s, size_t w) { return s.size() >= w ? s : s +
 
 std::string Range(const ValueStats& s) { return "[" + Num(s.min, 4) + ", " + Num(s.max, 4) + "] mean " + Num(s.mean, 4); }
 
-std::string JsonStr(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else o += c;
-  }
-  return o + "\"";
-}
 
 std::string JsonNum(double v) {
   if (!std::isfinite(v)) return "null";
@@ -574,11 +563,11 @@ std::string FormatCompareReport(const CompareReport& r) {
 
 std::string CompareReportToJson(const CompareReport& r) {
   std::ostringstream os;
-  os << "{\"model_a\":" << JsonStr(r.model_a) << ",\"model_b\":" << JsonStr(r.model_b) << ",\"samples\":" << r.samples
+  os << "{\"model_a\":" << JsonString(r.model_a) << ",\"model_b\":" << JsonString(r.model_b) << ",\"samples\":" << r.samples
      << ",\"cosine_threshold\":" << JsonNum(r.cosine_threshold) << ",\"inputs\":[";
   for (size_t i = 0; i < r.inputs.size(); ++i) {
     const auto& in = r.inputs[i];
-    os << (i ? "," : "") << "{\"name\":" << JsonStr(in.name) << ",\"shape\":" << JsonShape(in.shape)
+    os << (i ? "," : "") << "{\"name\":" << JsonString(in.name) << ",\"shape\":" << JsonShape(in.shape)
        << ",\"stats\":" << JsonStats(in.stats) << ",\"channels\":[";
     for (size_t k = 0; k < in.channels.size(); ++k) os << (k ? "," : "") << JsonStats(in.channels[k]);
     os << "]";
@@ -597,18 +586,18 @@ std::string CompareReportToJson(const CompareReport& r) {
   os << "],\"tensors\":[";
   for (size_t i = 0; i < r.tensors.size(); ++i) {
     const auto& t = r.tensors[i];
-    os << (i ? "," : "") << "{\"name\":" << JsonStr(t.name) << ",\"shape\":" << JsonShape(t.shape)
+    os << (i ? "," : "") << "{\"name\":" << JsonString(t.name) << ",\"shape\":" << JsonShape(t.shape)
        << ",\"output\":" << (t.is_output ? "true" : "false") << ",\"status\":\"" << StatusName(t.status) << "\"";
     if (t.status == TensorComparison::Status::kCompared)
       os << ",\"cosine\":" << JsonNum(t.error.cosine) << ",\"max_abs\":" << JsonNum(t.error.max_abs)
          << ",\"max_rel\":" << JsonNum(t.error.max_rel) << ",\"a\":" << JsonStats(t.a) << ",\"b\":" << JsonStats(t.b)
          << ",\"diverged\":" << (t.diverged ? "true" : "false");
     else
-      os << ",\"detail\":" << JsonStr(t.detail);
+      os << ",\"detail\":" << JsonString(t.detail);
     os << "}";
   }
   os << "],\"first_divergence\":";
-  if (r.first_divergence >= 0) os << JsonStr(r.tensors[r.first_divergence].name);
+  if (r.first_divergence >= 0) os << JsonString(r.tensors[r.first_divergence].name);
   else os << "null";
   os << ",\"only_in_a\":" << r.only_in_a << ",\"only_in_b\":" << r.only_in_b
      << ",\"preprocessing_mismatch\":" << (r.preprocessing_mismatch ? "true" : "false") << "}\n";
