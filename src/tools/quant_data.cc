@@ -160,4 +160,20 @@ Result<QuantDataSet> LoadQuantData(const std::string& dir, const std::vector<Val
   return ds;
 }
 
+Result<Sample> FirstRow(const Sample& s, const std::vector<ValueInfo>& inputs) {
+  Sample out;
+  for (const auto& [name, v] : s) {
+    const bool symbolic = std::any_of(inputs.begin(), inputs.end(), [&](const ValueInfo& vi) {
+      return vi.name == name && vi.has_shape && !vi.shape.empty() && vi.shape[0].value < 0;
+    });
+    if (!symbolic || !v.is_tensor() || v.tensor().rank() == 0 || v.tensor().dim(0) <= 1) {
+      out.emplace_back(name, v);
+      continue;
+    }
+    IL_ASSIGN_OR_RETURN(Tensor t, SliceRows(v.tensor(), 0, 1));
+    out.emplace_back(name, Value(std::move(t)));
+  }
+  return out;
+}
+
 }  // namespace inferloop

@@ -28,6 +28,10 @@ struct QuantDataSet {
 // model input, unreadable files, labels.npy that is not an integer vector.
 Result<QuantDataSet> LoadQuantData(const std::string& dir, const std::vector<ValueInfo>& inputs, int max_chunk = 8);
 
+// `s` with every input whose first dimension the model declares symbolic cut to its first row
+// (one sample, e.g. for timing).
+Result<Sample> FirstRow(const Sample& s, const std::vector<ValueInfo>& inputs);
+
 // FNV-1a 64-bit hash of bytes, chainable.
 uint64_t Fnv1a64(const void* data, size_t n, uint64_t h = 1469598103934665603ull);
 // Hex digest of a file's bytes (FNV-1a 64), for matching saved statistics to a model.

@@ -218,6 +218,8 @@ Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& er
     if (!sample) {
       out << "timing skipped: no --calibration data to time with\n";
     } else {
+      IL_ASSIGN_OR_RETURN(Sample one, FirstRow(*sample, inputs));
+      sample = &one;
       auto t = TimeModels(o.model, o.output, *sample, o.timing_runs);
       if (!t.ok()) return t.status().WithContext("timing");
       std::string shape;
