@@ -118,9 +118,12 @@ QuantRange PercentileRange(const TensorHistogram& h, double percentile) {
 }
 
 double EntropyThreshold(const TensorHistogram& h, int levels) {
-  const auto& bins = h.bins();
+  // Bin 0 holds the exact zeros of a ReLU output (often most values): a spike that would dominate
+  // the divergence and favour thresholds that only serve it; it counts like its neighbour.
+  std::vector<double> bins = h.bins();
   const int n = static_cast<int>(bins.size());
-  if (h.empty() || h.range() == 0 || n == 0 || levels <= 0 || levels >= n) return h.range();
+  if (h.empty() || h.range() == 0 || n < 2 || levels <= 0 || levels >= n) return h.range();
+  bins[0] = bins[1];
   std::vector<double> suffix(n + 1, 0.0);
   for (int i = n - 1; i >= 0; --i) suffix[i] = suffix[i + 1] + bins[i];
   double best_kl = std::numeric_limits<double>::infinity();

@@ -55,7 +55,8 @@ QuantRange PercentileRange(const TensorHistogram& h, double percentile);
 // Entropy (TensorRT-style KL divergence): for every candidate threshold bin i (from `levels` to
 // kHistogramBins) the reference distribution P = bins[0..i) with the outliers added to its last
 // bin is compared with Q = bins[0..i) merged into `levels` levels and spread back over the
-// non-empty bins; the threshold t of least KL(P||Q) wins. levels = 256 for a non-negative tensor
+// non-empty bins; the threshold t of least KL(P||Q) wins. Bin 0 (the zeros of a ReLU output) is
+// counted like bin 1 so that the spike at 0 does not decide the threshold. levels = 256 for a non-negative tensor
 // (uint8 covers [0, t]), else 128 (half the uint8 levels per side). Range as for percentile.
 QuantRange EntropyRange(const TensorHistogram& h);
 // The threshold EntropyRange picks (exposed for tests).

@@ -5,6 +5,8 @@
 writes into OUT_DIR:
   cnn.onnx          x[N,3,8,8] -> conv1(+bias) -> relu -> maxpool -> conv2 -> relu -> conv3 -> add(residual)
                     -> relu -> global avg pool -> flatten -> fc (Gemm, transB=1) -> logits[N,10]
+  cnn_outlier.onnx  the same function with conv2's channel 0 scaled by 5000 (and conv3's input channel 0
+                    by 1/5000): per-tensor INT8 loses accuracy there (for mixed precision)
   mlp.onnx          x[N,16] -> MatMul+Add -> Relu -> MatMul -> Gemm (transB=1) -> logits[N,10]  (for --dynamic)
   calibration/x.npy a batch of 64 samples [64,3,8,8] (split along the symbolic batch dimension)
   eval/x.npy        200 samples; eval/labels.npy the FP32 model's top-1 class (so FP32 accuracy is 100%)
@@ -21,12 +23,26 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def cnn(rng):
+def cnn_inits(rng):
     def w(*shape, s=0.3):
         return (rng.standard_normal(shape) * s).astype(np.float32)
 
-    inits = {"w1": w(8, 3, 3, 3), "b1": w(8, s=0.1), "w2": w(8, 8, 3, 3, s=0.15), "b2": w(8, s=0.1),
+    return {"w1": w(8, 3, 3, 3), "b1": w(8, s=0.1), "w2": w(8, 8, 3, 3, s=0.15), "b2": w(8, s=0.1),
              "w3": w(8, 8, 3, 3, s=0.15), "w4": w(10, 8, s=0.5), "b4": w(10, s=0.1)}
+
+
+def outlier(inits, k=5000.0):
+    """The same function with conv2's output channel 0 scaled by k and conv3's input channel 0 by 1/k
+    (Relu commutes with a positive scale): per-tensor INT8 of conv2's weights and of relu2's output
+    then loses the other channels."""
+    o = {n: v.copy() for n, v in inits.items()}
+    o["w2"][0] *= k
+    o["b2"][0] *= k
+    o["w3"][:, 0] /= k
+    return o
+
+
+def cnn(inits):
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
@@ -79,7 +95,15 @@ def main(out):
 
     rng = np.random.default_rng(6)
     os.makedirs(out, exist_ok=True)
-    onnx.save(cnn(rng), os.path.join(out, "cnn.onnx"))
+    inits = cnn_inits(rng)
+    # Center the logits over random images so that the predicted classes vary (else one class wins
+    # everywhere and top-1 accuracy cannot move).
+    probe = rng.standard_normal((256, 3, 8, 8)).astype(np.float32)
+    inits["w4"] *= 4
+    y = ort.InferenceSession(cnn(inits).SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": probe})[0]
+    inits["b4"] = (inits["b4"] * 4 - y.mean(axis=0)).astype(np.float32)
+    onnx.save(cnn(inits), os.path.join(out, "cnn.onnx"))
+    onnx.save(cnn(outlier(inits)), os.path.join(out, "cnn_outlier.onnx"))
     onnx.save(mlp(rng), os.path.join(out, "mlp.onnx"))
 
     def save(d, name, a):
