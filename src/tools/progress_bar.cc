@@ -27,7 +27,7 @@ void ProgressBar::Update(int64_t done) {
   if (decile != last_decile_) {
     last_decile_ = decile;
     std::fprintf(stderr, "%s: %lld/%lld (%d%%)\n", label_.c_str(), static_cast<long long>(done_),
-                 static_cast<long long>(total_), decile * 10);
+                 static_cast<long long>(total_), static_cast<int>(frac * 100));
   }
 }
 
