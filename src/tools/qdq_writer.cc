@@ -57,6 +57,9 @@ Result<WeightQuant> QuantizeWeightSymmetric(const Tensor& w_in, int axis) {
 namespace {
 
 bool IsPool(const std::string& op) { return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool"; }
+bool IsMovement(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Transpose" || op == "Squeeze" || op == "Unsqueeze";
+}
 
 int64_t IntAttr(const Node& n, const char* name, int64_t def) {
   const Attribute* a = n.FindAttribute(name);
@@ -176,6 +179,10 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
   const std::vector<std::string> layer_list = QuantizableLayers(fp32, opts);
   const std::set<std::string> layers(layer_list.begin(), layer_list.end());
 
+  std::map<std::string, std::vector<size_t>> consumers;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& in : g.nodes[i].inputs) consumers[in].push_back(i);
+
   // Pass 1 (graph order, which ONNX requires to be topological): which nodes are quantized, which
   // tensors come out of quantized layers (P), which tensors need a QDQ pair (wanted).
   std::vector<bool> selected(g.nodes.size(), false);
@@ -205,7 +212,8 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
       if (!produced_int8.count(n.inputs[0]) || (n.outputs.size() > 1 && !n.outputs[1].empty())) continue;
       act_inputs = {n.inputs[0]};
     } else {
-      if ((n.op_type == "Relu" || IsNonNegativeClip(n, inits)) && !n.inputs.empty() && produced_int8.count(n.inputs[0]))
+      if ((n.op_type == "Relu" || IsNonNegativeClip(n, inits) || IsMovement(n.op_type)) && !n.inputs.empty() &&
+          produced_int8.count(n.inputs[0]))
         produced_int8.insert(n.outputs[0]);
       continue;
     }
@@ -220,6 +228,27 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
     ++res.quantized_nodes;
     wanted.insert(act_inputs.begin(), act_inputs.end());
     if (!n.outputs.empty()) produced_int8.insert(n.outputs[0]);
+    // Add and pooling run in int8 only as DQ -> op [-> Relu] -> Q: their output gets a pair even
+    // when no quantized node reads it (not a graph output, though).
+    if (n.op_type == "Add" || IsPool(n.op_type)) {
+      std::string t = n.outputs[0];
+      for (;;) {
+        auto c = consumers.find(t);
+        if (graph_outputs.count(t) || c == consumers.end() || c->second.size() != 1) break;
+        const Node& next = g.nodes[c->second[0]];
+        if (next.op_type != "Relu" && !IsNonNegativeClip(next, inits)) break;
+        t = next.outputs[0];
+      }
+      if (!graph_outputs.count(t) && consumers.count(t) && has_range(t)) wanted.insert(t);
+    }
+  }
+  // A MaxPool's output, and the output of a movement op (Reshape, Flatten, ...) of a quantized
+  // tensor, take the parameters of the input: the executor runs them on the 8-bit values.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.inputs.empty() || n.outputs.empty() || !n.domain.empty()) continue;
+    if (!((n.op_type == "MaxPool" && selected[i]) || IsMovement(n.op_type))) continue;
+    if (wanted.count(n.inputs[0]) && wanted.count(n.outputs[0])) act[n.outputs[0]] = act.at(n.inputs[0]);
   }
 
   // Pass 2: the new graph.

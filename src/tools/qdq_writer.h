@@ -14,6 +14,9 @@
 //   channel with per_channel (Conv axis 0, Gemm transB=1 axis 0, transB=0 and MatMul [K,N] axis 1)
 //   else per tensor, feeding a DequantizeLinear. Conv bias and the 1-D bias of a Gemm with
 //   alpha = beta = 1: int32, scale = x_scale * w_scale, zero point 0. Other biases stay float.
+// - A quantized Add or pooling node's output (through a following Relu) always gets a pair (the
+//   executor runs them as DQ -> op -> Q). A MaxPool's output, and that of Reshape / Flatten /
+//   Transpose / Squeeze / Unsqueeze of a quantized tensor, reuse the input's scale and zero point.
 // - Excluded nodes (by name; an unnamed node by its first output) stay FP32.
 #pragma once
 

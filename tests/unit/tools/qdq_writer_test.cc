@@ -184,6 +184,41 @@ TEST(QdqWriter, QdqModelRunsCloseToFp32) {
   for (int64_t i = 0; i < ta.size(); ++i) EXPECT_NEAR(ta.data<float>()[i], tb.data<float>()[i], 0.05) << i;
 }
 
+// x -> conv -> relu (r) -> MaxPool (p) -> GlobalAveragePool (g) -> Flatten (f) -> Gemm -> y
+TEST(QdqWriter, PoolingAndMovementOpsSitBetweenPairsWithTheInputsParameters) {
+  testing::ModelBuilder b(13);
+  b.Input("x", DataType::kFloat, {1, 2, 4, 4}).Output("y", DataType::kFloat, {1, 3});
+  b.Initializer("w", Tensor::FromVector<float>(DataType::kFloat, {2, 2, 1, 1}, {1, 0.5f, -0.5f, 1}));
+  b.Initializer("wf", Tensor::FromVector<float>(DataType::kFloat, {3, 2}, {1, 2, 3, 4, 5, 6}));
+  b.Node("Conv", {"x", "w"}, {"c"}).set_name("conv");
+  b.Node("Relu", {"c"}, {"r"}).set_name("relu");
+  auto& mp = b.Node("MaxPool", {"r"}, {"p"});
+  mp.set_name("pool");
+  testing::IntsAttr(mp, "kernel_shape", {2, 2});
+  testing::IntsAttr(mp, "strides", {2, 2});
+  b.Node("GlobalAveragePool", {"p"}, {"g"}).set_name("gap");
+  b.Node("Flatten", {"g"}, {"f"}).set_name("flatten");
+  testing::ModelBuilder::IntAttr(b.Node("Gemm", {"f", "wf"}, {"y"}), "transB", 1);
+  const std::string bytes = b.Bytes();
+  const Model fp32 = std::move(LoadModelFromBytes(bytes.data(), bytes.size(), "")).value();
+  auto r = WriteQdqModel(fp32, Ranges({{"x", {-1, 1}}, {"r", {0, 2}}, {"p", {0, 1.5}}, {"g", {0, 1}}, {"f", {0, 0.7}}}),
+                         QdqOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Model& m = r->model;
+  EXPECT_EQ(r->quantized_nodes, 4);  // conv, pool, gap, gemm
+  auto scale_of = [&](const std::string& t) -> float {
+    for (const Node& n : m.graph.nodes)
+      if (n.op_type == "QuantizeLinear" && n.inputs[0] == t) return Init(m, n.inputs[1])->data<float>()[0];
+    return -1;
+  };
+  EXPECT_FLOAT_EQ(scale_of("r"), 2.0f / 255);
+  EXPECT_FLOAT_EQ(scale_of("p"), 2.0f / 255);  // MaxPool: the input's parameters
+  EXPECT_FLOAT_EQ(scale_of("g"), 1.0f / 255);  // GlobalAveragePool: DQ -> op -> Q, its own range
+  EXPECT_FLOAT_EQ(scale_of("f"), 1.0f / 255);  // Flatten: the input's parameters
+  EXPECT_EQ(FindNode(m, "Flatten", "f")->inputs[0], Producer(m, FindNode(m, "Flatten", "f")->inputs[0])->outputs[0]);
+  EXPECT_EQ(Producer(m, FindNode(m, "Flatten", "f")->inputs[0])->op_type, "DequantizeLinear");
+}
+
 // x[2,4] -> MatMul(w [4,3]) -> Add(b) -> y
 Model MatMulModel() {
   testing::ModelBuilder b(13);
