@@ -245,6 +245,29 @@ TEST(QdqWriter, MatMulWeightPerChannelIsAxis1) {
   EXPECT_EQ(FindNode(r->model, "Add", "y")->inputs[0], "m");
 }
 
+TEST(QdqWriter, MatMulOfTwoActivationsOnlyOnRequest) {
+  testing::ModelBuilder b(13);
+  b.Input("q", DataType::kFloat, {2, 3}).Input("k", DataType::kFloat, {3, 2}).Output("s", DataType::kFloat, {2, 2});
+  b.Node("MatMul", {"q", "k"}, {"s"}).set_name("scores");
+  const std::string bytes = b.Bytes();
+  const Model fp32 = std::move(LoadModelFromBytes(bytes.data(), bytes.size(), "")).value();
+  const auto ranges = Ranges({{"q", {-1, 1}}, {"k", {-2, 2}}});
+  QdqOptions o;
+  EXPECT_TRUE(QuantizableLayers(fp32, o).empty());
+  auto plain = WriteQdqModel(fp32, ranges, o);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->qdq_tensors, 0);
+  EXPECT_EQ(plain->model.graph.nodes.size(), 1u);  // attention stays FP32 by default
+  o.quantize_activation_matmul = true;
+  EXPECT_EQ(QuantizableLayers(fp32, o), std::vector<std::string>{"scores"});
+  auto both = WriteQdqModel(fp32, ranges, o);
+  ASSERT_TRUE(both.ok());
+  EXPECT_EQ(both->qdq_tensors, 2);
+  const Node* mm = FindNode(both->model, "MatMul", "s");
+  EXPECT_EQ(Producer(both->model, mm->inputs[0])->op_type, "DequantizeLinear");
+  EXPECT_EQ(Producer(both->model, mm->inputs[1])->op_type, "DequantizeLinear");
+}
+
 TEST(DynamicQuant, MatMulBecomesOrtDynamicPatternAndRuns) {
   const Model fp32 = MatMulModel();
   auto r = WriteDynamicQuantModel(fp32, DynamicQuantOptions{});
