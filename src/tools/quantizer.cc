@@ -125,6 +125,13 @@ Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& er
     inputs = (*s)->inputs();
   }
   std::set<std::string> exclude(o.exclude.begin(), o.exclude.end());
+  {
+    // Check --exclude before the (possibly long) calibration.
+    std::set<std::string> ids;
+    for (const Node& n : fp32.graph.nodes) ids.insert(NodeId(n));
+    for (const auto& e : exclude)
+      if (!ids.count(e)) return Status::InvalidArgument("--exclude: no node named '" + e + "' in " + o.model);
+  }
 
   std::optional<QuantDataSet> calib;
   if (!o.calibration.empty()) {
