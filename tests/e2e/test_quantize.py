@@ -89,6 +89,37 @@ class TestQuantize(unittest.TestCase):
         np.testing.assert_allclose(il, int8[:16], atol=0.01 * np.abs(int8).max())
         self.assertGreater(cosine(il, fp32[:16]), 0.995)
 
+    def test_same_values_as_ort_quantize_static(self):
+        # ONNX Runtime's own quantizer (minmax, QDQ, per channel, u8 activations, s8 weights) on the
+        # same calibration data: the same int8 weights, int32 biases, scales and zero points.
+        from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                              quantize_static)
+        x = np.load(os.path.join(WORK, "calibration", "x.npy"))
+
+        class Reader(CalibrationDataReader):
+            def __init__(self):
+                self.it = iter([{"x": x[i:i + 8]} for i in range(0, len(x), 8)])
+
+            def get_next(self):
+                return next(self.it, None)
+
+        quantize_static(os.path.join(WORK, "cnn.onnx"), os.path.join(WORK, "cnn_ort.onnx"), Reader(),
+                        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8)
+        quantize("cnn.onnx", "-o", "cnn_pc.onnx", "--calibration", "calibration", "--per-channel")
+        ours = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(os.path.join(WORK, "cnn_pc.onnx")).graph.initializer}
+        ref = {t.name: onnx.numpy_helper.to_array(t) for t in onnx.load(os.path.join(WORK, "cnn_ort.onnx")).graph.initializer}
+        checked = 0
+        for name in ["w1", "w2", "w3", "w4", "b1", "b2", "b4"]:
+            np.testing.assert_array_equal(ours[name + "_quantized"], ref[name + "_quantized"], err_msg=name)
+            checked += 1
+        for name in ["x", "r1", "r2", "c3", "r3", "w1", "w2", "w3", "w4"]:
+            np.testing.assert_allclose(ours[name + "_scale"], ref[name + "_scale"], rtol=1e-6, err_msg=name)
+            np.testing.assert_array_equal(ours[name + "_zero_point"], ref[name + "_zero_point"], err_msg=name)
+            self.assertEqual(ours[name + "_zero_point"].dtype, ref[name + "_zero_point"].dtype)
+            checked += 1
+        self.assertEqual(checked, 16)
+
     def test_methods_and_eval_report(self):
         for method in ["minmax", "percentile", "entropy"]:
             r = quantize("cnn.onnx", "-o", f"cnn_{method}.onnx", "--calibration", "calibration", "--method", method,
