@@ -1,5 +1,6 @@
 #include "tools/dynamic_quant.h"
 
+#include <algorithm>
 #include <map>
 
 namespace inferloop {
@@ -143,6 +144,10 @@ Result<QdqResult> WriteDynamicQuantModel(const Model& fp32, const DynamicQuantOp
     if (!dropped.count(name) || graph_outputs.count(name)) kept.emplace_back(name, std::move(t));
   for (auto& it : new_inits) kept.push_back(std::move(it));
   g.initializers = std::move(kept);
+  // Graph inputs that name a removed initializer (IR < 4): drop them too.
+  g.inputs.erase(std::remove_if(g.inputs.begin(), g.inputs.end(),
+                                [&](const GraphValue& v) { return dropped.count(v.name) && !graph_outputs.count(v.name); }),
+                 g.inputs.end());
   if (res.quantized_nodes == 0) res.warnings.push_back("no MatMul/Gemm with a constant 2-D float weight: nothing quantized");
   return res;
 }

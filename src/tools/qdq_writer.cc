@@ -363,7 +363,13 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
     if (!replaced_weights.count(name) || used.count(name)) kept.emplace_back(name, std::move(t));
   for (auto& it : new_inits) kept.push_back(std::move(it));
   g.initializers = std::move(kept);
-  // Graph inputs that had an initializer of the same name (old IR): drop the removed ones.
+  // Graph inputs that name a removed initializer (IR < 4 lists initializers as inputs too): drop
+  // them, or they would become required inputs.
+  std::set<std::string> inits_now;
+  for (const auto& [name, t] : g.initializers) inits_now.insert(name);
+  g.inputs.erase(std::remove_if(g.inputs.begin(), g.inputs.end(),
+                                [&](const GraphValue& v) { return replaced_weights.count(v.name) && !inits_now.count(v.name); }),
+                 g.inputs.end());
   return res;
 }
 

@@ -245,6 +245,21 @@ TEST(QdqWriter, MatMulWeightPerChannelIsAxis1) {
   EXPECT_EQ(FindNode(r->model, "Add", "y")->inputs[0], "m");
 }
 
+TEST(QdqWriter, ReplacedWeightsListedAsGraphInputsAreDropped) {
+  Model fp32 = MatMulModel();
+  GraphValue w;  // IR < 4 style: the initializer is also a graph input
+  w.name = "w";
+  fp32.graph.inputs.push_back(w);
+  auto r = WriteQdqModel(fp32, Ranges({{"x", {-1, 1}}}), QdqOptions{});
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->model.graph.inputs.size(), 1u);
+  EXPECT_EQ(r->model.graph.inputs[0].name, "x");
+  auto d = WriteDynamicQuantModel(fp32, DynamicQuantOptions{});
+  ASSERT_TRUE(d.ok());
+  ASSERT_EQ(d->model.graph.inputs.size(), 1u);
+  EXPECT_EQ(d->model.graph.inputs[0].name, "x");
+}
+
 TEST(QdqWriter, MatMulOfTwoActivationsOnlyOnRequest) {
   testing::ModelBuilder b(13);
   b.Input("q", DataType::kFloat, {2, 3}).Input("k", DataType::kFloat, {3, 2}).Output("s", DataType::kFloat, {2, 2});
