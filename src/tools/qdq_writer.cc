@@ -1,0 +1,376 @@
+#include "tools/qdq_writer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "compute/tensor_cast.h"
+
+namespace inferloop {
+
+std::string NodeId(const Node& n) {
+  if (!n.name.empty()) return n.name;
+  for (const auto& o : n.outputs)
+    if (!o.empty()) return o;
+  return n.op_type;
+}
+
+ActivationQuant ActivationParams(const QuantRange& r) {
+  const double lo = std::min(r.min, 0.0), hi = std::max(r.max, 0.0);
+  ActivationQuant q;
+  const double scale = (hi - lo) / 255.0;
+  if (!(scale > 0) || !std::isfinite(scale)) return q;  // all zeros: scale 1, zero point 0
+  q.scale = static_cast<float>(scale);
+  q.zero_point = static_cast<uint8_t>(std::clamp(std::nearbyint(-lo / q.scale), 0.0, 255.0));
+  return q;
+}
+
+Result<WeightQuant> QuantizeWeightSymmetric(const Tensor& w_in, int axis) {
+  Tensor w = w_in;
+  if (w.dtype() != DataType::kFloat) {
+    if (w.dtype() != DataType::kDouble && w.dtype() != DataType::kFloat16 && w.dtype() != DataType::kBFloat16)
+      return Status::InvalidArgument(std::string("cannot quantize a ") + DataTypeName(w.dtype()) + " weight");
+    IL_ASSIGN_OR_RETURN(w, CastTensor(w_in, DataType::kFloat));
+  }
+  if (axis >= w.rank()) return Status::InvalidArgument("quantization axis " + std::to_string(axis) + " out of range");
+  const int64_t channels = axis < 0 ? 1 : w.dim(axis);
+  int64_t inner = 1;  // elements after `axis`
+  if (axis >= 0)
+    for (int d = axis + 1; d < w.rank(); ++d) inner *= w.dim(d);
+  const int64_t n = w.size();
+  auto channel_of = [&](int64_t i) { return axis < 0 ? 0 : (i / inner) % channels; };
+  std::vector<double> absmax(static_cast<size_t>(channels), 0.0);
+  const float* p = w.data<float>();
+  for (int64_t i = 0; i < n; ++i) absmax[channel_of(i)] = std::max(absmax[channel_of(i)], static_cast<double>(std::fabs(p[i])));
+  WeightQuant q;
+  for (double a : absmax) q.scales.push_back(a > 0 && std::isfinite(a) ? static_cast<float>(a / 127.0) : 1.0f);
+  IL_ASSIGN_OR_RETURN(q.values, Tensor::Create(DataType::kInt8, w.shape()));
+  int8_t* out = q.values.data<int8_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = std::nearbyint(static_cast<double>(p[i]) / static_cast<double>(q.scales[channel_of(i)]));
+    out[i] = static_cast<int8_t>(std::clamp(std::isfinite(v) ? v : 0.0, -127.0, 127.0));
+  }
+  return q;
+}
+
+namespace {
+
+bool IsPool(const std::string& op) { return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool"; }
+bool IsMovement(const std::string& op) {
+  return op == "Reshape" || op == "Flatten" || op == "Transpose" || op == "Squeeze" || op == "Unsqueeze";
+}
+
+int64_t IntAttr(const Node& n, const char* name, int64_t def) {
+  const Attribute* a = n.FindAttribute(name);
+  return a ? a->i : def;
+}
+float FloatAttr(const Node& n, const char* name, float def) {
+  const Attribute* a = n.FindAttribute(name);
+  return a ? a->f : def;
+}
+
+Attribute MakeIntAttr(const std::string& name, int64_t v) {
+  Attribute a;
+  a.name = name;
+  a.type = Attribute::Type::kInt;
+  a.i = v;
+  return a;
+}
+
+Node MakeNode(const std::string& op, const std::string& name, std::vector<std::string> in, std::vector<std::string> out) {
+  Node n;
+  n.op_type = op;
+  n.name = name;
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+// Collects every tensor name used anywhere (subgraphs included), to keep new names unique and to
+// know whether an initializer is still read.
+void CollectNames(const Graph& g, std::set<std::string>& names) {
+  for (const auto& v : g.inputs) names.insert(v.name);
+  for (const auto& v : g.outputs) names.insert(v.name);
+  for (const auto& [n, t] : g.initializers) names.insert(n);
+  for (const auto& n : g.nodes) {
+    names.insert(n.name);
+    names.insert(n.inputs.begin(), n.inputs.end());
+    names.insert(n.outputs.begin(), n.outputs.end());
+    for (const auto& a : n.attributes) {
+      if (a.g) CollectNames(*a.g, names);
+      for (const auto& sg : a.graphs)
+        if (sg) CollectNames(*sg, names);
+    }
+  }
+}
+
+class Namer {
+ public:
+  explicit Namer(const Graph& g) { CollectNames(g, used_); }
+  std::string Make(const std::string& base) {
+    std::string n = base;
+    for (int i = 1; used_.count(n); ++i) n = base + "_" + std::to_string(i);
+    used_.insert(n);
+    return n;
+  }
+
+ private:
+  std::set<std::string> used_;
+};
+
+bool IsFloatType(DataType t) {
+  return t == DataType::kFloat;
+}
+
+// A Clip that keeps values >= 0 (so a quantized input stays one after it): constant min >= 0.
+bool IsNonNegativeClip(const Node& n, const std::map<std::string, const Tensor*>& inits) {
+  if (n.op_type != "Clip") return false;
+  if (const Attribute* a = n.FindAttribute("min")) return a->f >= 0;
+  if (n.inputs.size() < 2 || n.inputs[1].empty()) return false;
+  auto it = inits.find(n.inputs[1]);
+  if (it == inits.end() || it->second->size() != 1 || it->second->dtype() != DataType::kFloat) return false;
+  return it->second->data<float>()[0] >= 0;
+}
+
+}  // namespace
+
+std::vector<std::string> QuantizableLayers(const Model& m, const QdqOptions& opts) {
+  std::set<std::string> inits;
+  for (const auto& [n, t] : m.graph.initializers)
+    if (IsFloatType(t.dtype())) inits.insert(n);
+  std::vector<std::string> out;
+  for (const Node& n : m.graph.nodes) {
+    if (!n.domain.empty() || n.inputs.size() < 2 || n.inputs[0].empty()) continue;
+    const bool w_const = inits.count(n.inputs[1]) > 0;
+    const bool a_const = inits.count(n.inputs[0]) > 0;
+    if (a_const) continue;
+    if ((n.op_type == "Conv" || n.op_type == "Gemm" || n.op_type == "MatMul") && w_const) out.push_back(NodeId(n));
+    else if (n.op_type == "MatMul" && opts.quantize_activation_matmul) out.push_back(NodeId(n));
+  }
+  return out;
+}
+
+Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, const QdqOptions& opts) {
+  QdqResult res;
+  res.model = fp32;
+  Model& m = res.model;
+  Graph& g = m.graph;
+  const int64_t opset = m.opsets.count("") ? m.opsets.at("") : 0;
+  if (opset < 10)
+    return Status::InvalidArgument("the model's opset " + std::to_string(opset) +
+                                   " has no QuantizeLinear (opset 10+ needed; 13+ for per-channel weights)");
+  bool per_channel = opts.per_channel;
+  if (per_channel && opset < 13) {
+    per_channel = false;
+    res.warnings.push_back("opset " + std::to_string(opset) +
+                           " has no per-axis DequantizeLinear (13+): weights are quantized per tensor");
+  }
+  std::set<std::string> ids;
+  for (const Node& n : g.nodes) ids.insert(NodeId(n));
+  for (const auto* set : {&opts.exclude, &opts.only})
+    for (const auto& e : *set)
+      if (!ids.count(e)) return Status::InvalidArgument("no node named '" + e + "' in the model (--exclude takes node names)");
+
+  std::map<std::string, const Tensor*> inits;
+  for (const auto& [n, t] : fp32.graph.initializers) inits[n] = &t;
+  std::set<std::string> graph_outputs;
+  for (const auto& o : g.outputs) graph_outputs.insert(o.name);
+  const std::vector<std::string> layer_list = QuantizableLayers(fp32, opts);
+  const std::set<std::string> layers(layer_list.begin(), layer_list.end());
+
+  std::map<std::string, std::vector<size_t>> consumers;
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& in : g.nodes[i].inputs) consumers[in].push_back(i);
+
+  // Pass 1 (graph order, which ONNX requires to be topological): which nodes are quantized, which
+  // tensors come out of quantized layers (P), which tensors need a QDQ pair (wanted).
+  std::vector<bool> selected(g.nodes.size(), false);
+  std::set<std::string> produced_int8, wanted;
+  std::map<std::string, ActivationQuant> act;
+  auto has_range = [&](const std::string& t) -> bool {
+    if (act.count(t)) return true;
+    auto r = ranges(t);
+    if (!r) return false;
+    act[t] = ActivationParams(*r);
+    return true;
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (!n.domain.empty()) continue;
+    const std::string id = NodeId(n);
+    const bool excluded = opts.exclude.count(id) > 0;
+    std::vector<std::string> act_inputs;
+    if (layers.count(id)) {
+      if (excluded || (!opts.only.empty() && !opts.only.count(id))) continue;
+      act_inputs.push_back(n.inputs[0]);
+      if (n.op_type == "MatMul" && !inits.count(n.inputs[1])) act_inputs.push_back(n.inputs[1]);
+    } else if (n.op_type == "Add" && n.inputs.size() == 2 && opts.only.empty() && !excluded) {
+      if (!produced_int8.count(n.inputs[0]) || !produced_int8.count(n.inputs[1])) continue;
+      act_inputs = {n.inputs[0], n.inputs[1]};
+    } else if (IsPool(n.op_type) && opts.only.empty() && !excluded && !n.inputs.empty()) {
+      if (!produced_int8.count(n.inputs[0]) || (n.outputs.size() > 1 && !n.outputs[1].empty())) continue;
+      act_inputs = {n.inputs[0]};
+    } else {
+      if ((n.op_type == "Relu" || IsNonNegativeClip(n, inits) || IsMovement(n.op_type)) && !n.inputs.empty() &&
+          produced_int8.count(n.inputs[0]))
+        produced_int8.insert(n.outputs[0]);
+      continue;
+    }
+    bool ok = true;
+    for (const auto& t : act_inputs)
+      if (!has_range(t)) {
+        ok = false;
+        res.warnings.push_back(n.Describe() + " stays FP32: no calibration range for its input '" + t + "'");
+      }
+    if (!ok) continue;
+    selected[i] = true;
+    ++res.quantized_nodes;
+    wanted.insert(act_inputs.begin(), act_inputs.end());
+    if (!n.outputs.empty()) produced_int8.insert(n.outputs[0]);
+    // Add and pooling run in int8 only as DQ -> op [-> Relu] -> Q: their output gets a pair even
+    // when no quantized node reads it (not a graph output, though).
+    if (n.op_type == "Add" || IsPool(n.op_type)) {
+      std::string t = n.outputs[0];
+      for (;;) {
+        auto c = consumers.find(t);
+        if (graph_outputs.count(t) || c == consumers.end() || c->second.size() != 1) break;
+        const Node& next = g.nodes[c->second[0]];
+        if (next.op_type != "Relu" && !IsNonNegativeClip(next, inits)) break;
+        t = next.outputs[0];
+      }
+      if (!graph_outputs.count(t) && consumers.count(t) && has_range(t)) wanted.insert(t);
+    }
+  }
+  // A MaxPool's output, and the output of a movement op (Reshape, Flatten, ...) of a quantized
+  // tensor, take the parameters of the input: the executor runs them on the 8-bit values.
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    if (n.inputs.empty() || n.outputs.empty() || !n.domain.empty()) continue;
+    if (!((n.op_type == "MaxPool" && selected[i]) || IsMovement(n.op_type))) continue;
+    if (wanted.count(n.inputs[0]) && wanted.count(n.outputs[0])) act[n.outputs[0]] = act.at(n.inputs[0]);
+  }
+
+  // Pass 2: the new graph.
+  Namer names(g);
+  std::vector<Node> prologue, body;
+  std::vector<std::pair<std::string, Tensor>> new_inits;
+  std::map<std::string, std::string> dq_of;  // activation tensor -> its DequantizeLinear output
+  std::map<std::string, std::vector<Node>> after;  // tensor -> Q/DQ nodes to place after its producer
+  for (const auto& t : wanted) {
+    const ActivationQuant& q = act.at(t);
+    const std::string s = names.Make(t + "_scale"), z = names.Make(t + "_zero_point");
+    new_inits.emplace_back(s, Tensor::Scalar(q.scale));
+    new_inits.emplace_back(z, Tensor::FromVector<uint8_t>(DataType::kUInt8, {}, {q.zero_point}));
+    const std::string qo = names.Make(t + "_quantized"), dqo = names.Make(t + "_dequantized");
+    after[t].push_back(MakeNode("QuantizeLinear", names.Make(t + "_QuantizeLinear"), {t, s, z}, {qo}));
+    after[t].push_back(MakeNode("DequantizeLinear", names.Make(t + "_DequantizeLinear"), {qo, s, z}, {dqo}));
+    dq_of[t] = dqo;
+    ++res.qdq_tensors;
+  }
+  std::map<std::pair<std::string, int>, std::pair<std::string, std::vector<float>>> weight_dq;  // (w, axis) -> dq, scales
+  std::set<std::string> replaced_weights;
+  auto quantize_weight = [&](const std::string& w, int axis) -> Result<std::pair<std::string, std::vector<float>>> {
+    const int a = per_channel ? axis : -1;
+    auto key = std::make_pair(w, a);
+    if (auto it = weight_dq.find(key); it != weight_dq.end()) return it->second;
+    IL_ASSIGN_OR_RETURN(WeightQuant q, QuantizeWeightSymmetric(*inits.at(w), a));
+    const std::string qn = names.Make(w + "_quantized"), s = names.Make(w + "_scale"), z = names.Make(w + "_zero_point");
+    const bool vec = a >= 0;
+    new_inits.emplace_back(qn, std::move(q.values));
+    new_inits.emplace_back(s, vec ? Tensor::FromVector<float>(DataType::kFloat, {static_cast<int64_t>(q.scales.size())}, q.scales)
+                                  : Tensor::Scalar(q.scales[0]));
+    new_inits.emplace_back(z, vec ? Tensor::FromVector<int8_t>(DataType::kInt8, {static_cast<int64_t>(q.scales.size())},
+                                                               std::vector<int8_t>(q.scales.size(), 0))
+                                  : Tensor::FromVector<int8_t>(DataType::kInt8, {}, {0}));
+    const std::string dqo = names.Make(w + "_dequantized");
+    Node dq = MakeNode("DequantizeLinear", names.Make(w + "_DequantizeLinear"), {qn, s, z}, {dqo});
+    if (vec) dq.attributes.push_back(MakeIntAttr("axis", a));
+    prologue.push_back(std::move(dq));
+    replaced_weights.insert(w);
+    weight_dq[key] = {dqo, q.scales};
+    return weight_dq[key];
+  };
+  auto quantize_bias = [&](const std::string& b, float x_scale, const std::vector<float>& w_scales) -> std::string {
+    const Tensor* t = inits.at(b);
+    if (t->dtype() != DataType::kFloat || t->rank() != 1) return b;
+    const int64_t n = t->dim(0);
+    if (w_scales.size() != 1 && static_cast<int64_t>(w_scales.size()) != n) return b;
+    std::vector<float> bs;
+    for (float ws : w_scales) bs.push_back(x_scale * ws);
+    for (float s : bs)
+      if (!(s > 0) || !std::isfinite(s)) return b;
+    std::vector<int32_t> q(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = std::nearbyint(static_cast<double>(t->data<float>()[i]) / bs[bs.size() == 1 ? 0 : i]);
+      q[i] = static_cast<int32_t>(std::clamp(std::isfinite(v) ? v : 0.0, -2147483647.0, 2147483647.0));
+    }
+    const bool vec = bs.size() > 1;
+    const std::string qn = names.Make(b + "_quantized"), s = names.Make(b + "_scale"), z = names.Make(b + "_zero_point");
+    new_inits.emplace_back(qn, Tensor::FromVector<int32_t>(DataType::kInt32, {n}, q));
+    new_inits.emplace_back(s, vec ? Tensor::FromVector<float>(DataType::kFloat, {n}, bs) : Tensor::Scalar(bs[0]));
+    new_inits.emplace_back(z, vec ? Tensor::FromVector<int32_t>(DataType::kInt32, {n}, std::vector<int32_t>(n, 0))
+                                  : Tensor::FromVector<int32_t>(DataType::kInt32, {}, {0}));
+    const std::string dqo = names.Make(b + "_dequantized");
+    Node dq = MakeNode("DequantizeLinear", names.Make(b + "_DequantizeLinear"), {qn, s, z}, {dqo});
+    if (vec) dq.attributes.push_back(MakeIntAttr("axis", 0));
+    prologue.push_back(std::move(dq));
+    replaced_weights.insert(b);
+    return dqo;
+  };
+
+  // Graph inputs first.
+  for (const auto& in : g.inputs)
+    if (auto it = after.find(in.name); it != after.end()) for (auto& n : it->second) prologue.push_back(n);
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    Node n = g.nodes[i];
+    if (selected[i] && layers.count(NodeId(n)) && inits.count(n.inputs[1])) {
+      int axis = 1;  // MatMul [K,N]
+      if (n.op_type == "Conv") axis = 0;
+      if (n.op_type == "Gemm") axis = IntAttr(n, "transB", 0) ? 0 : 1;
+      if (n.op_type == "MatMul" && inits.at(n.inputs[1])->rank() != 2) axis = -1;
+      auto w = quantize_weight(n.inputs[1], axis);
+      if (!w.ok()) return w.status().WithContext(n.Describe());
+      n.inputs[1] = w->first;
+      const bool bias_ok = n.op_type == "Conv" ||
+                           (n.op_type == "Gemm" && FloatAttr(n, "alpha", 1.f) == 1.f && FloatAttr(n, "beta", 1.f) == 1.f);
+      if (bias_ok && n.inputs.size() > 2 && inits.count(n.inputs[2]))
+        n.inputs[2] = quantize_bias(n.inputs[2], act.at(g.nodes[i].inputs[0]).scale, w->second);
+    }
+    for (auto& in : n.inputs)
+      if (auto it = dq_of.find(in); it != dq_of.end()) in = it->second;
+    body.push_back(std::move(n));
+    for (const auto& o : g.nodes[i].outputs)
+      if (auto it = after.find(o); it != after.end()) for (auto& qn : it->second) body.push_back(qn);
+  }
+  // Inputs that are initializers used as activations never get a pair (no range for them), so
+  // every wanted tensor has a producer or is a graph input.
+  g.nodes = std::move(prologue);
+  for (auto& n : body) g.nodes.push_back(std::move(n));
+  // Drop float weights nothing reads any more.
+  std::set<std::string> used;
+  for (const auto& n : g.nodes) {
+    used.insert(n.inputs.begin(), n.inputs.end());
+    for (const auto& a : n.attributes) {
+      if (a.g) CollectNames(*a.g, used);
+      for (const auto& sg : a.graphs)
+        if (sg) CollectNames(*sg, used);
+    }
+  }
+  for (const auto& o : g.outputs) used.insert(o.name);
+  std::vector<std::pair<std::string, Tensor>> kept;
+  for (auto& [name, t] : g.initializers)
+    if (!replaced_weights.count(name) || used.count(name)) kept.emplace_back(name, std::move(t));
+  for (auto& it : new_inits) kept.push_back(std::move(it));
+  g.initializers = std::move(kept);
+  // Graph inputs that name a removed initializer (IR < 4 lists initializers as inputs too): drop
+  // them, or they would become required inputs.
+  std::set<std::string> inits_now;
+  for (const auto& [name, t] : g.initializers) inits_now.insert(name);
+  g.inputs.erase(std::remove_if(g.inputs.begin(), g.inputs.end(),
+                                [&](const GraphValue& v) { return replaced_weights.count(v.name) && !inits_now.count(v.name); }),
+                 g.inputs.end());
+  return res;
+}
+
+}  // namespace inferloop
