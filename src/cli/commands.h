@@ -18,5 +18,6 @@ Runner AddBenchCommand(CLI::App& app);
 Runner AddServeCommand(CLI::App& app);
 Runner AddPerfCommand(CLI::App& app);
 Runner AddCompareCommand(CLI::App& app);
+Runner AddGenerateCommand(CLI::App& app);
 
 }  // namespace inferloop::cli
