@@ -5,6 +5,7 @@
 
 #include "base/float_types.h"
 #include "base/thread_pool.h"
+#include "llm/llm_kernels.h"
 
 namespace inferloop::llm {
 namespace {
@@ -17,19 +18,6 @@ bool Computable(GgmlType t) {
     default:
       return false;
   }
-}
-
-float Dot(const float* a, const float* b, int64_t n) {
-  float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += a[i] * b[i];
-    s1 += a[i + 1] * b[i + 1];
-    s2 += a[i + 2] * b[i + 2];
-    s3 += a[i + 3] * b[i + 3];
-  }
-  for (; i < n; ++i) s0 += a[i] * b[i];
-  return (s0 + s1) + (s2 + s3);
 }
 
 }  // namespace
@@ -73,23 +61,41 @@ void ReadRow(const WeightMatrix& w, int64_t r, float* out) {
   (void)DequantizeRow(w.type, w.Row(r), std::span<float>(out, w.cols));
 }
 
-// Reference path: every row is expanded to floats, then dotted. Correct for every supported
-// type; the quantized-dot kernels replace it for speed.
-void MatVec(const WeightMatrix& w, const float* x, float* y, ThreadPool* pool) {
+void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool) {
+  const LlmKernelTable& k = ActiveLlmKernels();
+  const int64_t n = w.cols;
+  Q8Rows xq;
+  const bool int8 = w.type == GgmlType::kQ8_0 || w.type == GgmlType::kQ4_0;
+  if (int8) {
+    xq.Resize(T, n);
+    for (int64_t t = 0; t < T; ++t) xq.Quantize(t, X + t * n);
+  }
   auto rows = [&](int64_t begin, int64_t end) {
-    if (w.type == GgmlType::kF32) {
-      for (int64_t r = begin; r < end; ++r) {
-        y[r] = Dot(reinterpret_cast<const float*>(w.Row(r).data()), x, w.cols);
-      }
-      return;
-    }
-    std::vector<float> row(w.cols);
+    std::vector<float> row;
     for (int64_t r = begin; r < end; ++r) {
-      ReadRow(w, r, row.data());
-      y[r] = Dot(row.data(), x, w.cols);
+      const uint8_t* wr = w.Row(r).data();
+      switch (w.type) {
+        case GgmlType::kF32:
+          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_f32(reinterpret_cast<const float*>(wr), X + t * n, n);
+          break;
+        case GgmlType::kF16:
+          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_f16(reinterpret_cast<const uint16_t*>(wr), X + t * n, n);
+          break;
+        case GgmlType::kQ8_0:
+          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_q8_0(wr, xq.Row(t), n);
+          break;
+        case GgmlType::kQ4_0:
+          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_q4_0(wr, xq.Row(t), n);
+          break;
+        default:
+          row.resize(n);
+          ReadRow(w, r, row.data());
+          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_f32(row.data(), X + t * n, n);
+          break;
+      }
     }
   };
-  if (pool == nullptr || pool->num_threads() <= 1 || w.rows * w.cols < (1 << 15)) {
+  if (pool == nullptr || pool->num_threads() <= 1 || w.rows * n * T < (1 << 15)) {
     rows(0, w.rows);
   } else {
     pool->ParallelFor(w.rows, 16, rows);

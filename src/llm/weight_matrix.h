@@ -32,9 +32,12 @@ struct WeightMatrix {
 // cannot be computed with (naming the type and the supported ones).
 Result<WeightMatrix> ViewWeight(const GgufFile& file, const std::string& name, int64_t rows, int64_t cols);
 
-// y[r] = dot(row r of w, x) for every row; x has w.cols elements, y w.rows. Rows are split
-// over `pool` (nullptr: this thread).
-void MatVec(const WeightMatrix& w, const float* x, float* y, ThreadPool* pool);
+// Y[t][r] = dot(row r of w, X[t]) for T activation rows X (T x w.cols, row-major) into Y
+// (T x w.rows). Q8_0 and Q4_0 weights are multiplied in int8 with X quantized to 8-bit blocks
+// (llm_kernels.h); F32/F16 in float; other types expand each weight row to floats once for all
+// T rows. Weight rows are split over `pool` (nullptr: this thread).
+void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool);
+inline void MatVec(const WeightMatrix& w, const float* x, float* y, ThreadPool* pool) { MatMul(w, x, 1, y, pool); }
 
 // Row `r` of `w` as floats (embedding lookup); out has w.cols elements.
 void ReadRow(const WeightMatrix& w, int64_t r, float* out);
