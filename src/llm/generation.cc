@@ -1,5 +1,6 @@
 #include "llm/generation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -29,9 +30,14 @@ Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int3
   GenerationStats st;
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
-  for (size_t i = 0; i < prompt.size(); ++i) {
-    const bool last = i + 1 == prompt.size();
-    IL_RETURN_IF_ERROR(model.Forward(prompt[i], static_cast<int>(i), seq, last ? logits.data() : nullptr, threads));
+  // Prefill in steps of up to 256 tokens, each one batched forward pass.
+  constexpr size_t kChunk = 256;
+  std::vector<BatchToken> batch;
+  for (size_t start = 0; start < prompt.size(); start += kChunk) {
+    const size_t end = std::min(prompt.size(), start + kChunk);
+    batch.clear();
+    for (size_t i = start; i < end; ++i) batch.push_back({&seq, static_cast<int>(i), prompt[i], i + 1 == prompt.size()});
+    IL_RETURN_IF_ERROR(model.Forward(batch, logits.data(), threads));
   }
   auto t1 = Clock::now();
   st.prompt_tokens = static_cast<int>(prompt.size());

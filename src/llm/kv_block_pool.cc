@@ -14,11 +14,11 @@ Result<KvBlockPool> KvBlockPool::Create(const KvCacheShape& shape, int num_block
   }
   KvBlockPool p;
   p.shape_ = shape;
-  p.block_floats_ = static_cast<size_t>(shape.n_layer) * 2 * shape.block_tokens * shape.kv_dim;
+  p.block_elems_ = static_cast<size_t>(shape.n_layer) * 2 * shape.block_tokens * shape.kv_dim;
   try {
-    p.storage_.assign(p.block_floats_ * num_blocks, 0.0f);
+    p.storage_.assign(p.block_elems_ * num_blocks, 0);
   } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("cannot allocate " + std::to_string(p.block_floats_ * num_blocks * 4) +
+    return Status::ResourceExhausted("cannot allocate " + std::to_string(p.block_elems_ * num_blocks * 2) +
                                      " bytes for the KV cache");
   }
   p.refs_.assign(num_blocks, 0);
@@ -75,12 +75,12 @@ void KvSequence::Reset() {
   blocks_.clear();
 }
 
-float* KvSequence::Key(int layer, int pos) {
+uint16_t* KvSequence::Key(int layer, int pos) const {
   const int bt = pool_->shape().block_tokens;
   return pool_->Key(blocks_[pos / bt], layer, pos % bt);
 }
 
-float* KvSequence::Value(int layer, int pos) {
+uint16_t* KvSequence::Value(int layer, int pos) const {
   const int bt = pool_->shape().block_tokens;
   return pool_->Value(blocks_[pos / bt], layer, pos % bt);
 }

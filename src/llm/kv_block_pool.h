@@ -2,6 +2,7 @@
 // of `block_tokens` consecutive positions of one sequence for every layer. Sequences own blocks
 // through a block table (KvSequence); blocks are taken on demand and returned when released.
 // Blocks are reference-counted so that sequences can share the blocks of a common prefix.
+// Keys and values are stored as IEEE half floats (F16), as llama.cpp does by default.
 // Not thread-safe: one scheduler thread owns a pool.
 #pragma once
 
@@ -15,7 +16,7 @@ namespace inferloop::llm {
 
 struct KvCacheShape {
   int n_layer = 0;
-  int kv_dim = 0;        // n_head_kv * head_dim: floats per position for K (and again for V)
+  int kv_dim = 0;        // n_head_kv * head_dim: values per position for K (and again for V)
   int block_tokens = 16;
 };
 
@@ -29,7 +30,7 @@ class KvBlockPool {
   int num_blocks() const { return static_cast<int>(refs_.size()); }
   int free_blocks() const { return static_cast<int>(free_.size()); }
   int used_blocks() const { return num_blocks() - free_blocks(); }
-  size_t bytes_per_block() const { return block_floats_ * sizeof(float); }
+  size_t bytes_per_block() const { return block_elems_ * sizeof(uint16_t); }
 
   // A free block with reference count 1, or -1 when none is left.
   int Take();
@@ -39,23 +40,21 @@ class KvBlockPool {
   void Release(int block);
   int RefCount(int block) const { return refs_[block]; }
 
-  // Keys / values of position slot `slot` (< block_tokens) of `layer` in `block`: kv_dim floats.
-  float* Key(int block, int layer, int slot) { return At(block, layer, 0, slot); }
-  float* Value(int block, int layer, int slot) { return At(block, layer, 1, slot); }
-  const float* Key(int block, int layer, int slot) const { return const_cast<KvBlockPool*>(this)->At(block, layer, 0, slot); }
-  const float* Value(int block, int layer, int slot) const { return const_cast<KvBlockPool*>(this)->At(block, layer, 1, slot); }
+  // Keys / values of position slot `slot` (< block_tokens) of `layer` in `block`: kv_dim halves.
+  uint16_t* Key(int block, int layer, int slot) { return At(block, layer, 0, slot); }
+  uint16_t* Value(int block, int layer, int slot) { return At(block, layer, 1, slot); }
 
  private:
   KvBlockPool() = default;
-  float* At(int block, int layer, int kv, int slot) {
-    return storage_.data() + static_cast<size_t>(block) * block_floats_ +
+  uint16_t* At(int block, int layer, int kv, int slot) {
+    return storage_.data() + static_cast<size_t>(block) * block_elems_ +
            (static_cast<size_t>(layer) * 2 + kv) * shape_.block_tokens * shape_.kv_dim +
            static_cast<size_t>(slot) * shape_.kv_dim;
   }
 
   KvCacheShape shape_;
-  size_t block_floats_ = 0;
-  std::vector<float> storage_;
+  size_t block_elems_ = 0;
+  std::vector<uint16_t> storage_;
   std::vector<int> refs_;
   std::vector<int> free_;  // stack of free block ids
 };
@@ -81,8 +80,8 @@ class KvSequence {
   const std::vector<int>& blocks() const { return blocks_; }
   KvBlockPool* pool() const { return pool_; }
 
-  float* Key(int layer, int pos);
-  float* Value(int layer, int pos);
+  uint16_t* Key(int layer, int pos) const;
+  uint16_t* Value(int layer, int pos) const;
 
  private:
   KvBlockPool* pool_;

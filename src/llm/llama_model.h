@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,18 @@ class ThreadPool;
 namespace inferloop::llm {
 
 struct LlamaLayer {
-  WeightMatrix attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down;
+  WeightMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  std::vector<float> attn_norm, ffn_norm;
   std::vector<float> bq, bk, bv;  // qwen2 only
+};
+
+// One token of a forward step: the token at position `pos` of sequence `seq`. Tokens of one
+// sequence in a step must have consecutive positions in order.
+struct BatchToken {
+  KvSequence* seq = nullptr;
+  int pos = 0;
+  int32_t token = 0;
+  bool logits = false;  // compute next-token logits after this token
 };
 
 class LlamaModel {
@@ -38,10 +49,13 @@ class LlamaModel {
   // Bytes of weights read to compute one token (every matrix once).
   uint64_t weight_bytes() const;
 
-  // Runs token `token` at position `pos` of `seq` (whose KV holds positions [0, pos); room for
-  // `pos` must have been reserved) and writes the next-token logits (n_vocab floats) when
-  // `logits` is not null. InvalidArgument for a token id outside the vocab or pos beyond what
-  // was reserved.
+  // One step over a batch of tokens from any number of sequences: every token's keys and values
+  // are written to its sequence's KV cache (which must already hold positions [0, pos) and have
+  // room reserved for pos), and for tokens marked `logits` the next-token logits are written to
+  // `logits`, n_vocab floats each, in batch order. Matrix products run once for the whole batch.
+  // InvalidArgument for a token id outside the vocab or a position beyond what was reserved.
+  Status Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool) const;
+  // A batch of one.
   Status Forward(int32_t token, int pos, KvSequence& seq, float* logits, ThreadPool* pool) const;
 
  private:
@@ -51,7 +65,8 @@ class LlamaModel {
   GgufFile file_;
   Tokenizer tokenizer_;
   LlamaHparams hp_;
-  WeightMatrix tok_embd_, output_norm_, output_;
+  WeightMatrix tok_embd_, output_;
+  std::vector<float> output_norm_;
   std::vector<LlamaLayer> layers_;
   std::vector<float> rope_inv_freq_;  // rope_dims / 2 frequencies
 };

@@ -42,6 +42,10 @@ struct LlmKernelTable {
   float (*dot_q8_0)(const uint8_t* w, const Q8Row& x, int64_t n);  // n % 32 == 0
   float (*dot_q4_0)(const uint8_t* w, const Q8Row& x, int64_t n);  // n % 32 == 0
   void (*quantize_q8)(const float* x, int64_t n, int8_t* q, float* d, float* sum);
+  // y += a * x for half-float x (attention's weighted sum of cached values).
+  void (*axpy_f16)(float a, const uint16_t* x, float* y, int64_t n);
+  // Floats to half floats, rounding to nearest even (what the KV cache stores).
+  void (*to_f16)(const float* x, uint16_t* y, int64_t n);
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

@@ -78,6 +78,24 @@ float DotQ4_0(const uint8_t* w, const Q8Row& x, int64_t n) {
   return Reduce(acc);
 }
 
+void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 xf = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, xf, _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
+}
+
+void ToF16(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
 LlmKernelTable MakeTable() {
   LlmKernelTable t = *ScalarLlmKernels();
   t.name = "avx2";
@@ -85,6 +103,8 @@ LlmKernelTable MakeTable() {
   t.dot_f16 = DotF16;
   t.dot_q8_0 = DotQ8_0;
   t.dot_q4_0 = DotQ4_0;
+  t.axpy_f16 = AxpyF16;
+  t.to_f16 = ToF16;
   return t;
 }
 

@@ -127,6 +127,24 @@ float DotQ4_0(const uint8_t* w, const Q8Row& x, int64_t n) {
   return _mm512_reduce_add_ps(acc) + tail - 8.0f * corr;
 }
 
+void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
+  const __m512 av = _mm512_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 xf = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, xf, _mm512_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
+}
+
+void ToF16(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
 LlmKernelTable MakeTable() {
   LlmKernelTable t = *ScalarLlmKernels();
   t.name = "avx512_vnni";
@@ -134,6 +152,8 @@ LlmKernelTable MakeTable() {
   t.dot_f16 = DotF16;
   t.dot_q8_0 = DotQ8_0;
   t.dot_q4_0 = DotQ4_0;
+  t.axpy_f16 = AxpyF16;
+  t.to_f16 = ToF16;
   return t;
 }
 

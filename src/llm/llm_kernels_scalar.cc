@@ -70,7 +70,15 @@ void QuantizeQ8(const float* x, int64_t n, int8_t* q, float* d, float* sum) {
   }
 }
 
-const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotQ8_0, DotQ4_0, QuantizeQ8};
+void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += a * HalfToFloat(x[i]);
+}
+
+void ToF16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = FloatToHalf(x[i]);
+}
+
+const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotQ8_0, DotQ4_0, QuantizeQ8, AxpyF16, ToF16};
 
 }  // namespace
 

@@ -110,6 +110,54 @@ TEST(LlamaModel, ThreadedForwardEqualsSingleThreaded) {
   EXPECT_EQ(one, two);
 }
 
+// 16 sequences decoded together in one batch per step give each the ids it gets alone
+// (greedy): batching changes no sequence's numbers enough to flip a choice.
+TEST(LlamaModel, BatchedDecodeEqualsAlone) {
+  REQUIRE_STORIES(m);
+  const char* prompts[16] = {"Once upon a time", "The dog", "Lily and Ben", "One day", "A big red ball",
+                             "Tom was sad", "The sun", "She saw a bird", "They went to the park", "Mom said",
+                             "The little cat", "He wanted to", "There was a tree", "Sue had a toy", "It was dark",
+                             "The end"};
+  const int kNew = 24;
+  GenerationOptions o;
+  o.max_tokens = kNew;
+  o.sampling.temperature = 0;
+  o.stop_at_eog = false;
+  std::vector<std::vector<int32_t>> alone(16);
+  for (int i = 0; i < 16; ++i) {
+    ASSERT_TRUE(Generate(*m, m->tokenizer().Encode(prompts[i], true), o, [&](int32_t id) {
+      alone[i].push_back(id);
+      return true;
+    }).ok());
+  }
+  auto pool = KvBlockPool::Create(m->kv_shape(), 16 * 8);
+  ASSERT_TRUE(pool.ok());
+  std::vector<KvSequence> seqs;
+  std::vector<std::vector<int32_t>> ids(16), got(16);
+  for (int i = 0; i < 16; ++i) {
+    seqs.emplace_back(&*pool);
+    ids[i] = m->tokenizer().Encode(prompts[i], true);
+    ASSERT_TRUE(seqs[i].Reserve(static_cast<int>(ids[i].size()) + kNew).ok());
+  }
+  const int V = static_cast<int>(m->hparams().n_vocab);
+  // Step 0 prefills all prompts in one batch; later steps decode one token per sequence.
+  std::vector<BatchToken> batch;
+  for (int i = 0; i < 16; ++i) {
+    for (size_t p = 0; p < ids[i].size(); ++p) batch.push_back({&seqs[i], static_cast<int>(p), ids[i][p], p + 1 == ids[i].size()});
+  }
+  std::vector<float> logits(16 * V);
+  for (int step = 0; step < kNew; ++step) {
+    ASSERT_TRUE(m->Forward(batch, logits.data(), nullptr).ok());
+    batch.clear();
+    for (int i = 0; i < 16; ++i) {
+      const int32_t next = ArgMax(std::span<const float>(logits.data() + i * V, V));
+      got[i].push_back(next);
+      batch.push_back({&seqs[i], static_cast<int>(ids[i].size()) + step, next, true});
+    }
+  }
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(got[i], alone[i]) << prompts[i];
+}
+
 TEST(LlamaModel, BadInputsAreErrors) {
   REQUIRE_STORIES(m);
   GenerationOptions o;
