@@ -205,7 +205,7 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
         for (int j = 0; j <= b.pos; ++j) k.axpy_f16(scores[j] * inv, b.seq->Value(l, j) + kvh * HD, oh, HD);
       }
     };
-    if (pool != nullptr && pool->num_threads() > 1 && T * NH * (max_pos + 1) * HD >= (1 << 14)) {
+    if (pool != nullptr && pool->num_threads() > 1 && T * NH * (max_pos + 1) * HD >= (1 << 17)) {
       pool->ParallelFor(T * NH, 1, attend);
     } else {
       attend(0, T * NH);

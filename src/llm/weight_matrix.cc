@@ -95,7 +95,8 @@ void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPo
       }
     }
   };
-  if (pool == nullptr || pool->num_threads() <= 1 || w.rows * n * T < (1 << 15)) {
+  // Below ~256k multiply-adds a parallel region costs more than it saves.
+  if (pool == nullptr || pool->num_threads() <= 1 || w.rows * n * T < (1 << 18)) {
     rows(0, w.rows);
   } else {
     pool->ParallelFor(w.rows, 16, rows);
