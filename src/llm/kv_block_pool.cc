@@ -1,5 +1,6 @@
 #include "llm/kv_block_pool.h"
 
+#include <algorithm>
 #include <new>
 #include <string>
 #include <utility>
@@ -27,8 +28,13 @@ Result<KvBlockPool> KvBlockPool::Create(const KvCacheShape& shape, int num_block
   return p;
 }
 
+bool KvBlockPool::EnsureFree(int n) {
+  if (static_cast<int>(free_.size()) < n && evictor_) evictor_(n - static_cast<int>(free_.size()));
+  return static_cast<int>(free_.size()) >= n;
+}
+
 int KvBlockPool::Take() {
-  if (free_.empty()) return -1;
+  if (free_.empty() && !EnsureFree(1)) return -1;
   const int b = free_.back();
   free_.pop_back();
   refs_[b] = 1;
@@ -36,6 +42,11 @@ int KvBlockPool::Take() {
 }
 
 void KvBlockPool::Retain(int block) { ++refs_[block]; }
+
+void KvBlockPool::CopyBlock(int from, int to) {
+  std::copy_n(storage_.data() + static_cast<size_t>(from) * block_elems_, block_elems_,
+              storage_.data() + static_cast<size_t>(to) * block_elems_);
+}
 
 void KvBlockPool::Release(int block) {
   if (--refs_[block] == 0) free_.push_back(block);
@@ -61,12 +72,36 @@ Status KvSequence::Reserve(int length) {
   const int bt = pool_->shape().block_tokens;
   const int need = (length + bt - 1) / bt - static_cast<int>(blocks_.size());
   if (need <= 0) return Status::Ok();
-  if (need > pool_->free_blocks()) {
+  if (!pool_->EnsureFree(need)) {
     return Status::ResourceExhausted("KV cache full: " + std::to_string(need) + " more blocks needed, " +
                                      std::to_string(pool_->free_blocks()) + " free of " +
                                      std::to_string(pool_->num_blocks()));
   }
   for (int i = 0; i < need; ++i) blocks_.push_back(pool_->Take());
+  return Status::Ok();
+}
+
+void KvSequence::Adopt(std::vector<int> blocks) {
+  Reset();
+  blocks_ = std::move(blocks);
+}
+
+KvSequence KvSequence::Fork() const {
+  KvSequence s(pool_);
+  for (int b : blocks_) pool_->Retain(b);
+  s.blocks_ = blocks_;
+  return s;
+}
+
+Status KvSequence::PrepareWrite(int pos) {
+  const int bt = pool_->shape().block_tokens;
+  const size_t i = static_cast<size_t>(pos / bt);
+  if (i >= blocks_.size() || pool_->RefCount(blocks_[i]) <= 1) return Status::Ok();
+  const int fresh = pool_->Take();
+  if (fresh < 0) return Status::ResourceExhausted("KV cache full: no block free for a copy on write");
+  pool_->CopyBlock(blocks_[i], fresh);
+  pool_->Release(blocks_[i]);
+  blocks_[i] = fresh;
   return Status::Ok();
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "inferloop/status.h"
@@ -32,13 +33,20 @@ class KvBlockPool {
   int used_blocks() const { return num_blocks() - free_blocks(); }
   size_t bytes_per_block() const { return block_elems_ * sizeof(uint16_t); }
 
-  // A free block with reference count 1, or -1 when none is left.
+  // A free block with reference count 1, or -1 when none is left (after asking the evictor).
   int Take();
+  // Makes sure `n` blocks are free, asking the evictor (e.g. the prefix cache) to free idle
+  // blocks if needed. False when that is not possible.
+  bool EnsureFree(int n);
+  // Called with the number of blocks wanted when too few are free; returns how many it freed.
+  void SetEvictor(std::function<int(int)> evictor) { evictor_ = std::move(evictor); }
   // Adds a reference (a second sequence shares the block).
   void Retain(int block);
   // Drops a reference; the block is free again at zero.
   void Release(int block);
   int RefCount(int block) const { return refs_[block]; }
+  // Copies every layer's keys and values of block `from` into block `to`.
+  void CopyBlock(int from, int to);
 
   // Keys / values of position slot `slot` (< block_tokens) of `layer` in `block`: kv_dim halves.
   uint16_t* Key(int block, int layer, int slot) { return At(block, layer, 0, slot); }
@@ -57,6 +65,7 @@ class KvBlockPool {
   std::vector<uint16_t> storage_;
   std::vector<int> refs_;
   std::vector<int> free_;  // stack of free block ids
+  std::function<int(int)> evictor_;
 };
 
 // One sequence's block table: position p lives in blocks[p / block_tokens], slot
@@ -75,6 +84,14 @@ class KvSequence {
   Status Reserve(int length);
   // Returns every block to the pool; the sequence is empty again.
   void Reset();
+  // Starts from `blocks` (e.g. matched in the prefix cache), whose references the sequence now
+  // owns. The sequence must be empty.
+  void Adopt(std::vector<int> blocks);
+  // A second sequence sharing every block of this one (copy on write: see PrepareWrite).
+  KvSequence Fork() const;
+  // Before writing position `pos`: if its block is shared with another sequence, moves this
+  // sequence to a private copy of it. ResourceExhausted when no block is free for the copy.
+  Status PrepareWrite(int pos);
 
   int capacity() const;
   const std::vector<int>& blocks() const { return blocks_; }
