@@ -1,6 +1,7 @@
 #include "llm/llm_engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -30,6 +31,7 @@ struct RequestState {
   EngineRequest req;
   std::shared_ptr<std::atomic<bool>> cancelled;
   uint64_t arrival = 0;
+  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
 };
 
 struct Sequence {
@@ -44,6 +46,7 @@ struct Sequence {
   int preemptions = 0;
   int pending_forks = 0;        // choices still to fork off after the prefill
   bool counted_prompt = false;
+  double queue_seconds = -1;    // set when first admitted
   KvSequence kv;
   Sampler sampler;
   Sequence(std::shared_ptr<RequestState> r, int idx, KvBlockPool* pool, const SamplingParams& p)
@@ -91,6 +94,7 @@ struct LlmEngine::Impl {
   bool stopping = false;
   uint64_t next_arrival = 0;
   EngineStats stats;
+  std::function<void(const EngineStats&)> step_observer;
   std::thread worker;
 
   // Owned by the worker thread.
@@ -111,6 +115,9 @@ struct LlmEngine::Impl {
     r.cached_prompt_tokens = s->cached_prompt_tokens;
     r.generated_tokens = s->generated;
     r.preemptions = s->preemptions;
+    r.queue_seconds = s->queue_seconds < 0
+                          ? std::chrono::duration<double>(std::chrono::steady_clock::now() - s->rs->submitted).count()
+                          : s->queue_seconds;
     // Forks not made yet finish with the parent (cancel / error before the prefill ended).
     const int forks = s->pending_forks;
     s->kv.Reset();
@@ -188,7 +195,8 @@ struct LlmEngine::Impl {
   void DropCancelled() {
     for (auto* list : {&running, &waiting}) {
       for (size_t i = 0; i < list->size();) {
-        if ((*list)[i]->rs->cancelled->load()) {
+        const RequestState& rs = *(*list)[i]->rs;
+        if (rs.cancelled->load() || (rs.req.cancel_flag && rs.req.cancel_flag->load())) {
           SeqPtr s = std::move((*list)[i]);
           list->erase(list->begin() + i);
           Finish(std::move(s), FinishReason::kCancelled);
@@ -280,6 +288,9 @@ struct LlmEngine::Impl {
       }
       SeqPtr s = std::move(waiting.front());
       waiting.erase(waiting.begin());
+      if (s->queue_seconds < 0) {
+        s->queue_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s->rs->submitted).count();
+      }
       if (!s->counted_prompt) {
         s->counted_prompt = true;
         s->cached_prompt_tokens = s->computed;
@@ -346,6 +357,7 @@ struct LlmEngine::Impl {
         c->inserted_blocks = s.inserted_blocks;
         c->cached_prompt_tokens = s.cached_prompt_tokens;
         c->counted_prompt = true;
+        c->queue_seconds = s.queue_seconds;
         c->kv = s.kv.Fork();
         forks.push_back(std::move(c));
       }
@@ -444,6 +456,7 @@ struct LlmEngine::Impl {
     stats.kv_blocks_total = pool.num_blocks();
     stats.kv_blocks_used = pool.used_blocks();
     stats.kv_blocks_cached_idle = cache ? cache->idle_blocks() : 0;
+    if (step_observer) step_observer(stats);
   }
 
   void Loop() {
@@ -550,6 +563,11 @@ Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
 EngineStats LlmEngine::stats() const {
   std::lock_guard<std::mutex> l(impl_->mu);
   return impl_->stats;
+}
+
+void LlmEngine::SetStepObserver(std::function<void(const EngineStats&)> observer) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  impl_->step_observer = std::move(observer);
 }
 
 const LlamaModel& LlmEngine::model() const { return *impl_->model; }

@@ -42,6 +42,8 @@ struct EngineOptions {
   int threads = 0;  // compute threads; 0: the CPUs this process may use
 };
 
+struct EngineStats;
+
 struct TokenLogprob {
   int32_t token = 0;
   float logprob = 0;
@@ -64,6 +66,7 @@ struct SequenceResult {
   int cached_prompt_tokens = 0;  // prompt tokens taken from the prefix cache (not recomputed)
   int generated_tokens = 0;
   int preemptions = 0;
+  double queue_seconds = 0;   // from Submit to the first step that computed any of it
 };
 
 struct EngineRequest {
@@ -79,6 +82,8 @@ struct EngineRequest {
   std::function<bool(int index, const GeneratedToken&)> on_token;
   // Called once per choice when it ends (on the engine thread). Must not block.
   std::function<void(const SequenceResult&)> on_finish;
+  // Optional: setting it cancels the request too (e.g. the HTTP request's "client left" flag).
+  std::shared_ptr<std::atomic<bool>> cancel_flag;
 };
 
 // Lets the submitter cancel a request (all its choices): its blocks are freed at the next step
@@ -122,6 +127,9 @@ class LlmEngine {
   Result<RequestHandle> Submit(EngineRequest request);
 
   EngineStats stats() const;
+  // Called on the engine thread after every step with the current figures (for gauges). Set
+  // before submitting work; must not block.
+  void SetStepObserver(std::function<void(const EngineStats&)> observer);
   const LlamaModel& model() const;
   const EngineOptions& options() const;
   int kv_blocks() const;
