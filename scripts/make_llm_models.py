@@ -3,8 +3,12 @@
 scripts/requirements-dev.txt). Run with the project's venv: .venv/bin/python scripts/make_llm_models.py
 
   random OUT.gguf --shape tinyllama|small|tiny --type Q4_0|Q8_0|F16|F32 [--arch llama|qwen2] [--seed N]
-      A model with random weights (normal, std 0.02; norms 1) and a synthetic 'llama' (SentencePiece
-      style) vocab: <unk> <s> </s>, the 256 byte tokens, then made-up pieces. `tinyllama` has
+                 [--vocab spm|bpe-llama3|bpe-qwen2]
+      A model with random weights (normal, std 0.02; norms 1) and a synthetic vocab: 'spm' (the
+      default) is a 'llama' (SentencePiece style) vocab: <unk> <s> </s>, the 256 byte tokens, then
+      made-up pieces; 'bpe-*' is a 'gpt2' byte-level BPE vocab whose merges are trained on a small
+      built-in text (English, accents, CJK, emoji, digits, code), with Llama 3 style special tokens
+      and tokenizer.ggml.pre "llama-bpe" or "qwen2". `tinyllama` has
       TinyLlama-1.1B's shape (hidden 2048, 22 layers, 32 heads, 4 KV heads, FFN 5632, vocab 32000,
       context 2048); `small` and `tiny` are small shapes for tests.
   requantize IN.gguf OUT.gguf --type Q4_0|Q8_0|F16
@@ -52,6 +56,78 @@ def synthetic_vocab(n):
     return tokens, scores, types
 
 
+BPE_CORPUS = """Once upon a time, there was a little girl named Lily. She loved to play outside in the park.
+One day, she saw a big, red ball. "Can I play?" she asked. Her mom said: 'Yes, you can!'
+The year 2024 had 366 days; 3.14159 is pi, and 1,000,000 is a million. Numbers like 12345678 split.
+Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00fcber Stra\u00dfe se\u00f1or \u00e0 la carte. \u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440.
+\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3067\u3059\u3002 \u4e2d\u6587\u5b57\u7b26\u3002 \U0001F600 \U0001F680 emoji!
+def main(argv):\n    return [x ** 2 for x in range(10) if x % 2 == 0]\n
+    tabs\tand   spaces   and\n\nnew lines\r\n done. I'm sure you're right, we'll see, they've gone, he'd say.
+"""
+
+
+def train_bpe(n_merges):
+    """Merges learned on BPE_CORPUS (plain pair-count BPE over byte-level characters)."""
+    import re
+    b2u = bytes_to_unicode()
+    words = re.findall(r"\s?\w+|\s?[^\w\s]+|\s+", BPE_CORPUS * 3)
+    seqs = [[b2u[b] for b in wd.encode("utf-8")] for wd in words]
+    merges = []
+    for _ in range(n_merges):
+        counts = {}
+        for s in seqs:
+            for a, b in zip(s, s[1:]):
+                counts[(a, b)] = counts.get((a, b), 0) + 1
+        if not counts:
+            break
+        best = max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
+        if counts[best] < 2:
+            break
+        merges.append(best)
+        joined = best[0] + best[1]
+        for k, s in enumerate(seqs):
+            out, i = [], 0
+            while i < len(s):
+                if i + 1 < len(s) and s[i] == best[0] and s[i + 1] == best[1]:
+                    out.append(joined)
+                    i += 2
+                else:
+                    out.append(s[i])
+                    i += 1
+            seqs[k] = out
+    return merges
+
+
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def bpe_vocab(n):
+    b2u = bytes_to_unicode()
+    tokens = [b2u[b] for b in range(256)]
+    merges = train_bpe(max(0, n - 256 - 8))
+    for a, b in merges:
+        if a + b not in tokens:
+            tokens.append(a + b)
+    types = [1] * len(tokens)
+    specials = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>",
+                "<|im_start|>", "<|im_end|>", "<|endoftext|>"]
+    while len(tokens) + len(specials) < n:
+        tokens.append(f"<|reserved_{len(tokens)}|>")
+        types.append(3)
+    tokens += specials
+    types += [3] * len(specials)
+    return tokens, types, [f"{a} {b}" for a, b in merges]
+
+
 def add_tensor(w, name, data, qtype):
     data = np.ascontiguousarray(data, dtype=np.float32)
     if qtype == QT.F32 or data.ndim == 1 or data.shape[-1] % 32 != 0:
@@ -62,7 +138,7 @@ def add_tensor(w, name, data, qtype):
         w.add_tensor(name, quants.quantize(data, qtype), raw_dtype=qtype)
 
 
-def write_random(out, shape, type_name, arch, seed):
+def write_random(out, shape, type_name, arch, seed, vocab="spm"):
     E, L, H, KV, F, V, C = SHAPES[shape]
     qtype = TYPES[type_name]
     rng = np.random.default_rng(seed)
@@ -78,14 +154,26 @@ def write_random(out, shape, type_name, arch, seed):
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_freq_base(10000.0)
     w.add_file_type(FILE_TYPES[type_name])
-    tokens, scores, types = synthetic_vocab(V)
-    w.add_tokenizer_model("llama")
-    w.add_token_list(tokens)
-    w.add_token_scores(scores)
-    w.add_token_types(types)
-    w.add_bos_token_id(1)
-    w.add_eos_token_id(2)
-    w.add_unk_token_id(0)
+    if vocab == "spm":
+        tokens, scores, types = synthetic_vocab(V)
+        w.add_tokenizer_model("llama")
+        w.add_token_list(tokens)
+        w.add_token_scores(scores)
+        w.add_token_types(types)
+        w.add_bos_token_id(1)
+        w.add_eos_token_id(2)
+        w.add_unk_token_id(0)
+    else:
+        tokens, types, merges = bpe_vocab(V)
+        V = len(tokens)
+        w.add_tokenizer_model("gpt2")
+        w.add_tokenizer_pre("llama-bpe" if vocab == "bpe-llama3" else "qwen2")
+        w.add_token_list(tokens)
+        w.add_token_types(types)
+        w.add_token_merges(merges)
+        w.add_bos_token_id(tokens.index("<|begin_of_text|>"))
+        w.add_eos_token_id(tokens.index("<|end_of_text|>"))
+        w.add_add_bos_token(vocab == "bpe-llama3")
 
     def rnd(*s):
         return (rng.standard_normal(s, dtype=np.float32) * 0.02).astype(np.float32)
@@ -165,13 +253,14 @@ def main():
     a.add_argument("--type", choices=sorted(TYPES), default="Q8_0")
     a.add_argument("--arch", choices=["llama", "qwen2"], default="llama")
     a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--vocab", choices=["spm", "bpe-llama3", "bpe-qwen2"], default="spm")
     b = sub.add_parser("requantize")
     b.add_argument("src")
     b.add_argument("out")
     b.add_argument("--type", choices=["Q4_0", "Q8_0", "F16"], required=True)
     args = ap.parse_args()
     if args.cmd == "random":
-        write_random(args.out, args.shape, args.type, args.arch, args.seed)
+        write_random(args.out, args.shape, args.type, args.arch, args.seed, args.vocab)
     else:
         requantize(args.src, args.out, args.type)
     print(f"wrote {args.out}")

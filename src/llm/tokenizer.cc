@@ -5,6 +5,8 @@
 #include <queue>
 #include <unordered_map>
 
+#include "llm/bpe_pretokenizer.h"
+
 namespace inferloop::llm {
 
 struct Tokenizer::Vocab {
@@ -16,6 +18,18 @@ struct Tokenizer::Vocab {
   TokenId bos = -1, eos = -1, unk = -1, eot = -1;
   bool add_bos = true;
   bool add_space_prefix = true;
+  // Byte-level BPE ("gpt2" vocab): merge ranks by "left right", and the pre-tokenizer.
+  bool bpe = false;
+  PreTokenizer pre = PreTokenizer::kGpt2;
+  std::unordered_map<std::string, int> merge_rank;
+
+  int Rank(std::string_view left, std::string_view right) const {
+    std::string key;
+    key.reserve(left.size() + right.size() + 1);
+    key.append(left).append(" ").append(right);
+    auto it = merge_rank.find(key);
+    return it == merge_rank.end() ? -1 : it->second;
+  }
   // Special tokens matched in text, longest first.
   std::vector<TokenId> specials;
 
@@ -121,6 +135,77 @@ class SpmSession {
   std::priority_queue<Bigram> queue_;
 };
 
+// Byte-level BPE of one pre-tokenized word: its bytes as GPT-2 characters, then adjacent
+// symbols merged lowest merge rank first (leftmost on ties) while a merge applies.
+class BpeSession {
+ public:
+  BpeSession(const Tokenizer::Vocab& v, std::string_view word) : v_(v) {
+    for (unsigned char b : word) text_ += ByteToUnicode(b);
+  }
+
+  void Run(std::vector<TokenId>* out) {
+    const std::string_view t = text_;
+    for (size_t off = 0; off < t.size();) {
+      const size_t n = std::min(Utf8Length(static_cast<uint8_t>(t[off])), t.size() - off);
+      const int i = static_cast<int>(symbols_.size());
+      symbols_.push_back({i - 1, off + n == t.size() ? -1 : i + 1, off, n});
+      off += n;
+    }
+    for (size_t i = 1; i < symbols_.size(); ++i) TryAdd(static_cast<int>(i) - 1, static_cast<int>(i));
+    while (!queue_.empty()) {
+      const Merge m = queue_.top();
+      queue_.pop();
+      Symbol& l = symbols_[m.left];
+      Symbol& r = symbols_[m.right];
+      if (l.size == 0 || r.size == 0 || l.size + r.size != m.size || l.next != m.right) continue;  // stale
+      l.size += r.size;
+      r.size = 0;
+      l.next = r.next;
+      if (r.next >= 0) symbols_[r.next].prev = m.left;
+      TryAdd(l.prev, m.left);
+      TryAdd(m.left, l.next);
+    }
+    for (int i = symbols_.empty() ? -1 : 0; i != -1; i = symbols_[i].next) {
+      const Symbol& s = symbols_[i];
+      const std::string_view piece = t.substr(s.offset, s.size);
+      const TokenId id = v_.Find(piece);
+      if (id >= 0) {
+        out->push_back(id);
+        continue;
+      }
+      // Not in the vocab: one token per character (each byte's character is).
+      for (size_t off = 0; off < piece.size();) {
+        const size_t n = std::min(Utf8Length(static_cast<uint8_t>(piece[off])), piece.size() - off);
+        const TokenId c = v_.Find(piece.substr(off, n));
+        if (c >= 0) out->push_back(c);
+        else if (v_.unk >= 0) out->push_back(v_.unk);
+        off += n;
+      }
+    }
+  }
+
+ private:
+  struct Merge {
+    int left, right, rank;
+    size_t size;
+    bool operator<(const Merge& o) const { return rank > o.rank || (rank == o.rank && left > o.left); }
+  };
+  void TryAdd(int left, int right) {
+    if (left < 0 || right < 0) return;
+    const Symbol& l = symbols_[left];
+    const Symbol& r = symbols_[right];
+    const std::string_view t = text_;
+    const int rank = v_.Rank(t.substr(l.offset, l.size), t.substr(r.offset, r.size));
+    if (rank < 0) return;
+    queue_.push({left, right, rank, l.size + r.size});
+  }
+
+  const Tokenizer::Vocab& v_;
+  std::string text_;
+  std::vector<Symbol> symbols_;
+  std::priority_queue<Merge> queue_;
+};
+
 Result<TokenId> OptionalTokenId(const GgufFile& f, const char* key, size_t n_vocab) {
   if (f.Find(key) == nullptr) return TokenId{-1};
   IL_ASSIGN_OR_RETURN(uint64_t id, f.GetUnsigned(key));
@@ -146,11 +231,23 @@ Tokenizer::~Tokenizer() = default;
 
 Result<Tokenizer> Tokenizer::FromGguf(const GgufFile& f) {
   IL_ASSIGN_OR_RETURN(std::string_view model, f.GetString("tokenizer.ggml.model"));
-  if (model != "llama") {
+  if (model != "llama" && model != "gpt2") {
     return Status::Unimplemented("tokenizer type '" + std::string(model) +
-                                 "' is not supported yet (supported: llama)");
+                                 "' is not supported (supported: llama, gpt2)");
   }
   auto v = std::make_unique<Vocab>();
+  if (model == "gpt2") {
+    v->bpe = true;
+    v->add_space_prefix = false;
+    std::string_view pre;
+    if (f.Find("tokenizer.ggml.pre") != nullptr) {
+      IL_ASSIGN_OR_RETURN(pre, f.GetString("tokenizer.ggml.pre"));
+    }
+    IL_ASSIGN_OR_RETURN(v->pre, PreTokenizerFor(pre));
+    IL_ASSIGN_OR_RETURN(std::vector<std::string_view> merges, f.GetStringArray("tokenizer.ggml.merges"));
+    v->merge_rank.reserve(merges.size() * 2);
+    for (size_t i = 0; i < merges.size(); ++i) v->merge_rank.emplace(std::string(merges[i]), static_cast<int>(i));
+  }
   IL_ASSIGN_OR_RETURN(std::vector<std::string_view> tokens, f.GetStringArray("tokenizer.ggml.tokens"));
   const size_t n = tokens.size();
   if (n == 0 || n > (1u << 24)) return Status::InvalidArgument("tokenizer.ggml.tokens has " + std::to_string(n) + " entries");
@@ -189,7 +286,7 @@ Result<Tokenizer> Tokenizer::FromGguf(const GgufFile& f) {
   IL_ASSIGN_OR_RETURN(v->unk, OptionalTokenId(f, "tokenizer.ggml.unknown_token_id", n));
   IL_ASSIGN_OR_RETURN(v->eot, OptionalTokenId(f, "tokenizer.ggml.eot_token_id", n));
   IL_ASSIGN_OR_RETURN(v->add_bos, OptionalBool(f, "tokenizer.ggml.add_bos_token", true));
-  IL_ASSIGN_OR_RETURN(v->add_space_prefix, OptionalBool(f, "tokenizer.ggml.add_space_prefix", true));
+  IL_ASSIGN_OR_RETURN(v->add_space_prefix, OptionalBool(f, "tokenizer.ggml.add_space_prefix", !v->bpe));
   for (size_t i = 0; i < n; ++i) {
     if ((v->kind[i] == TokenKind::kControl || v->kind[i] == TokenKind::kUserDefined) && !v->text[i].empty()) {
       v->specials.push_back(static_cast<TokenId>(i));
@@ -207,6 +304,11 @@ std::vector<TokenId> Tokenizer::Encode(std::string_view text, bool add_bos, bool
   bool prev_special = true;  // the first text fragment gets the space prefix
   auto encode_text = [&](std::string_view frag) {
     if (frag.empty()) return;
+    if (v.bpe) {
+      for (std::string_view word : PreTokenize(v.pre, frag)) BpeSession(v, word).Run(&out);
+      prev_special = false;
+      return;
+    }
     std::string escaped;
     escaped.reserve(frag.size() * 3 + 3);
     if (v.add_space_prefix && prev_special) escaped.append(kSpaceMark);
@@ -266,6 +368,10 @@ std::string Tokenizer::Piece(TokenId id, bool render_special) const {
     case TokenKind::kUserDefined:
       return t;
     default: {
+      if (v.bpe) {
+        std::string bytes;
+        return UnicodeToBytes(t, &bytes) ? bytes : t;
+      }
       std::string s;
       s.reserve(t.size());
       for (size_t i = 0; i < t.size();) {

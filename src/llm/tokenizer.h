@@ -1,8 +1,10 @@
 // Text <-> token ids for a GGUF model, from the file's tokenizer.ggml.* metadata.
 //
-// Supported vocab: "llama" (SentencePiece-style: the text gets a leading space, spaces become
+// Supported vocabs: "llama" (SentencePiece-style: the text gets a leading space, spaces become
 // U+2581, then adjacent pieces are merged greedily by the highest vocab score, with byte
-// fallback to <0xXX> tokens). Special tokens (control and user-defined) written in the text are
+// fallback to <0xXX> tokens) and "gpt2" (byte-level BPE: the text is split into words by the
+// file's pre-tokenizer (tokenizer.ggml.pre: GPT-2, Llama 3 or Qwen2 rules), each word's bytes
+// become GPT-2's printable characters, then merged by tokenizer.ggml.merges rank). Special tokens (control and user-defined) written in the text are
 // recognized as single tokens when `parse_special` is set (user-defined ones always).
 #pragma once
 
