@@ -13,6 +13,7 @@ PACKAGES=(
   libjpeg-dev libpng-dev        # ImageDecoder (JPEG, PNG)
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target
   libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
+  libicu-dev                    # ICU: Unicode classes for the LLM tokenizers' BPE pre-tokenizers
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

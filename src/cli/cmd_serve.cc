@@ -17,7 +17,10 @@
 #include "frontends/http_server.h"
 #include "frontends/rest_handler.h"
 #include "serve/event_log.h"
+#include "frontends/openai_handler.h"
 #include "serve/inference_server.h"
+#include "serve/llm_text_service.h"
+#include "serve/model_repository_layout.h"
 
 namespace inferloop::cli {
 namespace {
@@ -40,6 +43,10 @@ struct ServeArgs {
   int http_threads = 2;
   double shutdown_seconds = 30;
   double liveness_stall_seconds = 60;
+  int64_t llm_kv_cache_mb = 256;
+  int llm_max_batch_tokens = 512;
+  int llm_max_sequences = 64;
+  int64_t llm_max_token_backlog = 16384;
 };
 
 int RunServe(const ServeArgs& a) {
@@ -81,8 +88,22 @@ int RunServe(const ServeArgs& a) {
   }
   std::unique_ptr<serve::InferenceServer> server = std::move(server_r).value();
 
+  // LLM models (DIR/<model>/<version>/model.gguf), served through the OpenAI-compatible API.
+  serve::MetricsRegistry llm_metrics(serve::MetricsRegistry::Options{.process_metrics = false});
+  serve::LlmServiceOptions lo;
+  lo.engine.kv_cache_bytes = static_cast<size_t>(a.llm_kv_cache_mb) << 20;
+  lo.engine.max_batch_tokens = a.llm_max_batch_tokens;
+  lo.engine.max_running = a.llm_max_sequences;
+  lo.engine.threads = a.threads;
+  lo.max_token_backlog = a.llm_max_token_backlog;
+  serve::LlmTextService llm(lo, &llm_metrics);
+  frontends::OpenAiHandler openai(llm);
+
   // Frontends first: liveness answers while models load (ready stays false until they are).
-  frontends::RestHandler rest(*server, {});
+  frontends::RestHandlerOptions rest_options;
+  rest_options.openai = &openai;
+  rest_options.extra_metrics = [&llm_metrics] { return llm_metrics.Exposition(); };
+  frontends::RestHandler rest(*server, rest_options);
   std::unique_ptr<frontends::HttpServer> http, metrics_http;
   std::unique_ptr<frontends::GrpcServer> grpc;
   const size_t max_body = static_cast<size_t>(a.max_request_mb) << 20;
@@ -106,12 +127,13 @@ int RunServe(const ServeArgs& a) {
     mo.io_threads = 1;
     mo.max_body_bytes = 4096;
     serve::InferenceServer* s = server.get();
-    auto h = frontends::HttpServer::Start(mo, [s](frontends::HttpRequest req, frontends::HttpResponder respond) {
+    serve::MetricsRegistry* lm = &llm_metrics;
+    auto h = frontends::HttpServer::Start(mo, [s, lm](frontends::HttpRequest req, frontends::HttpResponder respond) {
       frontends::HttpResponse resp;
       const std::string path = req.target.substr(0, req.target.find('?'));
       if (path == "/metrics" && (req.method == "GET" || req.method == "HEAD")) {
         resp.headers.push_back({"Content-Type", "text/plain; version=0.0.4; charset=utf-8"});
-        resp.body = s->MetricsText();
+        resp.body = s->MetricsText() + lm->Exposition();
       } else {
         resp.status = 404;
         resp.headers.push_back({"Content-Type", "application/json"});
@@ -143,6 +165,21 @@ int RunServe(const ServeArgs& a) {
                                 {"model_repository", a.repository},
                                 {"model_control_mode", a.control_mode}});
 
+  for (const auto& [name, path] : serve::ScanLlmModels(a.repository)) {
+    log.Info("llm_model_loading", {{"model", name}, {"path", path}});
+    const auto t0 = std::chrono::steady_clock::now();
+    if (Status st = llm.LoadModel(name, path); !st.ok()) {
+      log.Error("llm_model_load_failed", {{"model", name}, {"reason", st.message()}});
+      continue;
+    }
+    const auto* engine = llm.Engine(name);
+    log.Info("llm_model_loaded",
+             {{"model", name},
+              {"seconds", std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())},
+              {"kv_blocks", std::to_string(engine->kv_blocks())},
+              {"kv_block_tokens", std::to_string(engine->options().block_tokens)}});
+  }
+
   Status loaded = server->LoadStartupModels();
   if (loaded.ok()) {
     log.Info("server_ready", {});
@@ -158,7 +195,7 @@ int RunServe(const ServeArgs& a) {
       std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_seconds * 1000));
   if (http) http->StopAccepting();
   server->BeginShutdown();
-  const bool idle = server->WaitIdle(deadline);
+  const bool idle = server->WaitIdle(deadline) && llm.WaitIdle(deadline);
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   const auto grace = std::max(left, std::chrono::milliseconds(100));
   if (http) http->Shutdown(grace);
@@ -202,6 +239,15 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--liveness-stall-secs", a->liveness_stall_seconds,
                   "Live turns false when a scheduler made no progress this long")
       ->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+  cmd->add_option("--llm-kv-cache-mb", a->llm_kv_cache_mb, "LLM models: KV cache memory per model (MiB)")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--llm-max-batch-tokens", a->llm_max_batch_tokens, "LLM models: tokens computed per step")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--llm-max-sequences", a->llm_max_sequences, "LLM models: sequences running at once")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--llm-max-token-backlog", a->llm_max_token_backlog,
+                  "LLM models: prompt tokens waiting before new requests get 429")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   return [a] { return RunServe(*a); };
 }
 

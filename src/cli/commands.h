@@ -19,5 +19,7 @@ Runner AddServeCommand(CLI::App& app);
 Runner AddPerfCommand(CLI::App& app);
 Runner AddCompareCommand(CLI::App& app);
 Runner AddQuantizeCommand(CLI::App& app);
+Runner AddGenerateCommand(CLI::App& app);
+Runner AddTokenizeCommand(CLI::App& app);
 
 }  // namespace inferloop::cli

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   add(inferloop::cli::AddPerfCommand);
   add(inferloop::cli::AddCompareCommand);
   add(inferloop::cli::AddQuantizeCommand);
+  add(inferloop::cli::AddGenerateCommand);
+  add(inferloop::cli::AddTokenizeCommand);
   add(inferloop::cli::AddTestOnnxCommand);
   try {
     app.parse(argc, argv);

@@ -12,10 +12,12 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/status.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include <cstdio>
 #include <vector>
 #include <condition_variable>
 #include <deque>
@@ -107,8 +109,10 @@ struct HttpResponder::State {
   std::weak_ptr<Session> session;
   uint64_t seq = 0;
   std::atomic<bool> done{false};
+  std::shared_ptr<std::atomic<bool>> cancelled;
 
   void Deliver(HttpResponse response);
+  HttpStream StartStream(HttpResponse head);
   ~State() {
     if (!done.load()) Deliver(ErrorResponse(500, "the request handler dropped the request without answering"));
   }
@@ -153,6 +157,50 @@ class Session : public std::enable_shared_from_this<Session> {
     socket_.close(ec);
   }
 
+  // The start, pieces and end of a streamed answer for request `seq`.
+  void OnStreamStart(uint64_t seq, HttpResponse head) {
+    Slot* slot = FindSlot(seq);
+    if (slot == nullptr || slot->response || slot->streaming) return;
+    slot->streaming = true;
+    int status = head.status;
+    if (status < 100 || status > 999) status = 500;
+    std::string h = (slot->version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ") + std::to_string(status) + " " +
+                    std::string(http::obsolete_reason(static_cast<http::status>(status))) + "\r\n";
+    if (!core_.options.server_name.empty()) h += "Server: " + core_.options.server_name + "\r\n";
+    for (auto& [name, value] : head.headers) h += name + ": " + value + "\r\n";
+    if (slot->version == 10) {
+      slot->close_after = true;  // the end of the body is the end of the connection
+      h += "Connection: close\r\n\r\n";
+    } else {
+      h += "Transfer-Encoding: chunked\r\n\r\n";
+    }
+    slot->stream_pending = std::move(h);
+    DoWrite();
+  }
+
+  void OnStreamData(uint64_t seq, std::string data) {
+    Slot* slot = FindSlot(seq);
+    if (slot == nullptr || !slot->streaming || slot->stream_ended || data.empty()) return;
+    if (slot->version == 10) {
+      slot->stream_pending += data;
+    } else {
+      char len[20];
+      std::snprintf(len, sizeof(len), "%zx\r\n", data.size());
+      slot->stream_pending += len;
+      slot->stream_pending += data;
+      slot->stream_pending += "\r\n";
+    }
+    DoWrite();
+  }
+
+  void OnStreamEnd(uint64_t seq) {
+    Slot* slot = FindSlot(seq);
+    if (slot == nullptr || !slot->streaming || slot->stream_ended) return;
+    slot->stream_ended = true;
+    if (slot->version != 10) slot->stream_pending += "0\r\n\r\n";
+    DoWrite();
+  }
+
   // An answer for request `seq` (posted here by its responder).
   void OnAnswer(uint64_t seq, HttpResponse answer) {
     if (closed_ || slots_.empty() || seq < slots_.front().seq || seq - slots_.front().seq >= slots_.size()) return;
@@ -171,7 +219,47 @@ class Session : public std::enable_shared_from_this<Session> {
     bool close_after = false;  // an error that leaves the stream unusable
     std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
     std::optional<http::response<http::string_body>> response;
+    // A streamed answer: bytes (header, framed pieces) queued and not yet handed to a write.
+    bool streaming = false;
+    bool stream_ended = false;
+    std::string stream_pending;
+    std::string stream_writing;
   };
+
+  Slot* FindSlot(uint64_t seq) {
+    if (closed_ || slots_.empty() || seq < slots_.front().seq || seq - slots_.front().seq >= slots_.size()) return nullptr;
+    return &slots_[seq - slots_.front().seq];
+  }
+
+  void WriteStream(Slot& slot) {
+    if (slot.stream_pending.empty()) {
+      if (slot.stream_ended) FinishSlot();  // everything written
+      return;
+    }
+    bool last = read_closed_ && slots_.size() == 1;
+    close_after_write_ = slot.close_after || !slot.keep_alive || last;
+    slot.stream_writing.swap(slot.stream_pending);
+    slot.stream_pending.clear();
+    writing_ = true;
+    StartWriteTimer();
+    asio::async_write(socket_, asio::buffer(slot.stream_writing), [self = shared_from_this()](beast::error_code ec, size_t) {
+      self->writing_ = false;
+      if (self->closed_) return;
+      if (ec) return self->Close();
+      self->slots_.front().stream_writing.clear();
+      self->DoWrite();
+    });
+  }
+
+  // The front slot's answer is completely written.
+  void FinishSlot() {
+    slots_.pop_front();
+    if (close_after_write_) return Linger();
+    if (slots_.empty()) ArmIdleTimer();
+    DoWrite();
+    DoRead();
+    MaybeClose();
+  }
 
   void SetResponse(Slot& slot, HttpResponse answer) {
     auto& res = slot.response.emplace();
@@ -340,6 +428,7 @@ class Session : public std::enable_shared_from_this<Session> {
     state->core = core_.self.lock();
     state->session = weak_from_this();
     state->seq = slot.seq;
+    state->cancelled = slot.cancelled;
     try {
       core_.handler(std::move(request), HttpResponder(state));
     } catch (const std::exception& e) {
@@ -376,8 +465,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void DoWrite() {
-    if (writing_ || closed_ || slots_.empty() || !slots_.front().response) return;
+    if (writing_ || closed_ || slots_.empty()) return;
     Slot& slot = slots_.front();
+    if (slot.streaming) return WriteStream(slot);
+    if (!slot.response) return;
     bool last = read_closed_ && slots_.size() == 1;
     close_after_write_ = slot.close_after || !slot.keep_alive || last;
     slot.response->keep_alive(!close_after_write_);
@@ -391,12 +482,7 @@ class Session : public std::enable_shared_from_this<Session> {
     writing_ = false;
     if (closed_) return;
     if (ec) return Close();
-    slots_.pop_front();
-    if (close_after_write_) return Linger();
-    if (slots_.empty()) ArmIdleTimer();
-    DoWrite();
-    DoRead();
-    MaybeClose();
+    FinishSlot();
   }
 
   void MaybeClose() {
@@ -463,6 +549,61 @@ void HttpResponder::State::Deliver(HttpResponse response) {
 
 void HttpResponder::operator()(HttpResponse response) const {
   if (state_) state_->Deliver(std::move(response));
+}
+
+struct HttpStream::State {
+  std::shared_ptr<HttpServer::Core> core;
+  std::weak_ptr<Session> session;
+  uint64_t seq = 0;
+  std::shared_ptr<std::atomic<bool>> cancelled;
+  std::atomic<bool> ended{false};
+
+  template <typename F>
+  void Post(F&& f) {
+    std::shared_ptr<Session> s = session.lock();
+    if (!s) return;
+    auto executor = s->executor();
+    asio::post(executor, [s = std::move(s), f = std::forward<F>(f)]() mutable { f(*s); });
+  }
+  void End() {
+    if (ended.exchange(true)) return;
+    Post([n = seq](Session& s) { s.OnStreamEnd(n); });
+  }
+  ~State() { End(); }
+};
+
+HttpStream HttpResponder::State::StartStream(HttpResponse head) {
+  auto st = std::make_shared<HttpStream::State>();
+  st->core = core;
+  st->session = session;
+  st->seq = seq;
+  st->cancelled = cancelled;
+  if (done.exchange(true)) {
+    st->ended = true;  // already answered: the stream goes nowhere
+    return HttpStream(st);
+  }
+  st->Post([n = seq, head = std::move(head)](Session& s) mutable { s.OnStreamStart(n, std::move(head)); });
+  return HttpStream(st);
+}
+
+HttpStream HttpResponder::Stream(HttpResponse head) const {
+  if (!state_) return HttpStream();
+  return state_->StartStream(std::move(head));
+}
+
+void HttpStream::Write(std::string data) const {
+  if (!state_ || data.empty() || state_->ended.load()) return;
+  state_->Post([n = state_->seq, data = std::move(data)](Session& s) mutable { s.OnStreamData(n, std::move(data)); });
+}
+
+void HttpStream::End() const {
+  if (state_) state_->End();
+}
+
+bool HttpStream::closed() const {
+  if (!state_) return true;
+  if (state_->cancelled && state_->cancelled->load()) return true;
+  return state_->session.expired();
 }
 
 void HttpServer::Core::DoAccept() {

@@ -55,14 +55,37 @@ struct HttpResponse {
   std::string body;
 };
 
-// Answers one request. Copyable; call it exactly once, from any thread, at any time (the write
-// is posted onto the connection's strand). Later calls are ignored. If every copy is destroyed
-// without a call, the client gets 500. If the connection closed meanwhile, the answer is dropped.
+// A response body sent in pieces as they are produced (HTTP/1.1 chunked transfer encoding; for
+// an HTTP/1.0 client the body is sent as is and the connection closed after it), e.g. server-sent
+// events. Copyable handle; thread-safe. The stream ends at End() or when the last copy is
+// destroyed. Pieces are written in order; a client that does not read them within the server's
+// write timeout is disconnected.
+class HttpStream {
+ public:
+  struct State;  // defined in http_server.cc
+  HttpStream() = default;
+  explicit HttpStream(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  // Queues `data` (ignored when empty, after End, or once the connection is gone).
+  void Write(std::string data) const;
+  void End() const;
+  // True once the client has gone away (nothing written will arrive).
+  bool closed() const;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// Answers one request. Copyable; call it (or Stream) exactly once, from any thread, at any time
+// (the write is posted onto the connection's strand). Later calls are ignored. If every copy is
+// destroyed without a call, the client gets 500. If the connection closed meanwhile, the answer
+// is dropped.
 class HttpResponder {
  public:
   struct State;  // defined in http_server.cc
   explicit HttpResponder(std::shared_ptr<State> state) : state_(std::move(state)) {}
   void operator()(HttpResponse response) const;
+  // Answers with `head`'s status and headers (its body is ignored) and a body to be streamed.
+  HttpStream Stream(HttpResponse head) const;
 
  private:
   std::shared_ptr<State> state_;

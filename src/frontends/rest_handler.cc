@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "frontends/http_status.h"
+#include "frontends/openai_handler.h"
 
 namespace inferloop::frontends {
 namespace {
@@ -258,6 +259,9 @@ HttpHandler RestHandler::AsHttpHandler() {
 }
 
 void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
+  if (options_.openai != nullptr && OpenAiHandler::Owns(request.target)) {
+    return options_.openai->Handle(std::move(request), std::move(respond));
+  }
   auto segments_or = PathSegments(request.target);
   if (!segments_or.ok()) return respond(Error(segments_or.status()));
   const std::vector<std::string>& seg = *segments_or;
@@ -269,7 +273,9 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
   // GET /metrics
   if (seg.size() == 1 && seg[0] == "metrics") {
     if (!get) return respond(MethodNotAllowed("GET", method));
-    return respond(Body(200, "text/plain; version=0.0.4; charset=utf-8", service_.MetricsText()));
+    std::string text = service_.MetricsText();
+    if (options_.extra_metrics) text += options_.extra_metrics();
+    return respond(Body(200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)));
   }
   if (seg.empty() || seg[0] != "v2") return not_found();
 

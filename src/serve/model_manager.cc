@@ -91,7 +91,8 @@ std::vector<std::string> ModelManager::ListModelFolders() {
     const std::string n = it->path().filename().string();
     if (n.empty() || n[0] == '.') continue;
     std::error_code ec2;
-    if (it->is_directory(ec2)) names.push_back(n);
+    // GGUF language models are served by the LLM engine (model_repository_layout.h).
+    if (it->is_directory(ec2) && FindLlmModelFile(it->path().string()).empty()) names.push_back(n);
   }
   std::sort(names.begin(), names.end());
   return names;

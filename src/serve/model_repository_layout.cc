@@ -143,8 +143,48 @@ Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& reposito
   std::sort(model_dirs.begin(), model_dirs.end());
   std::vector<ModelLayout> models;
   models.reserve(model_dirs.size());
-  for (const auto& d : model_dirs) models.push_back(ScanModelFolder(d.string()));
+  for (const auto& d : model_dirs) {
+    if (!FindLlmModelFile(d.string()).empty()) continue;  // served by the LLM engine instead
+    models.push_back(ScanModelFolder(d.string()));
+  }
   return models;
+}
+
+std::string FindLlmModelFile(const std::string& model_dir) {
+  std::error_code ec;
+  int64_t best = 0;
+  std::string path;
+  fs::directory_iterator it(model_dir, ec);
+  if (ec) return "";
+  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) break;
+    int64_t version = 0;
+    if (!ParseVersion(it->path().filename().string(), &version)) continue;
+    std::error_code ec2;
+    const fs::path gguf = it->path() / "model.gguf";
+    if (fs::is_regular_file(gguf, ec2) && !fs::exists(it->path() / "model.onnx", ec2) && version > best) {
+      best = version;
+      path = gguf.string();
+    }
+  }
+  return path;
+}
+
+std::vector<std::pair<std::string, std::string>> ScanLlmModels(const std::string& repository_dir) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::error_code ec;
+  fs::directory_iterator it(repository_dir, ec);
+  if (ec) return out;
+  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) break;
+    const std::string name = it->path().filename().string();
+    std::error_code ec2;
+    if (name.empty() || name[0] == '.' || !fs::is_directory(it->path(), ec2)) continue;
+    std::string file = FindLlmModelFile(it->path().string());
+    if (!file.empty()) out.emplace_back(name, std::move(file));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace inferloop::serve

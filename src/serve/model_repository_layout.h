@@ -58,6 +58,13 @@ inline constexpr size_t kMaxConfigFileBytes = size_t{4} << 20;
 // `repository_dir` itself cannot be listed.
 Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& repository_dir);
 
+// LLM models: DIR/<model>/<version>/model.gguf (and no model.onnx) is a GGUF language model,
+// served through the OpenAI-compatible API rather than KServe v2; ScanModelRepository leaves
+// such folders out. FindLlmModelFile gives the highest version's model.gguf ("" if none);
+// ScanLlmModels every (model name, model.gguf path) of the repository, sorted by name.
+std::string FindLlmModelFile(const std::string& model_dir);
+std::vector<std::pair<std::string, std::string>> ScanLlmModels(const std::string& repository_dir);
+
 // Scans one model folder (`model_dir`, whose last component is the model's name).
 ModelLayout ScanModelFolder(const std::string& model_dir);
 

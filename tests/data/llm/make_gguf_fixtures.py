@@ -7,6 +7,7 @@ Outputs (committed; regenerate with
                      bools and nested arrays) and no tensors.
   tensors.gguf       one tensor per supported ggml type (F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K) of
                      known values, plus general.alignment 64.
+  bpe_llama3_vocab.gguf, bpe_qwen2_vocab.gguf  a 'gpt2' BPE tokenizer only (pre "llama-bpe" / "qwen2").
   tensors_expected.bin  for each tensor of tensors.gguf in order: its values as gguf's own Python
                      dequantize gives them, float32 little-endian, concatenated.
 The quantized tensors are made by gguf.quants.quantize where gguf implements it (Q8_0, Q4_0, BF16);
@@ -97,11 +98,34 @@ def write_tensors(path, expected_path):
             f.write(np.ascontiguousarray(expected, dtype="<f4").tobytes())
 
 
+def write_bpe_vocab(path, pre):
+    """A 'gpt2' byte-level BPE tokenizer (no tensors): the vocab and merges that
+    scripts/make_llm_models.py trains for its random BPE models."""
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "scripts"))
+    import make_llm_models
+    tokens, types, merges = make_llm_models.bpe_vocab(512)
+    w = gguf.GGUFWriter(path, arch="llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(tokens.index("<|begin_of_text|>"))
+    w.add_eos_token_id(tokens.index("<|end_of_text|>"))
+    w.add_add_bos_token(pre == "llama-bpe")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else HERE
     write_metadata(os.path.join(out, "metadata.gguf"))
     write_tensors(os.path.join(out, "tensors.gguf"), os.path.join(out, "tensors_expected.bin"))
-    for n in ("metadata.gguf", "tensors.gguf", "tensors_expected.bin"):
+    write_bpe_vocab(os.path.join(out, "bpe_llama3_vocab.gguf"), "llama-bpe")
+    write_bpe_vocab(os.path.join(out, "bpe_qwen2_vocab.gguf"), "qwen2")
+    for n in ("metadata.gguf", "tensors.gguf", "tensors_expected.bin", "bpe_llama3_vocab.gguf", "bpe_qwen2_vocab.gguf"):
         print(n, os.path.getsize(os.path.join(out, n)))
 
 

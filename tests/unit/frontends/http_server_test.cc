@@ -196,6 +196,63 @@ TEST(HttpServer, AnswerGivenLaterFromAnotherThread) {
   EXPECT_EQ(c.Read().body, "next");
 }
 
+TEST(HttpServer, StreamedAnswerIsChunkedAndKeepsTheConnection) {
+  HeldRequests held;
+  auto server = StartServer(held.Handler());
+  ASSERT_TRUE(server);
+  TestConnection c(server->port());
+  ASSERT_TRUE(c.Send(MakeHttpRequest("POST", "/stream", "x")));
+  ASSERT_TRUE(held.WaitCount(1));
+  std::thread([&] {
+    HttpResponse head;
+    head.status = 200;
+    head.headers.emplace_back("Content-Type", "text/event-stream");
+    HttpStream stream = held.Take(0).second.Stream(std::move(head));
+    held.Take(0).second(Text("ignored: already answered by the stream"));
+    stream.Write("data: one\n\n");
+    stream.Write("");  // empty pieces are not sent (an empty chunk would end the body)
+    stream.Write("data: two\n\n");
+    EXPECT_FALSE(stream.closed());
+    stream.End();
+    stream.Write("after the end: dropped");
+  }).join();
+  auto r = c.Read();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.HeaderOr("Content-Type"), "text/event-stream");
+  EXPECT_EQ(r.body, "data: one\n\ndata: two\n\n");
+  EXPECT_EQ(r.chunks.size(), 2u);
+  // The connection stays usable after the stream's end.
+  ASSERT_TRUE(c.Send(MakeHttpRequest("GET", "/next")));
+  ASSERT_TRUE(held.WaitCount(2));
+  held.Take(1).second(Text("next"));
+  EXPECT_EQ(c.Read().body, "next");
+}
+
+TEST(HttpServer, StreamEndsWhenItsLastHandleGoesAndSeesTheClientLeave) {
+  HeldRequests held;
+  auto server = StartServer(held.Handler());
+  ASSERT_TRUE(server);
+  {
+    TestConnection c(server->port());
+    ASSERT_TRUE(c.Send(MakeHttpRequest("POST", "/stream", "x")));
+    ASSERT_TRUE(held.WaitCount(1));
+    {
+      HttpStream s = held.Take(0).second.Stream(Text(""));
+      s.Write("piece");
+    }  // destroyed without End: the body is ended
+    auto r = c.Read();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, "piece");
+    ASSERT_TRUE(c.Send(MakeHttpRequest("POST", "/stream2", "x")));
+    ASSERT_TRUE(held.WaitCount(2));
+  }  // the client leaves while the second stream is open
+  HttpStream s2 = held.Take(1).second.Stream(Text(""));
+  EXPECT_TRUE(WaitFor([&] { return s2.closed(); }));
+  s2.Write("nobody reads this");  // harmless
+  s2.End();
+  EXPECT_TRUE(WaitFor([&] { return server->connection_count() == 0; }));
+}
+
 TEST(HttpServer, OversizedBodyGets413AndTheConnectionCloses) {
   HttpServerOptions options;
   options.max_body_bytes = 1000;

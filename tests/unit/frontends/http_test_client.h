@@ -30,6 +30,7 @@ struct ClientResponse {
   std::string reason;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  std::vector<std::string> chunks;  // the pieces of a chunked body, as framed by the server
 
   const std::string* Header(std::string_view name) const {
     for (const auto& [n, v] : headers) {
@@ -117,6 +118,31 @@ class TestConnection {
       pos = end + 2;
     }
     if ((r.status >= 100 && r.status < 200) || head_request) return r;
+    if (const std::string* te = r.Header("Transfer-Encoding"); te != nullptr && *te == "chunked") {
+      for (;;) {
+        size_t eol;
+        while ((eol = buffer_.find("\r\n")) == std::string::npos) {
+          if (!Fill()) {
+            r.status = -1;
+            return r;
+          }
+        }
+        const size_t n = std::strtoull(buffer_.substr(0, eol).c_str(), nullptr, 16);
+        while (buffer_.size() < eol + 2 + n + 2) {
+          if (!Fill()) {
+            r.status = -1;
+            return r;
+          }
+        }
+        if (n == 0) {
+          buffer_.erase(0, eol + 4);
+          return r;
+        }
+        r.chunks.push_back(buffer_.substr(eol + 2, n));
+        r.body += r.chunks.back();
+        buffer_.erase(0, eol + 2 + n + 2);
+      }
+    }
     size_t length = 0;
     if (const std::string* cl = r.Header("Content-Length")) length = std::strtoull(cl->c_str(), nullptr, 10);
     while (buffer_.size() < length) {

@@ -1,0 +1,237 @@
+#include "llm/llama_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/thread_pool.h"
+#include "llm/llm_kernels.h"
+
+namespace inferloop::llm {
+namespace {
+
+void RmsNorm(const float* x, const std::vector<float>& g, float eps, int n, float* out) {
+  double ss = 0;
+  for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float inv = 1.0f / std::sqrt(static_cast<float>(ss / n) + eps);
+  for (int i = 0; i < n; ++i) out[i] = x[i] * inv * g[i];
+}
+
+Result<std::vector<float>> ReadVector(const GgufFile& f, const std::string& name, int n) {
+  IL_ASSIGN_OR_RETURN(WeightMatrix w, ViewWeight(f, name, 1, n));
+  std::vector<float> v(n);
+  ReadRow(w, 0, v.data());
+  return v;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path) {
+  IL_ASSIGN_OR_RETURN(GgufFile file, GgufFile::Open(path));
+  auto with_path = [&](const Status& s) { return s.WithContext("'" + path + "'"); };
+  auto tok = Tokenizer::FromGguf(file);
+  if (!tok.ok()) return with_path(tok.status());
+  std::unique_ptr<LlamaModel> m(new LlamaModel(std::move(file), std::move(*tok)));
+  auto hp = ReadLlamaHparams(m->file_);
+  if (!hp.ok()) return with_path(hp.status());
+  m->hp_ = *hp;
+  Status s = m->Bind();
+  if (!s.ok()) return with_path(s);
+  return m;
+}
+
+Status LlamaModel::Bind() {
+  const GgufFile& f = file_;
+  const GgufTensorInfo* emb = f.FindTensor("token_embd.weight");
+  if (emb == nullptr) return Status::NotFound("model tensor 'token_embd.weight' is missing");
+  if (emb->dims.size() != 2) return Status::InvalidArgument("model tensor 'token_embd.weight' is not 2-D");
+  hp_.n_vocab = static_cast<uint32_t>(emb->dims[1]);
+  if (static_cast<int32_t>(hp_.n_vocab) < tokenizer_.vocab_size()) {
+    return Status::InvalidArgument("token_embd.weight has " + std::to_string(hp_.n_vocab) +
+                                   " rows but the tokenizer has " + std::to_string(tokenizer_.vocab_size()) + " tokens");
+  }
+  if (f.FindTensor("rope_freqs.weight") != nullptr) {
+    return Status::Unimplemented("per-dimension RoPE frequency factors (rope_freqs.weight, Llama 3.1 style) are not supported yet");
+  }
+  const int64_t E = hp_.n_embd, V = hp_.n_vocab, F = hp_.n_ff;
+  const int64_t QD = static_cast<int64_t>(hp_.n_head) * hp_.head_dim;
+  const int64_t KVD = static_cast<int64_t>(hp_.n_head_kv) * hp_.head_dim;
+  IL_ASSIGN_OR_RETURN(tok_embd_, ViewWeight(f, "token_embd.weight", V, E));
+  IL_ASSIGN_OR_RETURN(output_norm_, ReadVector(f, "output_norm.weight", static_cast<int>(E)));
+  if (f.FindTensor("output.weight") != nullptr) {
+    IL_ASSIGN_OR_RETURN(output_, ViewWeight(f, "output.weight", V, E));
+  } else {
+    output_ = tok_embd_;  // tied embeddings
+  }
+  layers_.resize(hp_.n_layer);
+  for (uint32_t l = 0; l < hp_.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LlamaLayer& L = layers_[l];
+    IL_ASSIGN_OR_RETURN(L.attn_norm, ReadVector(f, p + "attn_norm.weight", static_cast<int>(E)));
+    IL_ASSIGN_OR_RETURN(L.wq, ViewWeight(f, p + "attn_q.weight", QD, E));
+    IL_ASSIGN_OR_RETURN(L.wk, ViewWeight(f, p + "attn_k.weight", KVD, E));
+    IL_ASSIGN_OR_RETURN(L.wv, ViewWeight(f, p + "attn_v.weight", KVD, E));
+    IL_ASSIGN_OR_RETURN(L.wo, ViewWeight(f, p + "attn_output.weight", E, QD));
+    IL_ASSIGN_OR_RETURN(L.ffn_norm, ReadVector(f, p + "ffn_norm.weight", static_cast<int>(E)));
+    IL_ASSIGN_OR_RETURN(L.w_gate, ViewWeight(f, p + "ffn_gate.weight", F, E));
+    IL_ASSIGN_OR_RETURN(L.w_up, ViewWeight(f, p + "ffn_up.weight", F, E));
+    IL_ASSIGN_OR_RETURN(L.w_down, ViewWeight(f, p + "ffn_down.weight", E, F));
+    if (hp_.attn_bias) {
+      IL_ASSIGN_OR_RETURN(L.bq, ReadVector(f, p + "attn_q.bias", static_cast<int>(QD)));
+      IL_ASSIGN_OR_RETURN(L.bk, ReadVector(f, p + "attn_k.bias", static_cast<int>(KVD)));
+      IL_ASSIGN_OR_RETURN(L.bv, ReadVector(f, p + "attn_v.bias", static_cast<int>(KVD)));
+    }
+  }
+  rope_inv_freq_.resize(hp_.rope_dims / 2);
+  for (uint32_t i = 0; i < hp_.rope_dims / 2; ++i) {
+    rope_inv_freq_[i] = std::pow(hp_.rope_freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(hp_.rope_dims));
+  }
+  return Status::Ok();
+}
+
+KvCacheShape LlamaModel::kv_shape(int block_tokens) const {
+  return {static_cast<int>(hp_.n_layer), static_cast<int>(hp_.n_head_kv * hp_.head_dim), block_tokens};
+}
+
+uint64_t LlamaModel::weight_bytes() const {
+  uint64_t b = output_.data.size();
+  for (const LlamaLayer& L : layers_) {
+    for (const WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) b += w->data.size();
+  }
+  return b;
+}
+
+Status LlamaModel::Forward(int32_t token, int pos, KvSequence& seq, float* logits, ThreadPool* pool) const {
+  const BatchToken one{&seq, pos, token, logits != nullptr};
+  return Forward(std::span<const BatchToken>(&one, 1), logits, pool);
+}
+
+Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool) const {
+  const int64_t T = static_cast<int64_t>(batch.size());
+  if (T == 0) return Status::Ok();
+  int n_logits = 0;
+  for (const BatchToken& b : batch) {
+    if (b.token < 0 || b.token >= static_cast<int32_t>(hp_.n_vocab)) {
+      return Status::InvalidArgument("token id " + std::to_string(b.token) + " is outside the vocab (0.." +
+                                     std::to_string(hp_.n_vocab - 1) + ")");
+    }
+    if (b.seq == nullptr || b.pos < 0 || b.pos >= b.seq->capacity()) {
+      return Status::InvalidArgument("position " + std::to_string(b.pos) + " is beyond the reserved KV cache (" +
+                                     std::to_string(b.seq == nullptr ? 0 : b.seq->capacity()) + " positions)");
+    }
+    n_logits += b.logits ? 1 : 0;
+  }
+  const LlmKernelTable& k = ActiveLlmKernels();
+  const int E = static_cast<int>(hp_.n_embd), F = static_cast<int>(hp_.n_ff), HD = static_cast<int>(hp_.head_dim);
+  const int NH = static_cast<int>(hp_.n_head), NKV = static_cast<int>(hp_.n_head_kv);
+  const int QD = NH * HD, KVD = NKV * HD, group = NH / NKV;
+  std::vector<float> x(T * E), h(T * E), q(T * QD), kk(T * KVD), vv(T * KVD), att(T * QD), tmp(T * E), gate(T * F),
+      up(T * F);
+  for (int64_t t = 0; t < T; ++t) ReadRow(tok_embd_, batch[t].token, x.data() + t * E);
+
+  // RoPE angles of each token's position.
+  const int half = static_cast<int>(hp_.rope_dims / 2);
+  std::vector<float> cos_t(T * half), sin_t(T * half);
+  for (int64_t t = 0; t < T; ++t) {
+    const float p = static_cast<float>(batch[t].pos) * hp_.rope_freq_scale;
+    for (int i = 0; i < half; ++i) {
+      const float theta = p * rope_inv_freq_[i];
+      cos_t[t * half + i] = std::cos(theta);
+      sin_t[t * half + i] = std::sin(theta);
+    }
+  }
+  const bool norm_style = hp_.rope_style == RopeStyle::kNorm;
+  auto rope = [&](float* v, int heads, int64_t t) {
+    const float* c = cos_t.data() + t * half;
+    const float* sn = sin_t.data() + t * half;
+    for (int hh = 0; hh < heads; ++hh) {
+      float* r = v + hh * HD;
+      for (int i = 0; i < half; ++i) {
+        const int a = norm_style ? 2 * i : i;
+        const int b = norm_style ? 2 * i + 1 : i + half;
+        const float x0 = r[a], x1 = r[b];
+        r[a] = x0 * c[i] - x1 * sn[i];
+        r[b] = x0 * sn[i] + x1 * c[i];
+      }
+    }
+  };
+  const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
+  int max_pos = 0;
+  for (const BatchToken& b : batch) max_pos = std::max(max_pos, b.pos);
+
+  for (int l = 0; l < static_cast<int>(hp_.n_layer); ++l) {
+    const LlamaLayer& L = layers_[l];
+    for (int64_t t = 0; t < T; ++t) RmsNorm(x.data() + t * E, L.attn_norm, hp_.rms_eps, E, h.data() + t * E);
+    MatMul(L.wq, h.data(), T, q.data(), pool);
+    MatMul(L.wk, h.data(), T, kk.data(), pool);
+    MatMul(L.wv, h.data(), T, vv.data(), pool);
+    for (int64_t t = 0; t < T; ++t) {
+      float* qt = q.data() + t * QD;
+      float* kt = kk.data() + t * KVD;
+      float* vt = vv.data() + t * KVD;
+      if (hp_.attn_bias) {
+        for (int i = 0; i < QD; ++i) qt[i] += L.bq[i];
+        for (int i = 0; i < KVD; ++i) {
+          kt[i] += L.bk[i];
+          vt[i] += L.bv[i];
+        }
+      }
+      rope(qt, NH, t);
+      rope(kt, NKV, t);
+      k.to_f16(kt, batch[t].seq->Key(l, batch[t].pos), KVD);
+      k.to_f16(vt, batch[t].seq->Value(l, batch[t].pos), KVD);
+    }
+    // Attention of every (token, head) over its sequence's positions [0, pos].
+    auto attend = [&](int64_t begin, int64_t end) {
+      std::vector<float> scores(max_pos + 1);
+      for (int64_t th = begin; th < end; ++th) {
+        const int64_t t = th / NH;
+        const int hh = static_cast<int>(th % NH);
+        const BatchToken& b = batch[t];
+        const int kvh = hh / group;
+        const float* qh = q.data() + t * QD + hh * HD;
+        float mx = -INFINITY;
+        for (int j = 0; j <= b.pos; ++j) {
+          scores[j] = k.dot_f16(b.seq->Key(l, j) + kvh * HD, qh, HD) * scale;
+          mx = std::max(mx, scores[j]);
+        }
+        float sum = 0;
+        for (int j = 0; j <= b.pos; ++j) {
+          scores[j] = std::exp(scores[j] - mx);
+          sum += scores[j];
+        }
+        float* oh = att.data() + t * QD + hh * HD;
+        std::fill(oh, oh + HD, 0.0f);
+        const float inv = 1.0f / sum;
+        for (int j = 0; j <= b.pos; ++j) k.axpy_f16(scores[j] * inv, b.seq->Value(l, j) + kvh * HD, oh, HD);
+      }
+    };
+    if (pool != nullptr && pool->num_threads() > 1 && T * NH * (max_pos + 1) * HD >= (1 << 17)) {
+      pool->ParallelFor(T * NH, 1, attend);
+    } else {
+      attend(0, T * NH);
+    }
+    MatMul(L.wo, att.data(), T, tmp.data(), pool);
+    for (int64_t i = 0; i < T * E; ++i) x[i] += tmp[i];
+
+    for (int64_t t = 0; t < T; ++t) RmsNorm(x.data() + t * E, L.ffn_norm, hp_.rms_eps, E, h.data() + t * E);
+    MatMul(L.w_gate, h.data(), T, gate.data(), pool);
+    MatMul(L.w_up, h.data(), T, up.data(), pool);
+    for (int64_t i = 0; i < T * F; ++i) {
+      const float g = gate[i];
+      gate[i] = g / (1.0f + std::exp(-g)) * up[i];  // SiLU(gate) * up
+    }
+    MatMul(L.w_down, gate.data(), T, tmp.data(), pool);
+    for (int64_t i = 0; i < T * E; ++i) x[i] += tmp[i];
+  }
+  if (n_logits > 0 && logits != nullptr) {
+    std::vector<float> rows(static_cast<size_t>(n_logits) * E);
+    int r = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      if (batch[t].logits) RmsNorm(x.data() + t * E, output_norm_, hp_.rms_eps, E, rows.data() + (r++) * E);
+    }
+    MatMul(output_, rows.data(), n_logits, logits, pool);
+  }
+  return Status::Ok();
+}
+
+}  // namespace inferloop::llm

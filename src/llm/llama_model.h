@@ -1,0 +1,74 @@
+// A llama-family decoder (llama, mistral, qwen2) over the weights of a GGUF file, used in place
+// (mmap): token embedding, per layer RMSNorm -> attention with RoPE and grouped-query heads over
+// the paged KV cache -> RMSNorm -> SwiGLU feed-forward, final RMSNorm and output projection.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "inferloop/status.h"
+#include "llm/gguf_file.h"
+#include "llm/kv_block_pool.h"
+#include "llm/llama_hparams.h"
+#include "llm/tokenizer.h"
+#include "llm/weight_matrix.h"
+
+namespace inferloop {
+class ThreadPool;
+}
+
+namespace inferloop::llm {
+
+struct LlamaLayer {
+  WeightMatrix wq, wk, wv, wo, w_gate, w_up, w_down;
+  std::vector<float> attn_norm, ffn_norm;
+  std::vector<float> bq, bk, bv;  // qwen2 only
+};
+
+// One token of a forward step: the token at position `pos` of sequence `seq`. Tokens of one
+// sequence in a step must have consecutive positions in order.
+struct BatchToken {
+  KvSequence* seq = nullptr;
+  int pos = 0;
+  int32_t token = 0;
+  bool logits = false;  // compute next-token logits after this token
+};
+
+class LlamaModel {
+ public:
+  // Opens and validates `path`: architecture, hyperparameters, every tensor's presence, dims and
+  // type, and the tokenizer. Errors name the file and the problem.
+  static Result<std::unique_ptr<LlamaModel>> Load(const std::string& path);
+
+  const LlamaHparams& hparams() const { return hp_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const GgufFile& file() const { return file_; }
+  KvCacheShape kv_shape(int block_tokens = 16) const;
+  // Bytes of weights read to compute one token (every matrix once).
+  uint64_t weight_bytes() const;
+
+  // One step over a batch of tokens from any number of sequences: every token's keys and values
+  // are written to its sequence's KV cache (which must already hold positions [0, pos) and have
+  // room reserved for pos), and for tokens marked `logits` the next-token logits are written to
+  // `logits`, n_vocab floats each, in batch order. Matrix products run once for the whole batch.
+  // InvalidArgument for a token id outside the vocab or a position beyond what was reserved.
+  Status Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool) const;
+  // A batch of one.
+  Status Forward(int32_t token, int pos, KvSequence& seq, float* logits, ThreadPool* pool) const;
+
+ private:
+  LlamaModel(GgufFile file, Tokenizer tok) : file_(std::move(file)), tokenizer_(std::move(tok)) {}
+  Status Bind();
+
+  GgufFile file_;
+  Tokenizer tokenizer_;
+  LlamaHparams hp_;
+  WeightMatrix tok_embd_, output_;
+  std::vector<float> output_norm_;
+  std::vector<LlamaLayer> layers_;
+  std::vector<float> rope_inv_freq_;  // rope_dims / 2 frequencies
+};
+
+}  // namespace inferloop::llm

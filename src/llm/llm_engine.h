@@ -1,0 +1,144 @@
+// LlmEngine: continuous batching of many generation requests over one model and one paged KV
+// cache, on one scheduler thread.
+//
+// Every step the scheduler builds one batch within a token budget: first one token for every
+// sequence that is decoding (so running decodes are never stalled by a long prompt), then the
+// next chunk of prompts being prefilled, then new requests (highest priority first, then
+// arrival). KV blocks are taken on demand; a new request is admitted when blocks for its whole
+// prompt are free. When a running sequence needs a block and none is free, the lowest-priority,
+// most recently admitted sequence is preempted: its blocks are freed and it waits to be
+// recomputed later (its full blocks stay in the prefix cache, so that is usually cheap). It is
+// never failed. A request that could not fit even alone is refused up front by Submit.
+//
+// Full blocks enter the prefix cache as soon as they are computed, so requests sharing a prompt
+// prefix reuse its blocks; `n` > 1 choices of one request share the prompt's blocks (copy on
+// write) after one prefill.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "inferloop/status.h"
+#include "llm/llama_model.h"
+#include "llm/sampler.h"
+
+namespace inferloop::llm {
+
+struct EngineOptions {
+  // KV cache size: `kv_blocks` blocks of `block_tokens` positions, or (kv_blocks = 0) as many
+  // as fit in kv_cache_bytes.
+  int kv_blocks = 0;
+  size_t kv_cache_bytes = size_t{256} << 20;
+  int block_tokens = 16;
+  // Tokens computed per step at most (decodes count one each; prompts are cut into chunks).
+  int max_batch_tokens = 512;
+  // Sequences in the running set at most.
+  int max_running = 64;
+  // Idle blocks the prefix cache keeps (-1: up to the whole pool; 0: no prefix cache).
+  int prefix_cache_blocks = -1;
+  int threads = 0;  // compute threads; 0: the CPUs this process may use
+};
+
+struct EngineStats;
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
+struct GeneratedToken {
+  int32_t token = 0;
+  float logprob = 0;               // log-probability of `token` under the model (raw logits)
+  std::vector<TokenLogprob> top;   // the `top_logprobs` most likely tokens, when asked
+};
+
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+const char* FinishReasonName(FinishReason r);  // "stop", "length", "cancelled", "error"
+
+struct SequenceResult {
+  int index = 0;              // choice index (0 .. n-1)
+  FinishReason reason = FinishReason::kStop;
+  Status error;               // set when reason is kError
+  int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;  // prompt tokens taken from the prefix cache (not recomputed)
+  int generated_tokens = 0;
+  int preemptions = 0;
+  double queue_seconds = 0;   // from Submit to the first step that computed any of it
+};
+
+struct EngineRequest {
+  std::vector<int32_t> prompt;  // non-empty token ids
+  int max_tokens = 16;
+  int n = 1;                    // independent choices sharing the prompt
+  SamplingParams sampling;      // choice i samples with seed + i
+  int priority = 0;             // larger runs first and is preempted last
+  bool stop_at_eog = true;      // end at EOS / EOT (the token is not emitted)
+  int top_logprobs = -1;        // -1: no logprobs; k >= 0: chosen token's logprob + k alternatives
+  // Called on the engine thread for each generated token of choice `index`; returning false
+  // ends that choice with reason kStop (e.g. a stop string was seen). Must not block.
+  std::function<bool(int index, const GeneratedToken&)> on_token;
+  // Called once per choice when it ends (on the engine thread). Must not block.
+  std::function<void(const SequenceResult&)> on_finish;
+  // Optional: setting it cancels the request too (e.g. the HTTP request's "client left" flag).
+  std::shared_ptr<std::atomic<bool>> cancel_flag;
+};
+
+// Lets the submitter cancel a request (all its choices): its blocks are freed at the next step
+// and on_finish reports kCancelled.
+class RequestHandle {
+ public:
+  void Cancel() { cancelled_->store(true); }
+  bool cancelled() const { return cancelled_->load(); }
+  std::shared_ptr<std::atomic<bool>> flag() const { return cancelled_; }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
+};
+
+struct EngineStats {
+  int running = 0;
+  int waiting = 0;
+  int kv_blocks_total = 0;
+  int kv_blocks_used = 0;       // held by sequences or the prefix cache
+  int kv_blocks_cached_idle = 0;  // held only by the prefix cache (evictable)
+  int64_t token_backlog = 0;    // prompt tokens of waiting requests not yet computed
+  int64_t prompt_tokens = 0;    // totals since start
+  int64_t prefix_hit_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+};
+
+class LlmEngine {
+ public:
+  static Result<std::unique_ptr<LlmEngine>> Create(std::shared_ptr<const LlamaModel> model, EngineOptions options);
+  // Cancels everything still queued or running (on_finish with kCancelled) and stops.
+  ~LlmEngine();
+  LlmEngine(const LlmEngine&) = delete;
+  LlmEngine& operator=(const LlmEngine&) = delete;
+
+  // Queues a request. InvalidArgument up front (nothing is called back) for an empty prompt,
+  // token ids outside the vocab, n < 1, bad sampling parameters, a prompt plus max_tokens
+  // beyond the model's context, or a request whose blocks could not fit in the whole cache;
+  // Unavailable once the engine is stopping.
+  Result<RequestHandle> Submit(EngineRequest request);
+
+  EngineStats stats() const;
+  // Called on the engine thread after every step with the current figures (for gauges). Set
+  // before submitting work; must not block.
+  void SetStepObserver(std::function<void(const EngineStats&)> observer);
+  const LlamaModel& model() const;
+  const EngineOptions& options() const;
+  int kv_blocks() const;
+
+  struct Impl;
+
+ private:
+  explicit LlmEngine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace inferloop::llm

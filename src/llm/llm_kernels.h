@@ -1,0 +1,61 @@
+// Vector kernels of the LLM engine: dot products of one stored weight row (F32, F16, Q8_0, Q4_0)
+// with an activation row, in AVX-512 VNNI, AVX2 and scalar versions chosen once from CPUID.
+// INFERLOOP_ISA=avx512|avx2|scalar lowers the choice (as for the tensor kernels), so tests cover
+// every path on one machine.
+//
+// Quantized weights are multiplied with activations quantized to int8 in blocks of 32 (Q8Row):
+// per block, x ~= d * q with d = max|x| / 127, so a block's dot is d_w * d_x * sum(q_w * q_x),
+// computed in int32.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace inferloop::llm {
+
+// One activation row quantized in blocks of 32 (n a multiple of 32).
+struct Q8Row {
+  const int8_t* q = nullptr;   // n values
+  const float* d = nullptr;    // n / 32 block scales
+  const float* sum = nullptr;  // n / 32: d * sum(q) of each block (for weight zero offsets)
+};
+
+// Owns the storage of `rows` quantized rows of `n` values each.
+class Q8Rows {
+ public:
+  void Resize(int64_t rows, int64_t n);
+  // Quantizes row `r` from `x` (n floats).
+  void Quantize(int64_t r, const float* x);
+  Q8Row Row(int64_t r) const;
+  int64_t n() const { return n_; }
+
+ private:
+  int64_t n_ = 0;
+  std::vector<int8_t> q_;
+  std::vector<float> d_, sum_;
+};
+
+struct LlmKernelTable {
+  const char* name;
+  float (*dot_f32)(const float* w, const float* x, int64_t n);
+  float (*dot_f16)(const uint16_t* w, const float* x, int64_t n);
+  float (*dot_q8_0)(const uint8_t* w, const Q8Row& x, int64_t n);  // n % 32 == 0
+  float (*dot_q4_0)(const uint8_t* w, const Q8Row& x, int64_t n);  // n % 32 == 0
+  void (*quantize_q8)(const float* x, int64_t n, int8_t* q, float* d, float* sum);
+  // y += a * x for half-float x (attention's weighted sum of cached values).
+  void (*axpy_f16)(float a, const uint16_t* x, float* y, int64_t n);
+  // Floats to half floats, rounding to nearest even (what the KV cache stores).
+  void (*to_f16)(const float* x, uint16_t* y, int64_t n);
+};
+
+// The table in use (detected ISA lowered by INFERLOOP_ISA).
+const LlmKernelTable& ActiveLlmKernels();
+// All tables this CPU can run, best first (tests compare them).
+std::vector<const LlmKernelTable*> AvailableLlmKernels();
+
+// Per-ISA tables (llm_kernels_*.cc); nullptr when not compiled in.
+const LlmKernelTable* ScalarLlmKernels();
+const LlmKernelTable* Avx2LlmKernels();
+const LlmKernelTable* Avx512VnniLlmKernels();
+
+}  // namespace inferloop::llm

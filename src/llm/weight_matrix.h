@@ -1,0 +1,45 @@
+// A 2-D weight of a GGUF model as stored in the file (F32, F16, BF16 or a quantized block
+// type), viewed in place, and products of it with float vectors.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "inferloop/status.h"
+#include "llm/ggml_types.h"
+#include "llm/gguf_file.h"
+
+namespace inferloop {
+class ThreadPool;
+}
+
+namespace inferloop::llm {
+
+struct WeightMatrix {
+  std::string name;
+  GgmlType type = GgmlType::kF32;
+  int64_t rows = 0;       // output features (ggml ne[1])
+  int64_t cols = 0;       // input features (ggml ne[0], the stored row length)
+  uint64_t row_bytes = 0;
+  std::span<const uint8_t> data;  // rows * row_bytes bytes inside the mapped file
+
+  std::span<const uint8_t> Row(int64_t r) const { return data.subspan(r * row_bytes, row_bytes); }
+};
+
+// Views tensor `name` of `file` as a matrix of `rows` x `cols` (cols innermost). NotFound when
+// the tensor is missing; InvalidArgument when its dims differ; Unimplemented when its type
+// cannot be computed with (naming the type and the supported ones).
+Result<WeightMatrix> ViewWeight(const GgufFile& file, const std::string& name, int64_t rows, int64_t cols);
+
+// Y[t][r] = dot(row r of w, X[t]) for T activation rows X (T x w.cols, row-major) into Y
+// (T x w.rows). Q8_0 and Q4_0 weights are multiplied in int8 with X quantized to 8-bit blocks
+// (llm_kernels.h); F32/F16 in float; other types expand each weight row to floats once for all
+// T rows. Weight rows are split over `pool` (nullptr: this thread).
+void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool);
+inline void MatVec(const WeightMatrix& w, const float* x, float* y, ThreadPool* pool) { MatMul(w, x, 1, y, pool); }
+
+// Row `r` of `w` as floats (embedding lookup); out has w.cols elements.
+void ReadRow(const WeightMatrix& w, int64_t r, float* out);
+
+}  // namespace inferloop::llm

@@ -1,0 +1,105 @@
+// LLM dot kernels: every ISA version available on this CPU against the scalar formula on
+// dequantized values (DequantizeRow, the reference code), for block counts that exercise the
+// paired and the tail paths.
+#include "llm/llm_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/float_types.h"
+#include "llm/ggml_types.h"
+
+namespace inferloop::llm {
+namespace {
+
+std::vector<uint8_t> RandomBlocks(GgmlType type, int64_t n, std::mt19937& g) {
+  const int bytes = type == GgmlType::kQ8_0 ? 34 : 18;
+  std::vector<uint8_t> w(n / 32 * bytes);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    uint8_t* blk = w.data() + b * bytes;
+    const uint16_t d = FloatToHalf(scale(g));
+    std::memcpy(blk, &d, 2);
+    for (int i = 2; i < bytes; ++i) blk[i] = static_cast<uint8_t>(byte(g));
+    if (type == GgmlType::kQ8_0) {
+      for (int i = 2; i < bytes; ++i) if (blk[i] == 0x80) blk[i] = 0x81;  // -128 is not produced by quantizers
+    }
+  }
+  return w;
+}
+
+double Dot(const std::vector<float>& a, const std::vector<float>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
+TEST(LlmKernels, QuantizedDotsMatchDequantizedReference) {
+  std::mt19937 g(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const auto tables = AvailableLlmKernels();
+  ASSERT_FALSE(tables.empty());
+  for (int64_t n : {32, 64, 96, 2048, 2080}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = nd(g);
+    Q8Rows xq;
+    xq.Resize(1, n);
+    xq.Quantize(0, x.data());
+    const Q8Row row = xq.Row(0);
+    std::vector<float> xd(n);  // the quantized activations as floats
+    for (int64_t i = 0; i < n; ++i) {
+      xd[i] = row.d[i / 32] * row.q[i];
+      ASSERT_LE(std::fabs(xd[i] - x[i]), row.d[i / 32] * 0.5f + 1e-6f);
+    }
+    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+      const auto w = RandomBlocks(type, n, g);
+      std::vector<float> wd(n);
+      ASSERT_TRUE(DequantizeRow(type, w, wd).ok());
+      const double want = Dot(wd, xd);
+      double mag = 0;
+      for (int64_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(wd[i]) * xd[i]);
+      for (const LlmKernelTable* t : tables) {
+        const float got = type == GgmlType::kQ8_0 ? t->dot_q8_0(w.data(), row, n) : t->dot_q4_0(w.data(), row, n);
+        EXPECT_NEAR(got, want, 1e-5 * mag + 1e-6) << t->name << " " << GgmlTypeName(type) << " n=" << n;
+      }
+    }
+    std::vector<float> wf(n);
+    std::vector<uint16_t> wh(n);
+    for (int64_t i = 0; i < n; ++i) {
+      wh[i] = FloatToHalf(nd(g));
+      wf[i] = HalfToFloat(wh[i]);
+    }
+    for (const LlmKernelTable* t : tables) {
+      EXPECT_NEAR(t->dot_f32(wf.data(), x.data(), n), Dot(wf, x), 1e-4 * n) << t->name;
+      EXPECT_NEAR(t->dot_f16(wh.data(), x.data(), n), Dot(wf, x), 1e-4 * n) << t->name;
+    }
+  }
+  // Odd lengths of the float kernels (masked tails).
+  for (int64_t n : {1, 7, 17, 33}) {
+    std::vector<float> a(n), b(n);
+    for (int64_t i = 0; i < n; ++i) { a[i] = nd(g); b[i] = nd(g); }
+    for (const LlmKernelTable* t : tables) EXPECT_NEAR(t->dot_f32(a.data(), b.data(), n), Dot(a, b), 1e-4) << t->name << " n=" << n;
+  }
+}
+
+TEST(LlmKernels, QuantizeZeroBlock) {
+  std::vector<float> x(64, 0.0f);
+  x[40] = -3.0f;
+  Q8Rows q;
+  q.Resize(1, 64);
+  q.Quantize(0, x.data());
+  const Q8Row r = q.Row(0);
+  EXPECT_EQ(r.d[0], 0.0f);
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(r.q[i], 0);
+  EXPECT_EQ(r.q[40], -127);
+  EXPECT_FLOAT_EQ(r.d[1], 3.0f / 127);
+  EXPECT_FLOAT_EQ(r.sum[1], -3.0f);
+}
+
+}  // namespace
+}  // namespace inferloop::llm
