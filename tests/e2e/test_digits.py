@@ -27,14 +27,19 @@ def ort_logits(x):
     return sess.run(["logits"], {"input": x})[0]
 
 
-def inferloop_logits(*extra):
+def run(*extra, env=None):
+    return subprocess.run([INFERLOOP, "run", os.path.join(DIGITS, "model.onnx"),
+                           "--input", "input=" + os.path.join(DIGITS, "eval", "input.npy"), *extra],
+                          capture_output=True, text=True, timeout=120, env=env)
+
+
+def inferloop_logits(*extra, env=None, stderr=None):
     with tempfile.TemporaryDirectory(prefix="il_digits_") as out:
-        r = subprocess.run([INFERLOOP, "run", os.path.join(DIGITS, "model.onnx"),
-                            "--input", "input=" + os.path.join(DIGITS, "eval", "input.npy"),
-                            "--output-dir", out, *extra],
-                           capture_output=True, text=True, timeout=120)
+        r = run("--output-dir", out, *extra, env=env)
         if r.returncode != 0:
             raise AssertionError(f"inferloop run failed ({r.returncode}): {r.stderr}")
+        if stderr is not None:
+            stderr.append(r.stderr)
         return np.load(os.path.join(out, "logits.npy"))
 
 
@@ -62,6 +67,39 @@ class TestDigits(unittest.TestCase):
         self.assertGreater(ref_acc, 0.95)  # the model is a real, trained one
         self.assertEqual(got_acc, ref_acc)
         np.testing.assert_array_equal(got.argmax(1), ref.argmax(1))
+
+
+    def test_bf16_and_fp16_keep_the_accuracy(self):
+        x, y = load_eval()
+        ref = ort_logits(x)
+        ref_correct = int((ref.argmax(1) == y).sum())
+        for mode, tol in (("bf16", 0.2), ("fp16", 0.02)):
+            got = inferloop_logits("--precision", mode)
+            self.assertEqual(got.shape, ref.shape)
+            # Rounded weights (and for bf16 activations) change the logits a little, not a lot.
+            diff = float(np.abs(got - ref).max())
+            self.assertGreater(diff, 0.0, mode)  # really another precision
+            self.assertLess(diff, tol * float(np.abs(ref).max()), mode)
+            self.assertLessEqual(abs(int((got.argmax(1) == y).sum()) - ref_correct), 1, mode)
+
+    def test_int8_on_a_float_model_is_an_error(self):
+        r = run("--precision", "int8")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("no QuantizeLinear/DequantizeLinear nodes", r.stderr)
+        self.assertIn("inferloop quantize", r.stderr)
+
+    def test_unknown_precision_is_an_error(self):
+        r = run("--precision", "fp8")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("fp8 not in {auto,fp32,bf16,fp16,int8}", r.stderr)
+
+    def test_bf16_without_avx512_bf16_falls_back_to_fp16(self):
+        env = dict(os.environ, ONEDNN_MAX_CPU_ISA="AVX512_CORE_VNNI")
+        notes = []
+        got = inferloop_logits("--precision", "bf16", env=env, stderr=notes)
+        self.assertIn("lacks AVX512_BF16", notes[0])
+        fp16 = inferloop_logits("--precision", "fp16", env=env)
+        np.testing.assert_allclose(got, fp16, rtol=1e-5, atol=1e-5)
 
 
 if __name__ == "__main__":
