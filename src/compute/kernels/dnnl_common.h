@@ -153,7 +153,8 @@ const char* PrecisionKey(Precision p);
 struct HalfWeights {
   dnnl::memory::desc md;   // the float32 layout (format_kind blocked: plain or blocked)
   std::vector<uint16_t> data;  // md.get_size() / 4 halves
-  // Writes the float32 values (md.get_size() bytes) to `out`.
+  // Writes the float32 values (md.get_size() bytes) to `out`, on the OpenMP threads the
+  // caller's ThreadScope set when large.
   void Expand(float* out) const;
 };
 
