@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Side by side: `inferloop bench` of each model at every --precision mode (one process each, in
 one run), with p50 latency, peak RSS, the session's weight memory and each output's cosine
-similarity to the fp32 run's. Prints a Markdown table (docs/QUANTIZATION.md "Precision modes").
+similarity to the fp32 run's; mode "ort" is ONNX Runtime's float32 run of the same model
+(bench/ort_bench.py), for the side-by-side ratio. Prints a Markdown table (docs/QUANTIZATION.md "Precision modes").
 
     .venv/bin/python bench/precision_modes.py --inferloop build/inferloop \\
-        --models bench/models/resnet50 bench/models/bert [--modes fp32 bf16 fp16] [-t 2] [-n 20] \\
+        --models bench/models/resnet50 bench/models/bert [--modes fp32 bf16 fp16 ort] [-t 2] [-n 20] \\
         [--rounds R]
 
 With --rounds R every mode runs R times, the modes interleaved (fp32, bf16, fp16, fp32, ...), and
@@ -32,6 +33,17 @@ def cosine(a, b):
 
 
 def bench(inferloop, model_dir, mode, threads, iterations, out_dir):
+    if mode == "ort":
+        cmd = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ort_bench.py"),
+               os.path.join(model_dir, "model.onnx"), "--inputs", os.path.join(model_dir, "inputs_b1"),
+               "-t", str(threads), "-n", str(iterations), "-w", "3", "--save-outputs", out_dir]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr}")
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        res["precision"] = "ORT fp32"
+        res["weight_bytes"] = float("nan")
+        return res, r.stderr
     cmd = [inferloop, "bench", os.path.join(model_dir, "model.onnx"), "--inputs", os.path.join(model_dir, "inputs_b1"),
            "-t", str(threads), "-n", str(iterations), "-w", "3", "--precision", mode, "--save-outputs", out_dir]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -44,7 +56,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--inferloop", required=True)
     ap.add_argument("--models", nargs="+", required=True)
-    ap.add_argument("--modes", nargs="+", default=["fp32", "bf16", "fp16"])
+    ap.add_argument("--modes", nargs="+", default=["fp32", "bf16", "fp16", "ort"])
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("-n", "--iterations", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=1)
