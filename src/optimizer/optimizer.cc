@@ -59,6 +59,8 @@ bool SortTopologically(Graph& g) {
 std::vector<std::unique_ptr<GraphPass>> PassesFor(int level) {
   std::vector<std::unique_ptr<GraphPass>> p;
   if (level <= 0) return p;
+  // QDQ patterns first: constant folding would turn DequantizeLinear(int8 weights) into floats.
+  if (level >= 2) p.push_back(MakeQdqFusionPass());
   p.push_back(MakeConstantFoldingPass());
   p.push_back(MakeIdentityEliminationPass());
   p.push_back(MakeTransposeReshapeCancellationPass());
@@ -117,10 +119,14 @@ Result<OptimizeReport> OptimizeModel(Model& model, const OptimizeOptions& opts) 
     if (changed == 0) break;
   }
   if (opts.level >= 2) {  // layout last: the fusions above match plain-layout patterns only
-    auto layout = MakeNchwcLayoutPass();
-    auto r = layout->Apply(work, ctx);
-    if (!r.ok()) return r.status().WithContext("optimizer pass " + layout->name());
-    report.rewrites[layout->name()] += *r;
+    std::vector<std::unique_ptr<GraphPass>> layouts;
+    layouts.push_back(MakeInt8NhwcLayoutPass());
+    layouts.push_back(MakeNchwcLayoutPass());
+    for (auto& layout : layouts) {
+      auto r = layout->Apply(work, ctx);
+      if (!r.ok()) return r.status().WithContext("optimizer pass " + layout->name());
+      report.rewrites[layout->name()] += *r;
+    }
   }
   model = std::move(work);
   return finish();
