@@ -398,11 +398,14 @@ Result<std::unique_ptr<Kernel>> MakeQMatMul(const KernelInfo& info) {
 }
 
 // --------------------------------------------------------------------------------------------
-// Elementwise helpers (vectorized by the compiler for each instruction set).
+// Elementwise helpers, vectorized by the compiler for each instruction set (-O2's cheap cost
+// model would leave them scalar, hence O3 here).
+#pragma GCC push_options
+#pragma GCC optimize("O3")
 
 // y[i] = sat(round_half_even(a[i] * fa + b[i] * fb + c)) clamped to [lo, hi].
 template <typename TA, typename TB, typename TY>
-__attribute__((target_clones("arch=skylake-avx512", "avx2", "default"))) void AddRequant(const TA* a, const TB* b, TY* y, int64_t n, float fa,
+__attribute__((target_clones("avx512f", "avx2", "default"))) void AddRequant(const TA* __restrict a, const TB* __restrict b, TY* __restrict y, int64_t n, float fa,
                                                                             float fb, float c, float lo, float hi) {
   constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding and subtracting rounds half to even
   for (int64_t i = 0; i < n; ++i) {
@@ -414,14 +417,16 @@ __attribute__((target_clones("arch=skylake-avx512", "avx2", "default"))) void Ad
 }
 
 template <typename T>
-__attribute__((target_clones("arch=skylake-avx512", "avx2", "default"))) void MaxInto(T* acc, const T* x, int64_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void MaxInto(T* __restrict acc, const T* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], x[i]);
 }
 
 template <typename T>
-__attribute__((target_clones("arch=skylake-avx512", "avx2", "default"))) void SumInto(int32_t* acc, const T* x, int64_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SumInto(int32_t* __restrict acc, const T* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
+
+#pragma GCC pop_options
 
 float Lo(DataType t) { return t == DataType::kUInt8 ? 0.f : -128.f; }
 float Hi(DataType t) { return t == DataType::kUInt8 ? 255.f : 127.f; }
