@@ -29,6 +29,7 @@
 
 #include "compute/kernels/dnnl_common.h"
 #include "compute/kernels/nn_common.h"
+#include "compute/simd/quantize_linear.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
@@ -161,15 +162,66 @@ void AddZeroPoints(const ZeroPoints& z, ExecArgs& args, MemArg* src_m, MemArg* d
   }
 }
 
+// True when oneDNN's int8 kernels on this CPU accumulate u8 x s8 products exactly: with VNNI
+// (AVX512-VNNI, AVX-VNNI) or AMX. Without them (AVX2, AVX-512 before VNNI) oneDNN sums pairs of
+// products in saturating int16, which overflows for full-range int8 weights; QConv and QMatMul
+// then compute in float32 instead (dequantize, float primitive, quantize), the float graph's
+// semantics. ONEDNN_MAX_CPU_ISA lowers what oneDNN reports here.
+bool NativeInt8() {
+  static const bool native = [] {
+    const auto isa = dnnl::get_effective_cpu_isa();
+    using I = dnnl::cpu_isa;
+    return isa == I::avx512_core_vnni || isa == I::avx512_core_bf16 || isa == I::avx512_core_amx || isa == I::avx2_vnni;
+  }();
+  return native;
+}
+
+// Dequantizes n 8-bit values of dtype t into float32.
+void DequantizeTo(DataType t, const void* x, float* y, int64_t n, const QParam& q, ThreadPool* pool) {
+  ParallelFor(pool, n, 1 << 16, [&](int64_t b, int64_t e) {
+    if (t == DataType::kUInt8) simd::DequantizeU8(static_cast<const uint8_t*>(x) + b, y + b, e - b, q.scale, q.zp);
+    else simd::DequantizeS8(static_cast<const int8_t*>(x) + b, y + b, e - b, q.scale, q.zp);
+  });
+}
+void QuantizeTo(const float* x, void* y, int64_t n, const QParam& q, ThreadPool* pool) {
+  ParallelFor(pool, n, 1 << 16, [&](int64_t b, int64_t e) {
+    if (q.type == DataType::kUInt8) simd::QuantizeToU8(x + b, static_cast<uint8_t*>(y) + b, e - b, q.scale, q.zp);
+    else simd::QuantizeToS8(x + b, static_cast<int8_t*>(y) + b, e - b, q.scale, q.zp);
+  });
+}
+
+// Float32 copies of int8 weights and the int32 bias, dequantized (w * scale[c], c along
+// `channel_dim` of w's 2-D view [rows, cols]: 0 = rows, 1 = cols).
+std::vector<float> DequantWeights(const Tensor& w, const std::vector<float>& w_scale, float x_scale, bool per_row, int64_t rows) {
+  const int64_t n = w.size(), cols = n / rows;
+  std::vector<float> out(static_cast<size_t>(n));
+  const int8_t* p = w.data<int8_t>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t ch = w_scale.size() == 1 ? 0 : static_cast<size_t>(per_row ? r : c);
+      out[r * cols + c] = static_cast<float>(p[r * cols + c]) * w_scale[ch];
+    }
+  (void)x_scale;
+  return out;
+}
+std::vector<float> DequantBias(const Tensor& b, const std::vector<float>& w_scale, float x_scale) {
+  std::vector<float> out(static_cast<size_t>(b.size()));
+  for (int64_t c = 0; c < b.size(); ++c)
+    out[c] = static_cast<float>(static_cast<double>(b.data<int32_t>()[c]) * x_scale * w_scale[w_scale.size() == 1 ? 0 : c]);
+  return out;
+}
+
 // --------------------------------------------------------------------------------------------
 // QConv
 
 struct QConvPlan {
+  bool f32 = false;  // float32 path (no VNNI / AMX): src and dst float copies in scratch
   Shape y_storage;
   dnnl::primitive prim;
   memory::desc src_md, dst_md, scratch_md, user_src_md, user_dst_md, bias_md;
   std::optional<ReorderPrim> src_in, dst_out;
   std::shared_ptr<dnnl::memory> wei;  // packed weights
+  std::shared_ptr<std::vector<float>> bias_f32;  // f32 path
   ZeroPoints zp;
 };
 
@@ -199,6 +251,7 @@ class QConvKernel final : public Kernel {
       }
     }
     IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(out_.float_out ? DataType::kFloat : out_.q.type, plan->y_storage));
+    if (plan->f32) return RunF32(ctx, *plan, *x, &y);
     MemArg user_src(plan->user_src_md, x->raw_data()), src_tmp, user_dst(plan->user_dst_md, y.raw_data()), dst_tmp, bias, zs, zd;
     dnnl_memory_t src = user_src.get(), dst = user_dst.get();
     if (plan->src_in) {
@@ -230,6 +283,29 @@ class QConvKernel final : public Kernel {
   }
 
  private:
+  // Float32 path: X dequantized into scratch, the float convolution (bias, activation), Y
+  // quantized (or written as is for a float output). Layouts as the user's.
+  Status RunF32(KernelContext& ctx, const QConvPlan& plan, const Tensor& x, Tensor* y) const {
+    float* xf = static_cast<float*>(ThreadScratch(0, x.size() * sizeof(float)));
+    const int64_t ny = y->size();
+    float* yf = out_.float_out ? y->data<float>() : static_cast<float*>(ThreadScratch(2, ny * sizeof(float)));
+    if (!xf || !yf) return Status::ResourceExhausted("QConv: out of memory for float copies");
+    DequantizeTo(x.dtype(), x.raw_data(), xf, x.size(), x_, nullptr);  // the pool is claimed by ThreadScope
+    MemArg src(plan.user_src_md, xf), dst(plan.user_dst_md, yf), bias;
+    ExecArgs args;
+    args.Add(DNNL_ARG_SRC, src.get());
+    args.Add(DNNL_ARG_WEIGHTS, plan.wei->get());
+    args.Add(DNNL_ARG_DST, dst.get());
+    if (plan.bias_f32) {
+      bias = MemArg(plan.bias_md, plan.bias_f32->data());
+      args.Add(DNNL_ARG_BIAS, bias.get());
+    }
+    IL_RETURN_IF_ERROR(Execute(plan.prim, plan.scratch_md, args, "QConv"));
+    if (!out_.float_out) QuantizeTo(yf, y->raw_data(), ny, out_.q, nullptr);
+    ctx.SetOutput(0, std::move(*y));
+    return Status::Ok();
+  }
+
   Result<std::shared_ptr<const QConvPlan>> MakePlan(KernelContext& ctx, const Tensor& x) const {
     const int64_t N = x.dim(0), C = nhwc_ ? x.dim(3) : x.dim(1);
     const int64_t H = nhwc_ ? x.dim(1) : x.dim(2), W = nhwc_ ? x.dim(2) : x.dim(3);
@@ -250,11 +326,34 @@ class QConvKernel final : public Kernel {
     const memory::desc src_md(xd, DnnlType(x_.type), tag::nhwc), dst_md(yd, ydt, tag::nhwc), wei_any(wd, dt::s8, tag::any);
     plan->zp.src = x_.zp;
     plan->zp.dst = out_.float_out ? 0 : out_.q.zp;
-    const auto attr = QuantAttr(OutputScales(x_.scale, w_scale_, out_), 1 << 1, x_.zp, out_, act_);
     using F = dnnl::convolution_forward;
     const memory::dims strides = {g.strides[0], g.strides[1]}, dil = {g.dilations[0] - 1, g.dilations[1] - 1},
                        pl = {g.pad_begin[0], g.pad_begin[1]}, pr = {g.pad_end[0], g.pad_end[1]};
     const auto fwd = dnnl::prop_kind::forward_inference;
+    if (!NativeInt8()) {
+      plan->f32 = true;
+      const tag t = nhwc_ ? tag::nhwc : tag::nchw;
+      plan->user_src_md = memory::desc(xd, dt::f32, t);
+      plan->user_dst_md = memory::desc(yd, dt::f32, t);
+      plan->bias_md = memory::desc({M}, dt::f32, tag::a);
+      const memory::desc wf_user(wd, dt::f32, G > 1 ? tag::goihw : tag::oihw), wf_any(wd, dt::f32, tag::any);
+      dnnl::post_ops po;
+      AppendActivation(act_, po);
+      const auto desc = bias_.defined()
+                            ? F::desc(fwd, dnnl::algorithm::convolution_direct, plan->user_src_md, wf_any, plan->bias_md, plan->user_dst_md, strides, dil, pl, pr)
+                            : F::desc(fwd, dnnl::algorithm::convolution_direct, plan->user_src_md, wf_any, plan->user_dst_md, strides, dil, pl, pr);
+      F::primitive_desc pd(desc, MakeAttr(po), Engine());
+      plan->prim = F(pd);
+      plan->scratch_md = pd.scratchpad_desc();
+      auto wf = DequantWeights(w_, w_scale_, x_.scale, /*per_row=*/true, M);
+      if (bias_.defined()) plan->bias_f32 = std::make_shared<std::vector<float>>(DequantBias(bias_, w_scale_, x_.scale));
+      // The input is dequantized with x_scale, the weights with w_scale: the product is the float graph's.
+      plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
+      dnnl::memory user_w(wf_user, Engine(), wf.data());
+      IL_RETURN_IF_ERROR(RunReorder(MakeReorder(wf_user, pd.weights_desc()), user_w.get(), plan->wei->get()));
+      return std::shared_ptr<const QConvPlan>(plan);
+    }
+    const auto attr = QuantAttr(OutputScales(x_.scale, w_scale_, out_), 1 << 1, x_.zp, out_, act_);
     const auto desc = bias_.defined()
                           ? F::desc(fwd, dnnl::algorithm::convolution_direct, src_md, wei_any, plan->bias_md, dst_md, strides, dil, pl, pr)
                           : F::desc(fwd, dnnl::algorithm::convolution_direct, src_md, wei_any, dst_md, strides, dil, pl, pr);
@@ -300,6 +399,8 @@ Result<std::unique_ptr<Kernel>> MakeQConv(const KernelInfo& info) {
 // QMatMul
 
 struct QMatMulPlan {
+  bool f32 = false;  // float32 path (no VNNI / AMX)
+  std::shared_ptr<std::vector<float>> bias_f32;
   dnnl::primitive prim;
   memory::desc src_md, dst_md, scratch_md, bias_md;
   std::shared_ptr<dnnl::memory> wei;
@@ -335,7 +436,23 @@ class QMatMulKernel final : public Kernel {
       }
     }
     IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(out_.float_out ? DataType::kFloat : out_.q.type, ys));
-    if (M > 0) {
+    if (M > 0 && plan->f32) {
+      float* af = static_cast<float*>(ThreadScratch(0, a->size() * sizeof(float)));
+      float* yf = out_.float_out ? y.data<float>() : static_cast<float*>(ThreadScratch(2, y.size() * sizeof(float)));
+      if (!af || !yf) return Status::ResourceExhausted("QMatMul: out of memory for float copies");
+      DequantizeTo(a->dtype(), a->raw_data(), af, a->size(), a_, nullptr);
+      MemArg src(plan->src_md, af), dst(plan->dst_md, yf), bias;
+      ExecArgs args;
+      args.Add(DNNL_ARG_SRC, src.get());
+      args.Add(DNNL_ARG_WEIGHTS, plan->wei->get());
+      args.Add(DNNL_ARG_DST, dst.get());
+      if (plan->bias_f32) {
+        bias = MemArg(plan->bias_md, plan->bias_f32->data());
+        args.Add(DNNL_ARG_BIAS, bias.get());
+      }
+      IL_RETURN_IF_ERROR(Execute(plan->prim, plan->scratch_md, args, "QMatMul"));
+      if (!out_.float_out) QuantizeTo(yf, y.raw_data(), y.size(), out_.q, nullptr);
+    } else if (M > 0) {
       MemArg src(plan->src_md, a->raw_data()), dst(plan->dst_md, y.raw_data()), bias, zs, zd;
       ExecArgs args;
       args.Add(DNNL_ARG_SRC, src.get());
@@ -361,6 +478,27 @@ class QMatMulKernel final : public Kernel {
     plan->src_md = memory::desc(md, DnnlType(a_.type), tag::ab);
     plan->dst_md = memory::desc({md[0], N}, ydt, tag::ab);
     plan->bias_md = memory::desc({1, N}, dt::s32, tag::ab);
+    if (!NativeInt8()) {
+      plan->f32 = true;
+      plan->src_md = memory::desc(md, dt::f32, tag::ab);
+      plan->dst_md = memory::desc({md[0], N}, dt::f32, tag::ab);
+      plan->bias_md = memory::desc({1, N}, dt::f32, tag::ab);
+      const memory::desc wf_any({K, N}, dt::f32, tag::any), wf_user({K, N}, dt::f32, tag::ab);
+      dnnl::post_ops po;
+      AppendActivation(act_, po);
+      dnnl::matmul::primitive_desc pd = bias_.defined()
+          ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wf_any, plan->bias_md, plan->dst_md), MakeAttr(po), Engine())
+          : dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wf_any, plan->dst_md), MakeAttr(po), Engine());
+      plan->prim = dnnl::matmul(pd);
+      plan->scratch_md = pd.scratchpad_desc();
+      auto wf = DequantWeights(b_, b_scale_, a_.scale, /*per_row=*/false, K);
+      if (bias_.defined()) plan->bias_f32 = std::make_shared<std::vector<float>>(DequantBias(bias_, b_scale_, a_.scale));
+      plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
+      dnnl::memory user_w(wf_user, Engine(), wf.data());
+      if (!RunReorder(MakeReorder(wf_user, pd.weights_desc()), user_w.get(), plan->wei->get()).ok())
+        throw dnnl::error(dnnl_runtime_error, "weights reorder failed");
+      return plan;
+    }
     const memory::desc wei_any({K, N}, dt::s8, tag::any), user_wei({K, N}, dt::s8, tag::ab);
     plan->zp.src = a_.zp;
     plan->zp.dst = out_.float_out ? 0 : out_.q.zp;
