@@ -315,6 +315,7 @@ class Inferencer {
     else if (op == "QGlobalAveragePool") t = present(4) ? in_type(4) : DataType::kUInt8;
     else if (op == "QAdd") t = present(7) ? in_type(7) : DataType::kUInt8;
     else t = !present(6) ? DataType::kFloat : present(7) ? in_type(7) : DataType::kUInt8;
+    if (const Attribute* d = n.FindAttribute("dequantize_output"); d && d->i != 0) t = DataType::kFloat;
     const Attribute* layout = n.FindAttribute("layout");
     if (layout && layout->s == "NHWC") {
       Out(n, 0, Unknown(t));

@@ -4,7 +4,9 @@
 // the only reader of the value it quantizes.
 //
 //   Conv(DQ(x), DQ(w), [DQ(b) | b]) [-> Relu | Clip] [-> Q]   -> QConv(x, .., w, .., [y_s, y_zp], b32)
-//   MatMul(DQ(a), DQ(w)) [-> Relu | Clip] [-> Q]              -> QMatMul (w constant [K, N])
+//   MatMul(DQ(a), DQ(w)) [-> Relu | Clip] [-> Q]              -> QMatMul (w constant [K, N]); a Q -> DQ
+//                                                               [-> Add(float bias)] after it too
+//                                                               (dequantize_output, post_bias)
 //   Gemm(DQ(a), DQ(w), [DQ(c) | c]) [-> Relu | Clip] [-> Q]   -> QMatMul (alpha = beta = 1, transA = 0;
 //                                                               transB = 1 weights transposed here)
 //   Add(DQ(a), DQ(b)) [-> Relu] -> Q                         -> QAdd (same shapes)
@@ -274,7 +276,51 @@ bool FuseMatMul(GraphEditor& ed, int i, bool gemm) {
   Node f = MakeNode("QMatMul", kInferloopDomain, {a.x, a.scale, a.zp, wname, wscale, wzp, q.node >= 0 ? q.scale : "", q.node >= 0 ? q.zp : "", bias},
                     {out}, n.name);
   SetAct(f, act);
+  // Q -> DQ (same parameters, its only reader) [-> Add(constant float bias of N)]: the kernel
+  // writes the dequantized result (and adds the bias) itself.
+  std::vector<int> absorbed;
+  if (q.node >= 0) {
+    const auto qr = ed.Readers(out);
+    QdqNode dq;
+    if (qr.size() == 1 && !ed.IsGraphOutput(out) && !ed.ReadBySubgraph(out) && ReadQdq(ed, qr[0], "DequantizeLinear", &dq) &&
+        dq.x == out && SameParams(dq, q)) {
+      std::string y = ed.node(qr[0]).outputs[0];
+      absorbed.push_back(qr[0]);
+      std::string post_bias;
+      const auto dr = ed.Readers(y);
+      if (dr.size() == 1 && !ed.IsGraphOutput(y) && !ed.ReadBySubgraph(y) && NodeIs(ed, dr[0], "Add") && ed.node(dr[0]).inputs.size() == 2) {
+        const std::string other = OtherOperand(ed.node(dr[0]), y);
+        const Tensor* c = other.empty() ? nullptr : ed.Constant(other);
+        const int out_rank = ed.Rank(n.outputs[0]);
+        if (c && c->dtype() == DataType::kFloat && c->size() == nn && c->rank() >= 1 && c->dim(c->rank() - 1) == nn &&
+            out_rank >= c->rank()) {
+          post_bias = other;
+          if (c->rank() != 1) {
+            auto flat = c->Reshaped({nn});
+            if (!flat.ok()) return false;
+            post_bias = ed.AddInitializer(other + "_vec", flat->Clone());
+          }
+          absorbed.push_back(dr[0]);
+          y = ed.node(dr[0]).outputs[0];
+        }
+      }
+      SetAttr(f, "dequantize_output", int64_t{1});
+      f.inputs.resize(10);
+      f.inputs[8] = bias;
+      f.inputs[9] = post_bias;
+      f.outputs[0] = y;
+    }
+  }
   while (!f.inputs.empty() && f.inputs.back().empty()) f.inputs.pop_back();
+  if (!absorbed.empty()) {  // the fused node takes the last absorbed node's place
+    ed.ImportDomain(kInferloopDomain, 1);
+    if (act_node >= 0) ed.RemoveNode(act_node);
+    ed.RemoveNode(q.node);
+    ed.RemoveNode(i);
+    for (size_t k = 0; k + 1 < absorbed.size(); ++k) ed.RemoveNode(absorbed[k]);
+    ed.ReplaceNode(absorbed.back(), std::move(f));
+    return true;
+  }
   Finish(ed, i, act_node, q, std::move(f));
   return true;
 }

@@ -157,6 +157,18 @@ def hand_models():
     yd, _ = b.qdq(r, 0.03, 0)
     b.nodes.append(helper.make_node("Identity", [yd], ["y"]))
     models["h_matmul_relu"] = (b.model("mm", [vi("x", [2, 5, 32])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), {"x": [2, 5, 32]})
+
+    # MatMul -> Q -> DQ -> Add(float bias), the layout of ORT's QDQ transformer projections.
+    b = Builder()
+    xd, _ = b.qdq("x", 0.02, 120)
+    w = RNG.standard_normal((32, 24)).astype(np.float32) * 0.2
+    wd, _ = b.weight(w, 1)
+    m = b.fresh("mm")
+    b.nodes.append(helper.make_node("MatMul", [xd, wd], [m]))
+    md, _ = b.qdq(m, 0.04, 130)
+    b.inits.append(const("bias", (RNG.standard_normal(24) * 0.5).astype(np.float32)))
+    b.nodes.append(helper.make_node("Add", ["bias", md], ["y"]))
+    models["h_matmul_dq_bias"] = (b.model("mmb", [vi("x", [2, 5, 32])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), {"x": [2, 5, 32]})
     return models
 
 

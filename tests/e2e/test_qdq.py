@@ -58,8 +58,8 @@ def output_step(name, output):
     producer = {o: n for n in m.graph.node for o in n.output}
     inits = {i.name: numpy_helper.to_array(i) for i in m.graph.initializer}
     n = producer.get(output)
-    while n is not None and n.op_type == "Identity":
-        n = producer.get(n.input[0])
+    while n is not None and (n.op_type == "Identity" or (n.op_type == "Add" and any(i in inits for i in n.input))):
+        n = producer.get([i for i in n.input if i not in inits][0])  # through Identity and a constant bias
     if n is None or n.op_type != "DequantizeLinear":
         return None
     return float(inits[n.input[1]].ravel()[0])
@@ -108,6 +108,12 @@ class TestQdqFusion(unittest.TestCase):
                     self.assertEqual(ops.get(op, 0), 0, f"{name}: {op} left: {dict(ops)}")
                 self.assertGreater(ops.get("com.inferloop:QConv", 0) + ops.get("com.inferloop:QMatMul", 0), 0)
 
+    def test_dequantized_matmul_output_takes_the_bias(self):
+        ops = optimized_ops("h_matmul_dq_bias")
+        self.assertEqual(ops["com.inferloop:QMatMul"], 1)
+        self.assertEqual(ops.get("Add", 0), 0)
+        self.assertEqual(ops["DequantizeLinear"], 0)
+
     def test_resnet_block_counts(self):
         ops = optimized_ops("h_resnet_block")
         self.assertEqual(ops["com.inferloop:QConv"], 3)
@@ -115,10 +121,10 @@ class TestQdqFusion(unittest.TestCase):
         self.assertEqual(ops["com.inferloop:QMaxPool"], 1)
         self.assertEqual(ops["com.inferloop:QGlobalAveragePool"], 1)
         self.assertEqual(ops["com.inferloop:QMatMul"], 1)  # the Gemm
-        # Only the graph input's Q and the output's DQ remain; NHWC between the int8 ops, so only
-        # the chain's entry and exit transpose.
+        # Only the graph input's Q remains (the Gemm writes the dequantized output); NHWC between
+        # the int8 ops, so only the chain's entry and exit transpose.
         self.assertEqual(ops["QuantizeLinear"], 1)
-        self.assertEqual(ops["DequantizeLinear"], 1)
+        self.assertEqual(ops.get("DequantizeLinear", 0), 0)
         self.assertEqual(ops["Transpose"], 2)
 
 

@@ -2,7 +2,8 @@
 // docs/QUANTIZATION.md "INT8 execution"), all com.inferloop:
 //
 //   QConv(X, x_scale, x_zp, W, w_scale, w_zp, [y_scale, y_zp], [B])          2-D convolution
-//   QMatMul(A, a_scale, a_zp, B, b_scale, b_zp, [y_scale, y_zp], [bias])      A [..., M, K] x B [K, N]
+//   QMatMul(A, a_scale, a_zp, B, b_scale, b_zp, [y_scale, y_zp], [bias], [post_bias])
+//                                                                              A [..., M, K] x B [K, N]
 //   QAdd(A, a_scale, a_zp, B, b_scale, b_zp, y_scale, y_zp)                    same-shape residual add
 //   QMaxPool(X)                                                                max pool, 8-bit in and out
 //   QGlobalAveragePool(X, x_scale, x_zp, y_scale, y_zp)
@@ -16,6 +17,9 @@
 // before quantizing the output. Attribute `layout` "NHWC" (QConv, QMaxPool,
 // QGlobalAveragePool): rank-4 8-bit tensors are stored channels-last, shape [N, H, W, C]
 // (QAdd is elementwise and takes either). Scales and zero points must be constants.
+// QMatMul attribute dequantize_output = 1 (with y_scale): the output is float32, the 8-bit result
+// dequantized (DequantizeLinear(y, y_scale, y_zp)) plus the optional float32 post_bias [N]: what
+// QuantizeLinear -> DequantizeLinear -> Add(bias) after a MatMul computes, in one primitive.
 //
 // QConv and QMatMul run oneDNN int8 primitives (u8/s8 x s8 -> s32 accumulation, output scales
 // x_scale * w_scale / y_scale per channel, zero points, the activation as a post-op); oneDNN uses
@@ -145,6 +149,9 @@ std::vector<float> OutputScales(float x_scale, const std::vector<float>& w_scale
   for (size_t i = 0; i < s.size(); ++i) s[i] = x_scale * w_scale[i] / (out.float_out ? 1.f : out.q.scale);
   return s;
 }
+
+float Lo(DataType t) { return t == DataType::kUInt8 ? 0.f : -128.f; }
+float Hi(DataType t) { return t == DataType::kUInt8 ? 255.f : 127.f; }
 
 // Scalar int32 zero points as oneDNN memories (read at execution).
 struct ZeroPoints {
@@ -400,6 +407,8 @@ Result<std::unique_ptr<Kernel>> MakeQConv(const KernelInfo& info) {
 
 struct QMatMulPlan {
   bool f32 = false;  // float32 path (no VNNI / AMX)
+  int post_bias_index = -1;  // the binary-add post-op's index (dequantize_output with post_bias)
+  memory::desc post_bias_md;
   std::shared_ptr<std::vector<float>> bias_f32;
   dnnl::primitive prim;
   memory::desc src_md, dst_md, scratch_md, bias_md;
@@ -409,8 +418,10 @@ struct QMatMulPlan {
 
 class QMatMulKernel final : public Kernel {
  public:
-  QMatMulKernel(Activation act, QParam a, std::vector<float> b_scale, OutQuant out, Tensor b, Tensor bias)
-      : act_(act), a_(a), b_scale_(std::move(b_scale)), out_(out), b_(std::move(b)), bias_(std::move(bias)) {}
+  QMatMulKernel(Activation act, QParam a, std::vector<float> b_scale, OutQuant out, Tensor b, Tensor bias, bool deq_out,
+                Tensor post_bias)
+      : act_(act), a_(a), b_scale_(std::move(b_scale)), out_(out), b_(std::move(b)), bias_(std::move(bias)), deq_out_(deq_out),
+        post_bias_(std::move(post_bias)) {}
 
   Status Compute(KernelContext& ctx) const override {
     IL_ASSIGN_OR_RETURN(const Tensor* a, ctx.RequireInput(0));
@@ -435,7 +446,7 @@ class QMatMulKernel final : public Kernel {
         return Status::Unimplemented(ctx.node().Describe() + ": oneDNN has no int8 matmul for this case: " + e.what());
       }
     }
-    IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(out_.float_out ? DataType::kFloat : out_.q.type, ys));
+    IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(out_.float_out || deq_out_ ? DataType::kFloat : out_.q.type, ys));
     if (M > 0 && plan->f32) {
       float* af = static_cast<float*>(ThreadScratch(0, a->size() * sizeof(float)));
       float* yf = out_.float_out ? y.data<float>() : static_cast<float*>(ThreadScratch(2, y.size() * sizeof(float)));
@@ -451,7 +462,17 @@ class QMatMulKernel final : public Kernel {
         args.Add(DNNL_ARG_BIAS, bias.get());
       }
       IL_RETURN_IF_ERROR(Execute(plan->prim, plan->scratch_md, args, "QMatMul"));
-      if (!out_.float_out) QuantizeTo(yf, y.raw_data(), y.size(), out_.q, nullptr);
+      if (deq_out_) {  // round to the 8-bit grid and back, then the post bias
+        void* q8 = ThreadScratch(1, static_cast<size_t>(y.size()));
+        if (!q8) return Status::ResourceExhausted("QMatMul: out of memory for the 8-bit result");
+        QuantizeTo(yf, q8, y.size(), out_.q, nullptr);
+        float* py = y.data<float>();
+        DequantizeTo(out_.q.type, q8, py, y.size(), out_.q, nullptr);
+        if (post_bias_.defined())
+          for (int64_t i = 0; i < y.size(); ++i) py[i] += post_bias_.data<float>()[i % N];
+      } else if (!out_.float_out) {
+        QuantizeTo(yf, y.raw_data(), y.size(), out_.q, nullptr);
+      }
     } else if (M > 0) {
       MemArg src(plan->src_md, a->raw_data()), dst(plan->dst_md, y.raw_data()), bias, zs, zd;
       ExecArgs args;
@@ -463,6 +484,11 @@ class QMatMulKernel final : public Kernel {
         args.Add(DNNL_ARG_BIAS, bias.get());
       }
       AddZeroPoints(plan->zp, args, &zs, &zd);
+      MemArg pb;
+      if (plan->post_bias_index >= 0) {
+        pb = MemArg(plan->post_bias_md, post_bias_.raw_data());
+        args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(plan->post_bias_index) | DNNL_ARG_SRC_1, pb.get());
+      }
       IL_RETURN_IF_ERROR(Execute(plan->prim, plan->scratch_md, args, "QMatMul"));
     }
     ctx.SetOutput(0, std::move(y));
@@ -501,8 +527,28 @@ class QMatMulKernel final : public Kernel {
     }
     const memory::desc wei_any({K, N}, dt::s8, tag::any), user_wei({K, N}, dt::s8, tag::ab);
     plan->zp.src = a_.zp;
-    plan->zp.dst = out_.float_out ? 0 : out_.q.zp;
-    const auto attr = QuantAttr(OutputScales(a_.scale, b_scale_, out_), 1 << 1, a_.zp, out_, act_);
+    plan->zp.dst = out_.float_out || deq_out_ ? 0 : out_.q.zp;
+    dnnl::primitive_attr attr;
+    if (deq_out_) {
+      // f32 dst: v = scale * acc, activation, round half to even, clip to the 8-bit range less the
+      // zero point, times y_scale, plus the post bias: DequantizeLinear(QuantizeLinear(.)) + bias.
+      plan->dst_md = memory::desc({md[0], N}, dt::f32, tag::ab);
+      dnnl::post_ops po;
+      AppendActivation(act_, po);
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, Lo(out_.q.type) - out_.q.zp, Hi(out_.q.type) - out_.q.zp);
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, out_.q.scale, 0.f);
+      if (post_bias_.defined()) {
+        plan->post_bias_index = po.len();
+        plan->post_bias_md = memory::desc({1, N}, dt::f32, tag::ab);
+        po.append_binary(dnnl::algorithm::binary_add, plan->post_bias_md);
+      }
+      attr = MakeAttr(po);
+      attr.set_output_scales(b_scale_.size() > 1 ? 1 << 1 : 0, OutputScales(a_.scale, b_scale_, out_));
+      if (a_.zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    } else {
+      attr = QuantAttr(OutputScales(a_.scale, b_scale_, out_), 1 << 1, a_.zp, out_, act_);
+    }
     dnnl::matmul::primitive_desc pd = bias_.defined()
         ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wei_any, plan->bias_md, plan->dst_md), attr, Engine())
         : dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wei_any, plan->dst_md), attr, Engine());
@@ -521,6 +567,8 @@ class QMatMulKernel final : public Kernel {
   std::vector<float> b_scale_;
   OutQuant out_;
   Tensor b_, bias_;
+  bool deq_out_;
+  Tensor post_bias_;  // float32 [N] or undefined
   mutable ShapeCache<QMatMulPlan> plans_;
 };
 
@@ -532,7 +580,17 @@ Result<std::unique_ptr<Kernel>> MakeQMatMul(const KernelInfo& info) {
   IL_ASSIGN_OR_RETURN(auto bs, WeightScales(info, 4, 5, b->dim(1)));
   IL_ASSIGN_OR_RETURN(OutQuant out, ParseOut(info, 6, 7));
   IL_ASSIGN_OR_RETURN(Tensor bias, ConstBias(info, 8, b->dim(1)));
-  return std::unique_ptr<Kernel>(std::make_unique<QMatMulKernel>(act, a, std::move(bs), out, b->Clone(), std::move(bias)));
+  const bool deq_out = info.GetInt("dequantize_output", 0) != 0;
+  if (deq_out && out.float_out) return info.Invalid("dequantize_output needs y_scale");
+  Tensor post_bias;
+  if (info.has_input(9)) {
+    const Tensor* pb = info.constant_input(9);
+    if (!deq_out || !pb || pb->dtype() != DataType::kFloat || pb->size() != b->dim(1))
+      return info.Invalid("post_bias must be a float32 constant of N elements, with dequantize_output = 1");
+    post_bias = pb->Clone();
+  }
+  return std::unique_ptr<Kernel>(
+      std::make_unique<QMatMulKernel>(act, a, std::move(bs), out, b->Clone(), std::move(bias), deq_out, std::move(post_bias)));
 }
 
 // --------------------------------------------------------------------------------------------
@@ -566,8 +624,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SumInto(int32_
 
 #pragma GCC pop_options
 
-float Lo(DataType t) { return t == DataType::kUInt8 ? 0.f : -128.f; }
-float Hi(DataType t) { return t == DataType::kUInt8 ? 255.f : 127.f; }
 
 // --------------------------------------------------------------------------------------------
 // QAdd
