@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/quant_bench.py [--models resnet50,bert] [--threads 2] [--rounds 3]
                                           [--iterations 20] [--warmup 3] [--zoo DIR]
-                                          [--inferloop build/inferloop]
+                                          [--inferloop build/inferloop] [--omp-passive]
 
 For each model: the FP32 zoo model (DIR/<name>/model.onnx, default bench/models) and its QDQ
 version made by bench/make_qdq_models.py (bench/models/<name>_qdq/model.onnx), inputs
@@ -13,6 +13,10 @@ median over rounds of each one's p50 (ms). A first, untimed `inferloop bench` of
 the tuning cache (INFERLOOP_TUNING_CACHE, default a fresh file for this run).
   int8/fp32  = inferloop INT8 p50 / inferloop FP32 p50   (target <= 0.5)
   il/ort     = inferloop INT8 p50 / ORT INT8 p50         (target <= 1.0)
+  --omp-passive sets OMP_WAIT_POLICY=PASSIVE for every process: OpenMP threads (inferloop's pool
+  and oneDNN run on libgomp) sleep instead of spinning when idle. On a machine whose cores are
+  busy with other work, spinning threads steal time from the ones doing work and multi-threaded
+  latency collapses; ORT (its own thread pool) is not affected by the variable.
   cos        = cosine similarity of inferloop INT8's outputs to inferloop FP32's (all outputs
                flattened together), and of ORT INT8's to inferloop FP32's.
 """
@@ -60,7 +64,10 @@ def main():
     ap.add_argument("--zoo", default=MODELS_DIR)
     ap.add_argument("--inferloop", default=os.path.join(REPO, "build", "inferloop"))
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--omp-passive", action="store_true", help="OMP_WAIT_POLICY=PASSIVE for every process")
     args = ap.parse_args()
+    if args.omp_passive:
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     work = tempfile.mkdtemp(prefix="quant_bench_")
     os.environ.setdefault("INFERLOOP_TUNING_CACHE", os.path.join(work, "tuning_cache.tsv"))
     rows = []
@@ -95,7 +102,7 @@ def main():
         med = {k: statistics.median(v) for k, v in p50.items()}
         rows.append((name, med, cosine(outs["il_int8"], outs["il_fp32"]), cosine(outs["ort_int8"], outs["il_fp32"])))
     print(f"batch 1, {args.threads} threads, median of {args.rounds} rounds of p50 ({args.iterations} iterations, "
-          f"{args.warmup} warmup)\n")
+          f"{args.warmup} warmup){', OMP_WAIT_POLICY=PASSIVE' if args.omp_passive else ''}\n")
     print("| model | inferloop FP32 ms | inferloop INT8 ms | ORT INT8 ms | int8/fp32 | il/ort | cos IL INT8 | cos ORT INT8 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, m, c_il, c_ort in rows:
