@@ -301,7 +301,8 @@ class Inferencer {
   bool InferInt8(const Node& n) {
     static const std::map<std::string, std::pair<std::string, std::vector<size_t>>> kOps = {
         {"QConv", {"Conv", {0, 3}}}, {"QMatMul", {"MatMul", {0, 3}}}, {"QAdd", {"Add", {0, 3}}},
-        {"QMaxPool", {"MaxPool", {0}}}, {"QGlobalAveragePool", {"GlobalAveragePool", {0}}}};
+        {"QMaxPool", {"MaxPool", {0}}}, {"QGlobalAveragePool", {"GlobalAveragePool", {0}}},
+        {"DynamicQMatMul", {"MatMul", {0, 3}}}};
     auto it = kOps.find(n.op_type);
     if (it == kOps.end() || n.outputs.empty()) return false;
     const std::string& op = n.op_type;
@@ -312,6 +313,7 @@ class Inferencer {
     auto present = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); };
     DataType t = DataType::kUInt8;
     if (op == "QMaxPool") t = in_type(0);
+    else if (op == "DynamicQMatMul") t = DataType::kFloat;
     else if (op == "QGlobalAveragePool") t = present(4) ? in_type(4) : DataType::kUInt8;
     else if (op == "QAdd") t = present(7) ? in_type(7) : DataType::kUInt8;
     else t = !present(6) ? DataType::kFloat : present(7) ? in_type(7) : DataType::kUInt8;

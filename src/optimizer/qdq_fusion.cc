@@ -14,6 +14,8 @@
 //   GlobalAveragePool(DQ(x)) -> Q                             -> QGlobalAveragePool
 //   Reshape / Flatten / Transpose / Squeeze / Unsqueeze (DQ(x)) -> Q (same parameters) -> the op on x
 //   Q(DQ(x)) with the same parameters                        -> x
+//   MatMulInteger(DynamicQuantizeLinear(x), w) -> Cast -> Mul(scales) [-> Add(bias)]
+//                                                            -> DynamicQMatMul (ORT's dynamic format)
 // x and a are uint8 or int8 with per-tensor parameters; w an int8 constant with zero point 0 and
 // per-tensor or per-output-channel scales (Conv axis 0, MatMul axis 1, Gemm axis 0 with transB);
 // a bias through DQ must be int32 with zero point 0 and scale x_scale * w_scale, a float bias is
@@ -383,6 +385,70 @@ bool CancelDqQ(GraphEditor& ed, int i) {
   return true;
 }
 
+// ORT's dynamic format: DynamicQuantizeLinear(x) -> (a, a_s, a_zp); MatMulInteger(a, w, a_zp,
+// [w_zp = 0]) -> Cast(float) -> Mul(., Mul(a_s, w_scale)) [-> Add(bias)] becomes
+// DynamicQMatMul(a, a_s, a_zp, w, w_scale, [bias]); the DynamicQuantizeLinear stays (shared by
+// the MatMuls reading the same x).
+bool FuseDynamicMatMul(GraphEditor& ed, int i) {
+  const Node& n = ed.node(i);
+  if (n.inputs.size() < 3 || n.outputs.size() != 1) return false;
+  const int d = ed.Producer(n.inputs[0]);
+  if (!NodeIs(ed, d, "DynamicQuantizeLinear") || ed.node(d).outputs.size() != 3) return false;
+  const Node& dq = ed.node(d);
+  if (dq.outputs[0] != n.inputs[0] || dq.outputs[2] != n.inputs[2]) return false;
+  const Tensor* w = ed.Constant(n.inputs[1]);
+  if (!w || w->dtype() != DataType::kInt8 || w->rank() != 2) return false;
+  const int64_t nn = w->dim(1);
+  if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
+    const Tensor* wz = ed.Constant(n.inputs[3]);
+    if (!wz || wz->dtype() != DataType::kInt8) return false;
+    for (int64_t k = 0; k < wz->size(); ++k)
+      if (wz->data<int8_t>()[k] != 0) return false;
+  }
+  auto sole_reader = [&](const std::string& v, const char* op) {
+    if (ed.IsGraphOutput(v) || ed.ReadBySubgraph(v)) return -1;
+    const auto r = ed.Readers(v);
+    return r.size() == 1 && NodeIs(ed, r[0], op) ? r[0] : -1;
+  };
+  const int cast = sole_reader(n.outputs[0], "Cast");
+  if (cast < 0 || AttrInt(ed.node(cast), "to", 0) != static_cast<int64_t>(DataType::kFloat)) return false;
+  const int mul = sole_reader(ed.node(cast).outputs[0], "Mul");
+  if (mul < 0 || ed.node(mul).inputs.size() != 2) return false;
+  const std::string s = OtherOperand(ed.node(mul), ed.node(cast).outputs[0]);
+  const int sm = ed.Producer(s);
+  if (s.empty() || !NodeIs(ed, sm, "Mul") || !ed.OnlyReader(s, mul) || ed.node(sm).inputs.size() != 2) return false;
+  const std::string ws = OtherOperand(ed.node(sm), dq.outputs[1]);
+  const Tensor* wst = ws.empty() ? nullptr : ed.Constant(ws);
+  if (!wst || wst->dtype() != DataType::kFloat || (wst->size() != 1 && wst->size() != nn) || wst->rank() > 1) return false;
+  std::string out = ed.node(mul).outputs[0], bias;
+  int add = sole_reader(out, "Add");
+  if (add >= 0 && ed.node(add).inputs.size() == 2) {
+    const std::string b = OtherOperand(ed.node(add), out);
+    const Tensor* bt = b.empty() ? nullptr : ed.Constant(b);
+    if (bt && bt->dtype() == DataType::kFloat && bt->rank() == 1 && bt->size() == nn) {
+      bias = b;
+      out = ed.node(add).outputs[0];
+    } else {
+      add = -1;
+    }
+  } else {
+    add = -1;
+  }
+  Node f = MakeNode("DynamicQMatMul", kInferloopDomain, {n.inputs[0], dq.outputs[1], n.inputs[2], n.inputs[1], ws, bias}, {out}, n.name);
+  if (bias.empty()) f.inputs.pop_back();
+  ed.ImportDomain(kInferloopDomain, 1);
+  ed.RemoveNode(i);
+  ed.RemoveNode(cast);
+  ed.RemoveNode(sm);
+  if (add >= 0) {
+    ed.RemoveNode(mul);
+    ed.ReplaceNode(add, std::move(f));
+  } else {
+    ed.ReplaceNode(mul, std::move(f));
+  }
+  return true;
+}
+
 class QdqFusion : public GraphPass {
  public:
   std::string name() const override { return "QdqFusion"; }
@@ -410,6 +476,7 @@ class QdqFusion : public GraphPass {
       else if (op == "MaxPool" || op == "GlobalAveragePool") done = FusePool(ed, i);
       else if (kMovement.count(op)) done = FuseMovement(ed, i);
       else if (op == "QuantizeLinear") done = CancelDqQ(ed, i);
+      else if (op == "MatMulInteger" && ed.HasKernel(kInferloopDomain, "DynamicQMatMul", 1)) done = FuseDynamicMatMul(ed, i);
       if (done) ++rewrites;
     }
     ed.Commit();

@@ -7,7 +7,8 @@ OUT_DIR/models.txt listing the names. Two sources:
   - built here with the onnx helper, following the QDQ convention of docs/QUANTIZATION.md
     (uint8 activations per tensor, int8 weights per channel or per tensor, int32 bias): h_*;
   - float models quantized by onnxruntime.quantization.quantize_static (QDQ format, uint8
-    activations, int8 weights, per channel and per tensor, MinMax on 8 random samples): ort_*.
+    activations, int8 weights, per channel and per tensor, MinMax on 8 random samples): ort_*;
+    and by quantize_dynamic (DynamicQuantizeLinear -> MatMulInteger format): ort_dyn_*.
 """
 import os
 import sys
@@ -235,6 +236,13 @@ def ort_models(out_dir):
             quantize_static(fpath, path, Reader(shapes), quant_format=QuantFormat.QDQ, per_channel=pc,
                             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
             models[name] = (onnx.load(path), shapes)
+    # ORT's dynamic format (DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul -> Add).
+    from onnxruntime.quantization import quantize_dynamic
+    for pc in (True, False):
+        name = f"ort_dyn_mlp_{'pc' if pc else 'pt'}"
+        path = os.path.join(out_dir, name + ".onnx")
+        quantize_dynamic(os.path.join(out_dir, "float_mlp.onnx"), path, per_channel=pc, weight_type=QuantType.QInt8)
+        models[name] = (onnx.load(path), float_mlp()[1])
     return models
 
 

@@ -106,7 +106,9 @@ class TestQdqFusion(unittest.TestCase):
                 ops = optimized_ops(name)
                 for op in ("Conv", "MatMul", "Gemm", "MaxPool", "GlobalAveragePool"):
                     self.assertEqual(ops.get(op, 0), 0, f"{name}: {op} left: {dict(ops)}")
-                self.assertGreater(ops.get("com.inferloop:QConv", 0) + ops.get("com.inferloop:QMatMul", 0), 0)
+                fused = sum(ops.get("com.inferloop:" + op, 0) for op in ("QConv", "QMatMul", "DynamicQMatMul"))
+                self.assertGreater(fused, 0)
+                self.assertEqual(ops.get("MatMulInteger", 0), 0)
 
     def test_dequantized_matmul_output_takes_the_bias(self):
         ops = optimized_ops("h_matmul_dq_bias")

@@ -7,6 +7,7 @@
 //   QAdd(A, a_scale, a_zp, B, b_scale, b_zp, y_scale, y_zp)                    same-shape residual add
 //   QMaxPool(X)                                                                max pool, 8-bit in and out
 //   QGlobalAveragePool(X, x_scale, x_zp, y_scale, y_zp)
+//   DynamicQMatMul(A, a_scale, a_zp, B, b_scale, [bias])                       ORT's dynamic format (below)
 //
 // Semantics: those of the float graph DequantizeLinear -> op [-> activation] -> QuantizeLinear
 // they replace (QLinearConv / QLinearMatMul's when there is no activation): X, A, B uint8 or
@@ -594,6 +595,151 @@ Result<std::unique_ptr<Kernel>> MakeQMatMul(const KernelInfo& info) {
 }
 
 // --------------------------------------------------------------------------------------------
+// DynamicQMatMul(A, a_scale, a_zp, B, b_scale, [bias]): ORT's dynamic format
+// DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul(a_scale * b_scale) [-> Add(bias)] from
+// A's 8-bit values onwards: Y = (A - a_zp) x B * a_scale * b_scale[n] + bias[n], float32. a_scale
+// and a_zp are run-time scalars (DynamicQuantizeLinear's outputs); B an int8 constant [K, N] with
+// zero points 0; b_scale 1 or N floats; bias float32 [N].
+
+struct DynPlan {
+  bool f32 = false;
+  dnnl::primitive prim;
+  memory::desc src_md, dst_md, scratch_md, bias_md, scales_md;
+  std::shared_ptr<dnnl::memory> wei;
+};
+
+class DynamicQMatMulKernel final : public Kernel {
+ public:
+  DynamicQMatMulKernel(Tensor b, std::vector<float> b_scale, Tensor bias)
+      : b_(std::move(b)), b_scale_(std::move(b_scale)), bias_(std::move(bias)) {}
+
+  Status Compute(KernelContext& ctx) const override {
+    IL_ASSIGN_OR_RETURN(const Tensor* a, ctx.RequireInput(0));
+    IL_ASSIGN_OR_RETURN(const Tensor* as, ctx.RequireInput(1));
+    const Tensor* az = ctx.input(2);
+    if (!Is8Bit(a->dtype())) return ctx.Invalid("A must be uint8 or int8");
+    if (as->dtype() != DataType::kFloat || as->size() != 1) return ctx.Invalid("a_scale must be a float32 scalar");
+    if (az && (az->dtype() != a->dtype() || az->size() != 1)) return ctx.Invalid("a_zero_point must be a scalar of A's dtype");
+    const int64_t K = b_.dim(0), N = b_.dim(1);
+    if (a->rank() < 1 || a->dim(a->rank() - 1) != K)
+      return ctx.Invalid("A " + ShapeToString(a->shape()) + " does not fit B " + ShapeToString(b_.shape()));
+    const int64_t M = a->size() / K;
+    Shape ys = a->shape();
+    ys.back() = N;
+    QParam q;
+    q.scale = as->data<float>()[0];
+    q.type = a->dtype();
+    q.zp = !az ? 0 : a->dtype() == DataType::kUInt8 ? az->data<uint8_t>()[0] : az->data<int8_t>()[0];
+    ThreadScope threads(ctx);
+    PlanKey key;
+    key.Add(M);
+    key.Add(static_cast<int64_t>(a->dtype()));
+    key.Add(threads.threads());
+    std::shared_ptr<const DynPlan> plan = plans_.Find(key);
+    if (!plan) {
+      try {
+        plan = plans_.Insert(key, MakePlan(M, a->dtype()));
+      } catch (const dnnl::error& e) {
+        return Status::Unimplemented(ctx.node().Describe() + ": oneDNN has no int8 matmul for this case: " + e.what());
+      }
+    }
+    IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(DataType::kFloat, ys));
+    if (M == 0) {
+      ctx.SetOutput(0, std::move(y));
+      return Status::Ok();
+    }
+    MemArg dst(plan->dst_md, y.raw_data()), src, bias, scales, zs;
+    ExecArgs args;
+    if (plan->f32) {
+      float* af = static_cast<float*>(ThreadScratch(0, a->size() * sizeof(float)));
+      if (!af) return Status::ResourceExhausted("DynamicQMatMul: out of memory for a float copy");
+      DequantizeTo(a->dtype(), a->raw_data(), af, a->size(), q, nullptr);
+      src = MemArg(plan->src_md, af);
+    } else {
+      src = MemArg(plan->src_md, a->raw_data());
+      scales = MemArg(plan->scales_md, &q.scale);  // a_scale, a binary-mul post-op operand
+      args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, scales.get());
+      zs = MemArg(memory::desc({1}, dt::s32, tag::a), &q.zp);
+      args.Add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zs.get());
+    }
+    args.Add(DNNL_ARG_SRC, src.get());
+    args.Add(DNNL_ARG_WEIGHTS, plan->wei->get());
+    args.Add(DNNL_ARG_DST, dst.get());
+    if (bias_.defined()) {
+      bias = MemArg(plan->bias_md, bias_.raw_data());
+      args.Add(plan->f32 ? DNNL_ARG_BIAS : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1), bias.get());
+    }
+    IL_RETURN_IF_ERROR(Execute(plan->prim, plan->scratch_md, args, "DynamicQMatMul"));
+    ctx.SetOutput(0, std::move(y));
+    return Status::Ok();
+  }
+
+ private:
+  std::shared_ptr<const DynPlan> MakePlan(int64_t M, DataType a_type) const {
+    const int64_t K = b_.dim(0), N = b_.dim(1);
+    auto plan = std::make_shared<DynPlan>();
+    const memory::dims md = {M, K};
+    plan->dst_md = memory::desc({M, N}, dt::f32, tag::ab);
+    plan->bias_md = memory::desc({1, N}, dt::f32, tag::ab);
+    const memory::desc user_wei({K, N}, dt::s8, tag::ab);
+    if (!NativeInt8()) {  // float: B dequantized once; A per call
+      plan->f32 = true;
+      plan->src_md = memory::desc(md, dt::f32, tag::ab);
+      const memory::desc wf_any({K, N}, dt::f32, tag::any), wf_user({K, N}, dt::f32, tag::ab);
+      dnnl::matmul::primitive_desc pd = bias_.defined()
+          ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wf_any, plan->bias_md, plan->dst_md), MakeAttr({}), Engine())
+          : dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wf_any, plan->dst_md), MakeAttr({}), Engine());
+      plan->prim = dnnl::matmul(pd);
+      plan->scratch_md = pd.scratchpad_desc();
+      auto wf = DequantWeights(b_, b_scale_, 1.f, /*per_row=*/false, K);
+      plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
+      dnnl::memory uw(wf_user, Engine(), wf.data());
+      if (!RunReorder(MakeReorder(wf_user, pd.weights_desc()), uw.get(), plan->wei->get()).ok())
+        throw dnnl::error(dnnl_runtime_error, "weights reorder failed");
+      return plan;
+    }
+    plan->src_md = memory::desc(md, DnnlType(a_type), tag::ab);
+    // Constant output scales b_scale (runtime ones would rule out oneDNN's brgemm kernels), then
+    // times the run-time a_scale (a binary-mul post-op on a 1x1 tensor), then the bias.
+    plan->scales_md = memory::desc({1, 1}, dt::f32, tag::ab);
+    dnnl::post_ops po;
+    po.append_binary(dnnl::algorithm::binary_mul, plan->scales_md);
+    if (bias_.defined()) po.append_binary(dnnl::algorithm::binary_add, plan->bias_md);
+    dnnl::primitive_attr attr = MakeAttr(po);
+    attr.set_output_scales(b_scale_.size() > 1 ? 1 << 1 : 0, b_scale_);
+    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+    const memory::desc wei_any({K, N}, dt::s8, tag::any);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->src_md, wei_any, plan->dst_md), attr, Engine());
+    plan->prim = dnnl::matmul(pd);
+    plan->scratch_md = pd.scratchpad_desc();
+    plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
+    dnnl::memory uw(user_wei, Engine(), const_cast<void*>(b_.raw_data()));
+    if (!RunReorder(MakeReorder(user_wei, pd.weights_desc()), uw.get(), plan->wei->get()).ok())
+      throw dnnl::error(dnnl_runtime_error, "weights reorder failed");
+    return plan;
+  }
+
+  Tensor b_;
+  std::vector<float> b_scale_;
+  Tensor bias_;
+  mutable ShapeCache<DynPlan> plans_;
+};
+
+Result<std::unique_ptr<Kernel>> MakeDynamicQMatMul(const KernelInfo& info) {
+  const Tensor* b = info.constant_input(3);
+  if (!b || b->dtype() != DataType::kInt8 || b->rank() != 2) return info.Invalid("B must be a rank-2 int8 constant [K, N]");
+  IL_ASSIGN_OR_RETURN(auto bs, ConstFloats(info, 4, "b_scale"));
+  if (bs.size() != 1 && static_cast<int64_t>(bs.size()) != b->dim(1)) return info.Invalid("b_scale must have 1 or N elements");
+  Tensor bias;
+  if (info.has_input(5)) {
+    const Tensor* t = info.constant_input(5);
+    if (!t || t->dtype() != DataType::kFloat || t->size() != b->dim(1)) return info.Invalid("bias must be a float32 constant of N elements");
+    bias = t->Clone();
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<DynamicQMatMulKernel>(b->Clone(), std::move(bs), std::move(bias)));
+}
+
+// --------------------------------------------------------------------------------------------
 // Elementwise helpers, vectorized by the compiler for each instruction set (-O2's cheap cost
 // model would leave them scalar, hence O3 here).
 #pragma GCC push_options
@@ -823,6 +969,7 @@ void RegisterInt8Kernels(KernelRegistry& r) {
   r.Register(d, "QAdd", 1, dnnl_kernels::MakeQAdd);
   r.Register(d, "QMaxPool", 1, dnnl_kernels::MakeQMaxPool);
   r.Register(d, "QGlobalAveragePool", 1, dnnl_kernels::MakeQGlobalAveragePool);
+  r.Register(d, "DynamicQMatMul", 1, dnnl_kernels::MakeDynamicQMatMul);
 }
 
 }  // namespace inferloop
