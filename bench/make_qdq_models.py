@@ -1,6 +1,6 @@
 """Quantizes zoo models to QDQ ONNX with ONNX Runtime's quantize_static, for bench/quant_bench.py.
 
-    .venv/bin/python bench/make_qdq_models.py [--models resnet50,bert] [--samples 16] [--zoo DIR]
+    .venv/bin/python bench/make_qdq_models.py [--models resnet50,bert] [--samples 16] [--zoo DIR] [--dynamic]
 
 Reads bench/models/<name>/model.onnx (or DIR/<name>/model.onnx) (made by bench/make_zoo.py) and writes
 bench/models/<name>_qdq/model.onnx (gitignored) with inputs_b1/ copied over. Static, QDQ format,
@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic, quantize_static
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 MODELS_DIR = os.path.join(BENCH_DIR, "models")
@@ -56,12 +56,13 @@ def main():
     ap.add_argument("--models", default="resnet50,bert")
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--zoo", default=MODELS_DIR, help="folder of the FP32 zoo models (default bench/models)")
+    ap.add_argument("--dynamic", action="store_true", help="dynamic quantization (MatMulInteger format) into <name>_dyn")
     args = ap.parse_args()
     for name in args.models.split(","):
         src = os.path.join(args.zoo, name)
         if not os.path.exists(os.path.join(src, "model.onnx")):
             sys.exit(f"{src}/model.onnx missing: run /usr/bin/python3 bench/make_zoo.py first")
-        dst = os.path.join(MODELS_DIR, name + "_qdq")
+        dst = os.path.join(MODELS_DIR, name + ("_dyn" if args.dynamic else "_qdq"))
         os.makedirs(dst, exist_ok=True)
         inputs_dir = os.path.join(src, "inputs_b1")
         ref = {f[:-4]: np.load(os.path.join(inputs_dir, f)) for f in sorted(os.listdir(inputs_dir)) if f.endswith(".npy")}
@@ -72,13 +73,19 @@ def main():
                 n.name = f"{n.op_type}_{i}"
         named = os.path.join(dst, "named_fp32.onnx")
         onnx.save(model, named)
+        if args.dynamic:
+            quantize_dynamic(named, os.path.join(dst, "model.onnx"), per_channel=True, weight_type=QuantType.QInt8,
+                             op_types_to_quantize=["MatMul"], nodes_to_exclude=activation_matmuls(model))
         kw = {}
-        if name == "bert":
+        if args.dynamic:
+            pass
+        elif name == "bert":
             kw["op_types_to_quantize"] = ["MatMul", "Gemm"]
             kw["nodes_to_exclude"] = activation_matmuls(model)
-        quantize_static(named, os.path.join(dst, "model.onnx"), RandomReader(ref, args.samples),
-                        quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-                        weight_type=QuantType.QInt8, **kw)
+        if not args.dynamic:
+            quantize_static(named, os.path.join(dst, "model.onnx"), RandomReader(ref, args.samples),
+                            quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
+                            weight_type=QuantType.QInt8, **kw)
         os.remove(named)
         out_inputs = os.path.join(dst, "inputs_b1")
         shutil.rmtree(out_inputs, ignore_errors=True)

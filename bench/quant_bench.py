@@ -2,13 +2,14 @@
 
     .venv/bin/python bench/quant_bench.py [--models resnet50,bert] [--threads 2] [--rounds 3]
                                           [--iterations 20] [--warmup 3] [--zoo DIR]
-                                          [--inferloop build/inferloop] [--omp-passive]
+                                          [--inferloop build/inferloop] [--omp-passive] [--variant qdq|dyn]
 
 For each model: the FP32 zoo model (DIR/<name>/model.onnx, default bench/models) and its QDQ
 version made by bench/make_qdq_models.py (bench/models/<name>_qdq/model.onnx), inputs
 DIR/<name>/inputs_b1 (batch 1). Every round runs, each in its own process and in a rotating
 order: `inferloop bench` on the FP32 model, `inferloop bench` on the QDQ model (level 2: the QDQ
-patterns fused into int8 kernels) and bench/ort_bench.py on the QDQ model; the table shows the
+patterns fused into int8 kernels) and bench/ort_bench.py on the QDQ model (--variant dyn: the
+dynamically quantized bench/models/<name>_dyn/model.onnx of make_qdq_models.py --dynamic instead); the table shows the
 median over rounds of each one's p50 (ms). A first, untimed `inferloop bench` of each model fills
 the tuning cache (INFERLOOP_TUNING_CACHE, default a fresh file for this run).
   int8/fp32  = inferloop INT8 p50 / inferloop FP32 p50   (target <= 0.5)
@@ -64,6 +65,7 @@ def main():
     ap.add_argument("--zoo", default=MODELS_DIR)
     ap.add_argument("--inferloop", default=os.path.join(REPO, "build", "inferloop"))
     ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--variant", default="qdq", choices=["qdq", "dyn"])
     ap.add_argument("--omp-passive", action="store_true", help="OMP_WAIT_POLICY=PASSIVE for every process")
     args = ap.parse_args()
     if args.omp_passive:
@@ -73,7 +75,7 @@ def main():
     rows = []
     for name in args.models.split(","):
         fp32 = os.path.join(args.zoo, name, "model.onnx")
-        qdq = os.path.join(MODELS_DIR, name + "_qdq", "model.onnx")
+        qdq = os.path.join(MODELS_DIR, name + "_" + args.variant, "model.onnx")
         inputs = os.path.join(args.zoo, name, "inputs_b1")
         for p in (fp32, qdq, inputs):
             if not os.path.exists(p):
@@ -103,6 +105,8 @@ def main():
         rows.append((name, med, cosine(outs["il_int8"], outs["il_fp32"]), cosine(outs["ort_int8"], outs["il_fp32"])))
     print(f"batch 1, {args.threads} threads, median of {args.rounds} rounds of p50 ({args.iterations} iterations, "
           f"{args.warmup} warmup){', OMP_WAIT_POLICY=PASSIVE' if args.omp_passive else ''}\n")
+    if args.variant != "qdq":
+        print(f"INT8 models: bench/models/<name>_{args.variant}\n")
     print("| model | inferloop FP32 ms | inferloop INT8 ms | ORT INT8 ms | int8/fp32 | il/ort | cos IL INT8 | cos ORT INT8 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, m, c_il, c_ort in rows:

@@ -369,6 +369,12 @@ class Inferencer {
       return;
     }
     if (!n.domain.empty()) return;  // rules cover ai.onnx only
+    if (op == "DynamicQuantizeLinear") {  // y: uint8 of x's shape; y_scale, y_zero_point: scalars
+      Out(n, 0, x && x->has_shape ? TensorInfo(DataType::kUInt8, x->dims) : Unknown(DataType::kUInt8));
+      if (n.outputs.size() > 1) Out(n, 1, TensorInfo(DataType::kFloat, {}));
+      if (n.outputs.size() > 2) Out(n, 2, TensorInfo(DataType::kUInt8, {}));
+      return;
+    }
     if (op == "QuantizeLinear" || op == "DequantizeLinear") {  // elementwise: x's shape
       DataType t = DataType::kFloat;
       if (op == "DequantizeLinear") {

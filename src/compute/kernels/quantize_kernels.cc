@@ -398,10 +398,7 @@ Status RunDynamicQuantize(KernelContext& ctx) {
   const float* px = x->data<float>();
   const int64_t n = x->size();
   float maxx = 0.0f, minx = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    if (px[i] > maxx) maxx = px[i];
-    if (px[i] < minx) minx = px[i];
-  }
+  simd::MinMaxWithZero(px, n, &minx, &maxx);
   const float qmin = 0.0f, qmax = 255.0f;
   const float scale = (maxx == minx ? 1.0f : (maxx - minx)) / (qmax - qmin);
   const float initial_zp = qmin - minx / scale;
@@ -409,12 +406,7 @@ Status RunDynamicQuantize(KernelContext& ctx) {
   if (!(zp >= qmin)) zp = qmin;  // NaN when x holds infinities
   IL_ASSIGN_OR_RETURN(Tensor y, ctx.Allocate(DataType::kUInt8, x->shape()));
   uint8_t* py = y.data<uint8_t>();
-  for (int64_t i = 0; i < n; ++i) {
-    float v = std::nearbyint(px[i] / scale) + zp;
-    if (!(v >= qmin)) v = qmin;  // also NaN
-    if (v > qmax) v = qmax;
-    py[i] = static_cast<uint8_t>(v);
-  }
+  simd::DynamicQuantizeToU8(px, py, n, scale, zp);  // round(x / scale) + zp, clamped to [0, 255], NaN -> 0
   IL_ASSIGN_OR_RETURN(Tensor ys, ctx.Allocate(DataType::kFloat, {}));
   *ys.data<float>() = scale;
   IL_ASSIGN_OR_RETURN(Tensor yz, ctx.Allocate(DataType::kUInt8, {}));
