@@ -198,9 +198,9 @@ void QuantizeTo(const float* x, void* y, int64_t n, const QParam& q, ThreadPool*
   });
 }
 
-// Float32 copies of int8 weights and the int32 bias, dequantized (w * scale[c], c along
-// `channel_dim` of w's 2-D view [rows, cols]: 0 = rows, 1 = cols).
-std::vector<float> DequantWeights(const Tensor& w, const std::vector<float>& w_scale, float x_scale, bool per_row, int64_t rows) {
+// Float32 copies of int8 weights and the int32 bias, dequantized: w * scale[c] with c the row
+// (per_row) or the column of w's 2-D view [rows, n / rows]; bias * x_scale * scale[c].
+std::vector<float> DequantWeights(const Tensor& w, const std::vector<float>& w_scale, bool per_row, int64_t rows) {
   const int64_t n = w.size(), cols = n / rows;
   std::vector<float> out(static_cast<size_t>(n));
   const int8_t* p = w.data<int8_t>();
@@ -209,7 +209,6 @@ std::vector<float> DequantWeights(const Tensor& w, const std::vector<float>& w_s
       const size_t ch = w_scale.size() == 1 ? 0 : static_cast<size_t>(per_row ? r : c);
       out[r * cols + c] = static_cast<float>(p[r * cols + c]) * w_scale[ch];
     }
-  (void)x_scale;
   return out;
 }
 std::vector<float> DequantBias(const Tensor& b, const std::vector<float>& w_scale, float x_scale) {
@@ -353,7 +352,7 @@ class QConvKernel final : public Kernel {
       F::primitive_desc pd(desc, MakeAttr(po), Engine());
       plan->prim = F(pd);
       plan->scratch_md = pd.scratchpad_desc();
-      auto wf = DequantWeights(w_, w_scale_, x_.scale, /*per_row=*/true, M);
+      auto wf = DequantWeights(w_, w_scale_, /*per_row=*/true, M);
       if (bias_.defined()) plan->bias_f32 = std::make_shared<std::vector<float>>(DequantBias(bias_, w_scale_, x_.scale));
       // The input is dequantized with x_scale, the weights with w_scale: the product is the float graph's.
       plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
@@ -378,6 +377,10 @@ class QConvKernel final : public Kernel {
     IL_RETURN_IF_ERROR(RunReorder(r, user_w.get(), plan->wei->get()));
     return std::shared_ptr<const QConvPlan>(plan);
   }
+
+  // W is cloned at creation and Compute never reads it (the session may drop its copy). Not the
+  // int32 bias: shape inference reads small integer constants.
+  bool KeepsOwnCopyOfConstant(int i) const override { return i == 3; }
 
   nn::WindowAttrs attrs_;
   Activation act_;
@@ -518,7 +521,7 @@ class QMatMulKernel final : public Kernel {
           : dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wf_any, plan->dst_md), MakeAttr(po), Engine());
       plan->prim = dnnl::matmul(pd);
       plan->scratch_md = pd.scratchpad_desc();
-      auto wf = DequantWeights(b_, b_scale_, a_.scale, /*per_row=*/false, K);
+      auto wf = DequantWeights(b_, b_scale_, /*per_row=*/false, K);
       if (bias_.defined()) plan->bias_f32 = std::make_shared<std::vector<float>>(DequantBias(bias_, b_scale_, a_.scale));
       plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
       dnnl::memory user_w(wf_user, Engine(), wf.data());
@@ -562,6 +565,8 @@ class QMatMulKernel final : public Kernel {
     if (!s.ok()) throw dnnl::error(dnnl_runtime_error, "weights reorder failed");
     return plan;
   }
+
+  bool KeepsOwnCopyOfConstant(int i) const override { return i == 3; }  // cloned at creation
 
   Activation act_;
   QParam a_;
@@ -691,7 +696,7 @@ class DynamicQMatMulKernel final : public Kernel {
           : dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wf_any, plan->dst_md), MakeAttr({}), Engine());
       plan->prim = dnnl::matmul(pd);
       plan->scratch_md = pd.scratchpad_desc();
-      auto wf = DequantWeights(b_, b_scale_, 1.f, /*per_row=*/false, K);
+      auto wf = DequantWeights(b_, b_scale_, /*per_row=*/false, K);
       plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
       dnnl::memory uw(wf_user, Engine(), wf.data());
       if (!RunReorder(MakeReorder(wf_user, pd.weights_desc()), uw.get(), plan->wei->get()).ok())
@@ -718,6 +723,8 @@ class DynamicQMatMulKernel final : public Kernel {
       throw dnnl::error(dnnl_runtime_error, "weights reorder failed");
     return plan;
   }
+
+  bool KeepsOwnCopyOfConstant(int i) const override { return i == 3; }  // cloned at creation
 
   Tensor b_;
   std::vector<float> b_scale_;
