@@ -303,6 +303,23 @@ class Inferencer {
         {"QConv", {"Conv", {0, 3}}}, {"QMatMul", {"MatMul", {0, 3}}}, {"QAdd", {"Add", {0, 3}}},
         {"QMaxPool", {"MaxPool", {0}}}, {"QGlobalAveragePool", {"GlobalAveragePool", {0}}},
         {"DynamicQMatMul", {"MatMul", {0, 3}}}};
+    if (n.op_type == "QConcat" && !n.outputs.empty()) {  // Concat of the X inputs (2, 5, 8, ...)
+      const Info* z = n.inputs.size() > 1 && !n.inputs[1].empty() ? In(n, 1) : nullptr;
+      Node plain = n;
+      plain.domain.clear();
+      plain.op_type = "Concat";
+      plain.inputs.clear();
+      for (size_t i = 2; i < n.inputs.size(); i += 3) plain.inputs.push_back(n.inputs[i]);
+      const std::string tmp_out = "\x01int8_out";
+      plain.outputs = {tmp_out};
+      Infer(plain);
+      auto o = values_.find(tmp_out);
+      const DataType t = z ? z->dtype : DataType::kUInt8;
+      Info info = o != values_.end() && o->second.has_shape ? TensorInfo(t, o->second.dims) : Unknown(t);
+      values_.erase(tmp_out);
+      Out(n, 0, info);
+      return true;
+    }
     auto it = kOps.find(n.op_type);
     if (it == kOps.end() || n.outputs.empty()) return false;
     const std::string& op = n.op_type;

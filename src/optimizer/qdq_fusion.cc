@@ -12,6 +12,7 @@
 //   Add(DQ(a), DQ(b)) [-> Relu] -> Q                         -> QAdd (same shapes)
 //   MaxPool(DQ(x)) -> Q (same scale / zero point)             -> QMaxPool(x)
 //   GlobalAveragePool(DQ(x)) -> Q                             -> QGlobalAveragePool
+//   Concat(DQ(x0), DQ(x1), ...) -> Q                          -> QConcat (inputs requantized as needed)
 //   Reshape / Flatten / Transpose / Squeeze / Unsqueeze (DQ(x)) -> Q (same parameters) -> the op on x
 //   Q(DQ(x)) with the same parameters                        -> x
 //   MatMulInteger(DynamicQuantizeLinear(x), w) -> Cast -> Mul(scales) [-> Add(bias)]
@@ -24,7 +25,7 @@
 // weights. The DQ nodes stay for other readers; dead-node elimination drops the rest.
 //
 // Int8NhwcLayout (once, after the fusions): chains of QConv / QAdd / QMaxPool /
-// QGlobalAveragePool keep their rank-4 8-bit tensors channels-last (layout "NHWC"), the layout
+// QGlobalAveragePool / QConcat (channel axis) keep their rank-4 8-bit tensors channels-last (layout "NHWC"), the layout
 // oneDNN's int8 convolutions run on, instead of reordering at every convolution; a Transpose
 // converts where the chain starts and for every other reader (like NchwcLayout for float32).
 #include <algorithm>
@@ -374,6 +375,23 @@ bool FuseMovement(GraphEditor& ed, int i) {
   return true;
 }
 
+// Concat(DQ(x0), DQ(x1), ...) -> Q: QConcat(y_s, y_zp, x0, s0, z0, ...).
+bool FuseConcat(GraphEditor& ed, int i) {
+  const Node& n = ed.node(i);
+  if (n.inputs.empty() || n.outputs.size() != 1 || !FindAttr(n, "axis")) return false;
+  QdqNode q;
+  if (!SoleQ(ed, n.outputs[0], &q)) return false;
+  Node f = MakeNode("QConcat", kInferloopDomain, {q.scale, q.zp}, {ed.node(q.node).outputs[0]}, n.name);
+  for (const auto& in : n.inputs) {
+    QdqNode x;
+    if (!ActivationDq(ed, in, &x)) return false;
+    f.inputs.insert(f.inputs.end(), {x.x, x.scale, x.zp});
+  }
+  SetAttr(f, "axis", AttrInt(n, "axis", 0));
+  Finish(ed, i, -1, q, std::move(f));
+  return true;
+}
+
 // Q(DQ(x)) with equal parameters is x.
 bool CancelDqQ(GraphEditor& ed, int i) {
   QdqNode q, d;
@@ -475,6 +493,7 @@ class QdqFusion : public GraphPass {
       else if (op == "Add") done = FuseAdd(ed, i);
       else if (op == "MaxPool" || op == "GlobalAveragePool") done = FusePool(ed, i);
       else if (kMovement.count(op)) done = FuseMovement(ed, i);
+      else if (op == "Concat" && ed.HasKernel(kInferloopDomain, "QConcat", 1)) done = FuseConcat(ed, i);
       else if (op == "QuantizeLinear") done = CancelDqQ(ed, i);
       else if (op == "MatMulInteger" && ed.HasKernel(kInferloopDomain, "DynamicQMatMul", 1)) done = FuseDynamicMatMul(ed, i);
       if (done) ++rewrites;
@@ -488,7 +507,7 @@ class QdqFusion : public GraphPass {
 
 bool NhwcCapable(const Node& n) {
   return n.domain == kInferloopDomain && (n.op_type == "QConv" || n.op_type == "QAdd" || n.op_type == "QMaxPool" ||
-                                          n.op_type == "QGlobalAveragePool");
+                                          n.op_type == "QGlobalAveragePool" || n.op_type == "QConcat");
 }
 
 class Int8NhwcLayout : public GraphPass {
@@ -555,6 +574,17 @@ class Int8NhwcLayout : public GraphPass {
         SetAttr(n, "layout", std::string("NHWC"));
         emit(std::move(n));
         continue;
+      }
+      if (is && n.op_type == "QConcat") {
+        const int64_t axis = AttrInt(n, "axis", 0);
+        bool all = axis == 1 || axis == -3;
+        for (size_t k = 2; all && k < n.inputs.size(); k += 3) all = nhwc.count(n.inputs[k]) > 0;
+        if (all) {  // channel concat of channels-last tensors: the storage's last axis
+          for (size_t k = 2; k < n.inputs.size(); k += 3) n.inputs[k] = nhwc[n.inputs[k]];
+          SetAttr(n, "axis", int64_t{3});
+          emit(std::move(n));
+          continue;
+        }
       }
       if (is && n.op_type == "QAdd" && nhwc.count(n.inputs[0]) && nhwc.count(n.inputs[3])) {
         n.inputs[0] = nhwc[n.inputs[0]];

@@ -104,7 +104,7 @@ class TestQdqFusion(unittest.TestCase):
         for name in models():
             with self.subTest(name):
                 ops = optimized_ops(name)
-                for op in ("Conv", "MatMul", "Gemm", "MaxPool", "GlobalAveragePool"):
+                for op in ("Conv", "MatMul", "Gemm", "MaxPool", "GlobalAveragePool", "Concat"):
                     self.assertEqual(ops.get(op, 0), 0, f"{name}: {op} left: {dict(ops)}")
                 fused = sum(ops.get("com.inferloop:" + op, 0) for op in ("QConv", "QMatMul", "DynamicQMatMul"))
                 self.assertGreater(fused, 0)
