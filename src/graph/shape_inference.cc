@@ -302,7 +302,7 @@ class Inferencer {
     static const std::map<std::string, std::pair<std::string, std::vector<size_t>>> kOps = {
         {"QConv", {"Conv", {0, 3}}}, {"QMatMul", {"MatMul", {0, 3}}}, {"QAdd", {"Add", {0, 3}}},
         {"QMaxPool", {"MaxPool", {0}}}, {"QGlobalAveragePool", {"GlobalAveragePool", {0}}},
-        {"DynamicQMatMul", {"MatMul", {0, 3}}}};
+        {"DynamicQMatMul", {"MatMul", {0, 3}}}, {"QAveragePool", {"AveragePool", {0}}}};
     if (n.op_type == "QConcat" && !n.outputs.empty()) {  // Concat of the X inputs (2, 5, 8, ...)
       const Info* z = n.inputs.size() > 1 && !n.inputs[1].empty() ? In(n, 1) : nullptr;
       Node plain = n;
@@ -331,7 +331,7 @@ class Inferencer {
     DataType t = DataType::kUInt8;
     if (op == "QMaxPool") t = in_type(0);
     else if (op == "DynamicQMatMul") t = DataType::kFloat;
-    else if (op == "QGlobalAveragePool") t = present(4) ? in_type(4) : DataType::kUInt8;
+    else if (op == "QGlobalAveragePool" || op == "QAveragePool") t = present(4) ? in_type(4) : DataType::kUInt8;
     else if (op == "QAdd") t = present(7) ? in_type(7) : DataType::kUInt8;
     else t = !present(6) ? DataType::kFloat : present(7) ? in_type(7) : DataType::kUInt8;
     if (const Attribute* d = n.FindAttribute("dequantize_output"); d && d->i != 0) t = DataType::kFloat;

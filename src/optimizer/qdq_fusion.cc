@@ -12,6 +12,7 @@
 //   Add(DQ(a), DQ(b)) [-> Relu] -> Q                         -> QAdd (same shapes)
 //   MaxPool(DQ(x)) -> Q (same scale / zero point)             -> QMaxPool(x)
 //   GlobalAveragePool(DQ(x)) -> Q                             -> QGlobalAveragePool
+//   AveragePool(DQ(x)) -> Q (2-D, count_include_pad = 0)      -> QAveragePool
 //   Concat(DQ(x0), DQ(x1), ...) -> Q                          -> QConcat (inputs requantized as needed)
 //   Reshape / Flatten / Transpose / Squeeze / Unsqueeze (DQ(x)) -> Q (same parameters) -> the op on x
 //   Q(DQ(x)) with the same parameters                        -> x
@@ -353,11 +354,14 @@ bool FusePool(GraphEditor& ed, int i) {
   if (ed.Rank(n.inputs[0]) != 4) return false;
   QdqNode x, q;
   if (!ActivationDq(ed, n.inputs[0], &x) || !SoleQ(ed, n.outputs[0], &q)) return false;
+  const bool avg = n.op_type == "AveragePool";
   if (max && (!SameParams(x, q) || AttrInt(n, "storage_order", 0) != 0)) return false;
   if (!max && x.type != q.type) return false;
+  if (avg && (AttrInt(n, "count_include_pad", 0) != 0 || AttrInts(n, "kernel_shape").size() != 2)) return false;
   Node f = max ? MakeNode("QMaxPool", kInferloopDomain, {x.x}, {ed.node(q.node).outputs[0]}, n.name)
-               : MakeNode("QGlobalAveragePool", kInferloopDomain, {x.x, x.scale, x.zp, q.scale, q.zp}, {ed.node(q.node).outputs[0]}, n.name);
-  if (max) f.attributes = n.attributes;
+               : MakeNode(avg ? "QAveragePool" : "QGlobalAveragePool", kInferloopDomain, {x.x, x.scale, x.zp, q.scale, q.zp},
+                          {ed.node(q.node).outputs[0]}, n.name);
+  if (max || avg) f.attributes = n.attributes;
   Finish(ed, i, -1, q, std::move(f));
   return true;
 }
@@ -492,6 +496,7 @@ class QdqFusion : public GraphPass {
       else if (op == "Gemm") done = FuseMatMul(ed, i, true);
       else if (op == "Add") done = FuseAdd(ed, i);
       else if (op == "MaxPool" || op == "GlobalAveragePool") done = FusePool(ed, i);
+      else if (op == "AveragePool" && ed.HasKernel(kInferloopDomain, "QAveragePool", 1)) done = FusePool(ed, i);
       else if (kMovement.count(op)) done = FuseMovement(ed, i);
       else if (op == "Concat" && ed.HasKernel(kInferloopDomain, "QConcat", 1)) done = FuseConcat(ed, i);
       else if (op == "QuantizeLinear") done = CancelDqQ(ed, i);
@@ -507,7 +512,7 @@ class QdqFusion : public GraphPass {
 
 bool NhwcCapable(const Node& n) {
   return n.domain == kInferloopDomain && (n.op_type == "QConv" || n.op_type == "QAdd" || n.op_type == "QMaxPool" ||
-                                          n.op_type == "QGlobalAveragePool" || n.op_type == "QConcat");
+                                          n.op_type == "QGlobalAveragePool" || n.op_type == "QConcat" || n.op_type == "QAveragePool");
 }
 
 class Int8NhwcLayout : public GraphPass {
@@ -569,7 +574,8 @@ class Int8NhwcLayout : public GraphPass {
         emit(std::move(n));
         continue;
       }
-      if (is && (n.op_type == "QMaxPool" || n.op_type == "QGlobalAveragePool") && nhwc.count(n.inputs[0])) {
+      if (is && (n.op_type == "QMaxPool" || n.op_type == "QGlobalAveragePool" || n.op_type == "QAveragePool") &&
+          nhwc.count(n.inputs[0])) {
         n.inputs[0] = nhwc[n.inputs[0]];
         SetAttr(n, "layout", std::string("NHWC"));
         emit(std::move(n));

@@ -174,7 +174,7 @@ def hand_models():
 
 
 def float_cnn():
-    """Conv+Relu, MaxPool, two branches Concat, conv, residual Add, GAP, Flatten, Gemm."""
+    """Conv+Relu, AveragePool, MaxPool, two branches Concat, conv, residual Add, GAP, Flatten, Gemm."""
     inits, nodes = [], []
 
     def w(name, shape, scale=0.2):
@@ -183,7 +183,8 @@ def float_cnn():
 
     nodes.append(helper.make_node("Conv", ["x", w("w1", (16, 3, 3, 3)), w("b1", (16,), 0.1)], ["c1"], pads=[1] * 4))
     nodes.append(helper.make_node("Relu", ["c1"], ["r1"]))
-    nodes.append(helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]))
+    nodes.append(helper.make_node("AveragePool", ["r1"], ["a1"], kernel_shape=[3, 3], strides=[1, 1], pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("MaxPool", ["a1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]))
     nodes.append(helper.make_node("Conv", ["p1", w("w2", (8, 16, 1, 1)), w("b2", (8,), 0.1)], ["c2"]))
     nodes.append(helper.make_node("Relu", ["c2"], ["r2"]))
     nodes.append(helper.make_node("Conv", ["p1", w("w3", (8, 16, 3, 3)), w("b3", (8,), 0.1)], ["c3"], pads=[1] * 4))

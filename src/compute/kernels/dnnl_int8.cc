@@ -9,6 +9,7 @@
 //   QGlobalAveragePool(X, x_scale, x_zp, y_scale, y_zp)
 //   DynamicQMatMul(A, a_scale, a_zp, B, b_scale, [bias])                       ORT's dynamic format (below)
 //   QConcat(y_scale, y_zp, X0, s0, z0, X1, s1, z1, ...)                        Concat, inputs requantized
+//   QAveragePool(X, x_scale, x_zp, y_scale, y_zp)                              count_include_pad = 0
 //
 // Semantics: those of the float graph DequantizeLinear -> op [-> activation] -> QuantizeLinear
 // they replace (QLinearConv / QLinearMatMul's when there is no activation): X, A, B uint8 or
@@ -31,6 +32,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <string>
 
 #include "compute/kernels/dnnl_common.h"
@@ -995,6 +997,76 @@ Result<std::unique_ptr<Kernel>> MakeQMaxPool(const KernelInfo& info) {
   return std::unique_ptr<Kernel>(std::make_unique<QMaxPoolKernel>(std::move(attrs), nhwc));
 }
 
+// QAveragePool(X, x_scale, x_zp, y_scale, y_zp): 2-D average over the in-bounds elements of each
+// window (count_include_pad = 0; the pass fuses nothing else), requantized.
+class QAveragePoolKernel final : public Kernel {
+ public:
+  QAveragePoolKernel(nn::WindowAttrs attrs, QParam x, QParam y, bool nhwc) : attrs_(std::move(attrs)), x_(x), y_(y), nhwc_(nhwc) {}
+
+  Status Compute(KernelContext& ctx) const override {
+    IL_ASSIGN_OR_RETURN(const Tensor* x, ctx.RequireInput(0));
+    if (x->dtype() != x_.type || x->rank() != 4) return ctx.Invalid("X must be a rank-4 tensor of its zero point's dtype");
+    const Nchw d = Logical(*x, nhwc_);
+    IL_ASSIGN_OR_RETURN(nn::WindowGeom g, nn::ResolveWindow(ctx, attrs_, Shape{d.h, d.w}, attrs_.kernel_shape, /*pool_style=*/true));
+    const int64_t oh = g.out[0], ow = g.out[1];
+    IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(y_.type, nhwc_ ? Shape{d.n, oh, ow, d.c} : Shape{d.n, d.c, oh, ow}));
+    const float f = x_.scale / y_.scale, lo = Lo(y_.type), hi = Hi(y_.type);
+    auto out_value = [&](int32_t sum, int64_t count) {
+      const float avg = static_cast<float>(sum) / static_cast<float>(std::max<int64_t>(count, 1));
+      return std::min(std::max(std::nearbyint((avg - static_cast<float>(x_.zp)) * f) + static_cast<float>(y_.zp), lo), hi);
+    };
+    auto run = [&](const auto* px, auto* py) {
+      std::vector<int32_t> acc(static_cast<size_t>(nhwc_ ? d.c : 1));
+      for (int64_t n = 0; n < d.n; ++n)
+        for (int64_t c = 0; c < (nhwc_ ? 1 : d.c); ++c)
+          for (int64_t i = 0; i < oh; ++i)
+            for (int64_t j = 0; j < ow; ++j) {
+              std::fill(acc.begin(), acc.end(), 0);
+              int64_t count = 0;
+              const int64_t hb = i * g.strides[0] - g.pad_begin[0], wb = j * g.strides[1] - g.pad_begin[1];
+              for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+                for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+                  const int64_t h = hb + kh * g.dilations[0], w = wb + kw * g.dilations[1];
+                  if (h < 0 || h >= d.h || w < 0 || w >= d.w) continue;
+                  ++count;
+                  if (nhwc_) SumInto(acc.data(), px + ((n * d.h + h) * d.w + w) * d.c, d.c);
+                  else acc[0] += px[((n * d.c + c) * d.h + h) * d.w + w];
+                }
+              using T = std::remove_pointer_t<decltype(py)>;
+              if (nhwc_) {
+                T* o = py + ((n * oh + i) * ow + j) * d.c;
+                for (int64_t k = 0; k < d.c; ++k) o[k] = static_cast<T>(out_value(acc[k], count));
+              } else {
+                py[((n * d.c + c) * oh + i) * ow + j] = static_cast<T>(out_value(acc[0], count));
+              }
+            }
+    };
+    auto with_y = [&](const auto* px) {
+      if (y_.type == DataType::kUInt8) run(px, y.data<uint8_t>());
+      else run(px, y.data<int8_t>());
+    };
+    if (x_.type == DataType::kUInt8) with_y(x->data<uint8_t>());
+    else with_y(x->data<int8_t>());
+    ctx.SetOutput(0, std::move(y));
+    return Status::Ok();
+  }
+
+ private:
+  nn::WindowAttrs attrs_;
+  QParam x_, y_;
+  bool nhwc_;
+};
+
+Result<std::unique_ptr<Kernel>> MakeQAveragePool(const KernelInfo& info) {
+  IL_ASSIGN_OR_RETURN(nn::WindowAttrs attrs, nn::ParseWindowAttrs(info, true));
+  IL_ASSIGN_OR_RETURN(bool nhwc, NhwcFromInfo(info));
+  if (attrs.kernel_shape.size() != 2) return info.Invalid("QAveragePool takes 2-D windows only");
+  if (info.GetInt("count_include_pad", 0) != 0) return info.Invalid("count_include_pad must be 0");
+  IL_ASSIGN_OR_RETURN(QParam x, ConstQParam(info, 1, 2, DataType::kUInt8, "x"));
+  IL_ASSIGN_OR_RETURN(QParam y, ConstQParam(info, 3, 4, DataType::kUInt8, "y"));
+  return std::unique_ptr<Kernel>(std::make_unique<QAveragePoolKernel>(std::move(attrs), x, y, nhwc));
+}
+
 class QGlobalAveragePoolKernel final : public Kernel {
  public:
   QGlobalAveragePoolKernel(QParam x, QParam y, bool nhwc) : x_(x), y_(y), nhwc_(nhwc) {}
@@ -1056,6 +1128,7 @@ void RegisterInt8Kernels(KernelRegistry& r) {
   r.Register(d, "QGlobalAveragePool", 1, dnnl_kernels::MakeQGlobalAveragePool);
   r.Register(d, "DynamicQMatMul", 1, dnnl_kernels::MakeDynamicQMatMul);
   r.Register(d, "QConcat", 1, dnnl_kernels::MakeQConcat);
+  r.Register(d, "QAveragePool", 1, dnnl_kernels::MakeQAveragePool);
 }
 
 }  // namespace inferloop

@@ -135,5 +135,23 @@ TEST(OptQdqFusion, ResidualAddAndPoolsStayChannelsLastBetweenConvs) {
   EXPECT_EQ(o.report.rewrites["Int8NhwcLayout"], 5);
 }
 
+TEST(OptQdqFusion, AveragePoolAndConcatRunOn8Bits) {
+  ModelBuilder b(17);
+  b.Input("x", DataType::kFloat, {1, 4, 7, 7}).Input("z", DataType::kFloat, {1, 3, 7, 7}).Output("y", DataType::kFloat, {1, 7, 7, 7});
+  Qdq(b, "x", "xd", 0.02f, 128);
+  auto& pool = b.Node("AveragePool", {"xd"}, {"p"});
+  IntsAttr(pool, "kernel_shape", {3, 3});
+  IntsAttr(pool, "pads", {1, 1, 1, 1});
+  Qdq(b, "p", "pd", 0.015f, 120);
+  Qdq(b, "z", "zd", 0.03f, 100);
+  IntAttr(b.Node("Concat", {"pd", "zd"}, {"c"}), "axis", 1);
+  Qdq(b, "c", "y", 0.03f, 110);
+  const Model m = LoadBuilt(b);
+  auto o = OptimizeAndCompare(m, {{"x", RandomTensor({1, 4, 7, 7}, 7)}, {"z", RandomTensor({1, 3, 7, 7}, 8)}}, 2, 0.03f * 1.001f, 0.f);
+  EXPECT_EQ(CountOp(o.model, "QAveragePool"), 1);
+  EXPECT_EQ(CountOp(o.model, "QConcat"), 1);
+  EXPECT_EQ(CountOp(o.model, "AveragePool") + CountOp(o.model, "Concat"), 0);
+}
+
 }  // namespace
 }  // namespace inferloop::testing
