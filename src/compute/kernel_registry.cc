@@ -50,6 +50,7 @@ const KernelRegistry& DefaultKernelRegistry() {
     RegisterSignalKernels(r);
     RegisterFusedGeluKernel(r);
     RegisterFusedAttentionKernel(r);
+    RegisterInt8Kernels(r);
     return r;
   }();
   return registry;

@@ -54,5 +54,6 @@ void RegisterImageKernels(KernelRegistry& r);         // Resize, Upsample, GridS
 void RegisterSignalKernels(KernelRegistry& r);        // DFT, STFT, window functions, MelWeightMatrix, TfIdfVectorizer
 void RegisterFusedGeluKernel(KernelRegistry& r);      // com.inferloop Gelu (fused_gelu.cc)
 void RegisterFusedAttentionKernel(KernelRegistry& r); // com.inferloop MultiHeadAttention (fused_attention.cc)
+void RegisterInt8Kernels(KernelRegistry& r);          // com.inferloop int8 ops of the QDQ fusion (dnnl_int8.cc)
 
 }  // namespace inferloop

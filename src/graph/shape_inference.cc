@@ -295,6 +295,66 @@ class Inferencer {
     return true;
   }
 
+  // The com.inferloop int8 ops of the QDQ fusion (src/compute/kernels/dnnl_int8.cc): shaped like
+  // the float op they replace (layout NCHW; NHWC: dtype only), dtype of the output zero point
+  // (uint8 when absent), float32 without y_scale (QConv, QMatMul). False for other nodes.
+  bool InferInt8(const Node& n) {
+    static const std::map<std::string, std::pair<std::string, std::vector<size_t>>> kOps = {
+        {"QConv", {"Conv", {0, 3}}}, {"QMatMul", {"MatMul", {0, 3}}}, {"QAdd", {"Add", {0, 3}}},
+        {"QMaxPool", {"MaxPool", {0}}}, {"QGlobalAveragePool", {"GlobalAveragePool", {0}}},
+        {"DynamicQMatMul", {"MatMul", {0, 3}}}, {"QAveragePool", {"AveragePool", {0}}}};
+    if (n.op_type == "QConcat" && !n.outputs.empty()) {  // Concat of the X inputs (2, 5, 8, ...)
+      const Info* z = n.inputs.size() > 1 && !n.inputs[1].empty() ? In(n, 1) : nullptr;
+      Node plain = n;
+      plain.domain.clear();
+      plain.op_type = "Concat";
+      plain.inputs.clear();
+      for (size_t i = 2; i < n.inputs.size(); i += 3) plain.inputs.push_back(n.inputs[i]);
+      const std::string tmp_out = "\x01int8_out";
+      plain.outputs = {tmp_out};
+      Infer(plain);
+      auto o = values_.find(tmp_out);
+      const DataType t = z ? z->dtype : DataType::kUInt8;
+      Info info = o != values_.end() && o->second.has_shape ? TensorInfo(t, o->second.dims) : Unknown(t);
+      values_.erase(tmp_out);
+      Out(n, 0, info);
+      return true;
+    }
+    auto it = kOps.find(n.op_type);
+    if (it == kOps.end() || n.outputs.empty()) return false;
+    const std::string& op = n.op_type;
+    auto in_type = [&](size_t i) {
+      const Info* t = i < n.inputs.size() && !n.inputs[i].empty() ? In(n, i) : nullptr;
+      return t ? t->dtype : DataType::kUndefined;
+    };
+    auto present = [&](size_t i) { return i < n.inputs.size() && !n.inputs[i].empty(); };
+    DataType t = DataType::kUInt8;
+    if (op == "QMaxPool") t = in_type(0);
+    else if (op == "DynamicQMatMul") t = DataType::kFloat;
+    else if (op == "QGlobalAveragePool" || op == "QAveragePool") t = present(4) ? in_type(4) : DataType::kUInt8;
+    else if (op == "QAdd") t = present(7) ? in_type(7) : DataType::kUInt8;
+    else t = !present(6) ? DataType::kFloat : present(7) ? in_type(7) : DataType::kUInt8;
+    if (const Attribute* d = n.FindAttribute("dequantize_output"); d && d->i != 0) t = DataType::kFloat;
+    const Attribute* layout = n.FindAttribute("layout");
+    if (layout && layout->s == "NHWC") {
+      Out(n, 0, Unknown(t));
+      return true;
+    }
+    const std::string tmp_out = "\x01int8_out";
+    Node plain = n;
+    plain.domain.clear();
+    plain.op_type = it->second.first;
+    plain.inputs.clear();
+    for (size_t i : it->second.second) plain.inputs.push_back(i < n.inputs.size() ? n.inputs[i] : "");
+    plain.outputs = {tmp_out};
+    Infer(plain);
+    auto o = values_.find(tmp_out);
+    Info info = o != values_.end() && o->second.has_shape ? TensorInfo(t, o->second.dims) : Unknown(t);
+    values_.erase(tmp_out);
+    Out(n, 0, info);
+    return true;
+  }
+
   void Infer(const Node& n) {
     const std::string& op = n.op_type;
     const Info* x = In(n, 0);
@@ -312,6 +372,7 @@ class Inferencer {
                                                   "BitwiseXor", "PRelu"};
     static const std::set<std::string> kCompare = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
     if (n.domain == "com.inferloop" && InferBlocked(n)) return;  // NCHW16c ops (docs/DNNL_KERNELS.md)
+    if (n.domain == "com.inferloop" && InferInt8(n)) return;     // QDQ fusion's int8 ops
     if (n.domain == "com.inferloop") {  // fused ops (docs/FUSED_OPS.md): shaped like what they replace
       static const std::map<std::string, std::string> kShapedLike = {
           {"FusedConv", "Conv"}, {"FusedGemm", "Gemm"}, {"FusedMatMul", "MatMul"}, {"Gelu", "Identity"},
@@ -325,6 +386,25 @@ class Inferencer {
       return;
     }
     if (!n.domain.empty()) return;  // rules cover ai.onnx only
+    if (op == "DynamicQuantizeLinear") {  // y: uint8 of x's shape; y_scale, y_zero_point: scalars
+      Out(n, 0, x && x->has_shape ? TensorInfo(DataType::kUInt8, x->dims) : Unknown(DataType::kUInt8));
+      if (n.outputs.size() > 1) Out(n, 1, TensorInfo(DataType::kFloat, {}));
+      if (n.outputs.size() > 2) Out(n, 2, TensorInfo(DataType::kUInt8, {}));
+      return;
+    }
+    if (op == "QuantizeLinear" || op == "DequantizeLinear") {  // elementwise: x's shape
+      DataType t = DataType::kFloat;
+      if (op == "DequantizeLinear") {
+        if (const Info* s = n.inputs.size() > 1 ? In(n, 1) : nullptr) t = s->dtype;
+      } else if (const Attribute* od = n.FindAttribute("output_dtype"); od && od->i != 0) {
+        t = static_cast<DataType>(od->i);
+      } else {
+        const Info* z = n.inputs.size() > 2 && !n.inputs[2].empty() ? In(n, 2) : nullptr;
+        t = z ? z->dtype : DataType::kUInt8;
+      }
+      Out(n, 0, x && x->has_shape ? TensorInfo(t, x->dims) : Unknown(t));
+      return;
+    }
     if (kUnary.count(op)) {
       same();
       if (op == "Dropout" && x && x->has_shape) Out(n, 1, TensorInfo(DataType::kBool, x->dims));

@@ -96,7 +96,8 @@ bool ReshapeTarget(GraphEditor& ed, const Node& reshape, std::vector<ShapeEntry>
 // batch and row dims, LayerNormalization) to where it comes from.
 std::pair<std::string, int> DimOrigin(GraphEditor& ed, std::string value, int axis) {
   static const std::set<std::string> kUnary = {"Relu", "Gelu", "Erf", "Tanh", "Sigmoid", "Identity", "Dropout",
-                                               "LayerNormalization", "Softmax", "Neg", "Sqrt", "Exp"};
+                                               "LayerNormalization", "Softmax", "Neg", "Sqrt", "Exp",
+                                               "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"};
   for (int guard = 0; guard < 64; ++guard) {
     const int p = ed.Producer(value);
     if (p < 0 || ed.removed(p)) break;
@@ -116,6 +117,9 @@ std::pair<std::string, int> DimOrigin(GraphEditor& ed, std::string value, int ax
     } else if ((n.op_type == "MatMul" || n.op_type == "FusedMatMul") && n.inputs.size() >= 2) {
       // A's batch and row dims pass when B is a matrix.
       if (ed.Rank(n.inputs[1]) == 2 && ed.Rank(n.inputs[0]) == r && axis < r - 1) next = n.inputs[0];
+    } else if ((n.op_type == "QMatMul" || n.op_type == "DynamicQMatMul") && n.domain == kInferloopDomain &&
+               n.inputs.size() >= 4) {  // B is [K, N]
+      if (ed.Rank(n.inputs[0]) == r && axis < r - 1) next = n.inputs[0];
     } else if ((n.op_type == "Gemm" || n.op_type == "FusedGemm") && axis == 0 && AttrInt(n, "transA", 0) == 0) {
       next = n.inputs[0];
     }

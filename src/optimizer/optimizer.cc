@@ -56,9 +56,11 @@ bool SortTopologically(Graph& g) {
   return true;
 }
 
-std::vector<std::unique_ptr<GraphPass>> PassesFor(int level) {
+std::vector<std::unique_ptr<GraphPass>> PassesFor(int level, bool fuse_qdq) {
   std::vector<std::unique_ptr<GraphPass>> p;
   if (level <= 0) return p;
+  // QDQ patterns first: constant folding would turn DequantizeLinear(int8 weights) into floats.
+  if (level >= 2 && fuse_qdq) p.push_back(MakeQdqFusionPass());
   p.push_back(MakeConstantFoldingPass());
   p.push_back(MakeIdentityEliminationPass());
   p.push_back(MakeTransposeReshapeCancellationPass());
@@ -103,7 +105,7 @@ Result<OptimizeReport> OptimizeModel(Model& model, const OptimizeOptions& opts) 
   PassContext ctx;
   ctx.registry = opts.registry;
   ctx.max_folding_growth_bytes = opts.max_folding_growth_bytes;
-  auto passes = PassesFor(opts.level);
+  auto passes = PassesFor(opts.level, opts.fuse_qdq);
   for (auto& p : passes) report.rewrites[p->name()] += 0;
   for (int it = 0; it < opts.max_iterations; ++it) {
     ++report.iterations;
@@ -117,10 +119,14 @@ Result<OptimizeReport> OptimizeModel(Model& model, const OptimizeOptions& opts) 
     if (changed == 0) break;
   }
   if (opts.level >= 2) {  // layout last: the fusions above match plain-layout patterns only
-    auto layout = MakeNchwcLayoutPass();
-    auto r = layout->Apply(work, ctx);
-    if (!r.ok()) return r.status().WithContext("optimizer pass " + layout->name());
-    report.rewrites[layout->name()] += *r;
+    std::vector<std::unique_ptr<GraphPass>> layouts;
+    if (opts.fuse_qdq) layouts.push_back(MakeInt8NhwcLayoutPass());
+    layouts.push_back(MakeNchwcLayoutPass());
+    for (auto& layout : layouts) {
+      auto r = layout->Apply(work, ctx);
+      if (!r.ok()) return r.status().WithContext("optimizer pass " + layout->name());
+      report.rewrites[layout->name()] += *r;
+    }
   }
   model = std::move(work);
   return finish();

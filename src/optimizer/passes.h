@@ -15,6 +15,7 @@ std::unique_ptr<GraphPass> MakeIdentityEliminationPass();       // identity_elim
 std::unique_ptr<GraphPass> MakeTransposeReshapeCancellationPass();  // transpose_reshape_cancellation.cc
 
 // Level 2: fusions.
+std::unique_ptr<GraphPass> MakeQdqFusionPass();                 // qdq_fusion.cc (runs before constant folding)
 std::unique_ptr<GraphPass> MakeConvBatchNormFoldingPass();      // conv_bn_folding.cc
 std::unique_ptr<GraphPass> MakeMatMulAddFusionPass();           // matmul_add_fusion.cc
 std::unique_ptr<GraphPass> MakeActivationFusionPass();          // activation_fusion.cc
@@ -24,5 +25,7 @@ std::unique_ptr<GraphPass> MakeGeluFusionPass();                // gelu_fusion.c
 std::unique_ptr<GraphPass> MakeAttentionFusionPass();           // attention_fusion.cc
 // Level 2, once after the fusions: channel-blocked layout between 2-D convolutions.
 std::unique_ptr<GraphPass> MakeNchwcLayoutPass();               // nchwc_layout.cc
+// Level 2, once after the fusions: channels-last 8-bit tensors between the int8 ops.
+std::unique_ptr<GraphPass> MakeInt8NhwcLayoutPass();            // qdq_fusion.cc
 
 }  // namespace inferloop

@@ -8,6 +8,7 @@
 
 #include "base/float_types.h"
 #include "compute/kernel_registry.h"
+#include "compute/simd/quantize_linear.h"
 #include "compute/tensor_cast.h"
 
 namespace inferloop {
@@ -210,6 +211,20 @@ Status RunQuantize(KernelContext& ctx, const QuantizeAttrs& a) {
   DataType precision = a.precision;
   if (precision == DataType::kUndefined)
     precision = IsFloatInput(scale->dtype()) ? scale->dtype() : DataType::kFloat;  // int32 / e8m0 scales: float
+  if (x->dtype() == DataType::kFloat && scale->dtype() == DataType::kFloat && scale->size() == 1 &&
+      precision == DataType::kFloat && (out_type == DataType::kUInt8 || out_type == DataType::kInt8) &&
+      (!zp || zp->size() == 1)) {  // per-tensor float32 -> 8 bits: the vectorized path
+    const float s = scale->data<float>()[0];
+    const int32_t z = !zp ? 0 : out_type == DataType::kUInt8 ? zp->data<uint8_t>()[0] : zp->data<int8_t>()[0];
+    IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(out_type, x->shape()));
+    const float* px = x->data<float>();
+    ParallelFor(ctx.thread_pool(), x->size(), 1 << 16, [&](int64_t b, int64_t e) {
+      if (out_type == DataType::kUInt8) simd::QuantizeToU8(px + b, y.data<uint8_t>() + b, e - b, s, z);
+      else simd::QuantizeToS8(px + b, y.data<int8_t>() + b, e - b, s, z);
+    });
+    ctx.SetOutput(0, std::move(y));
+    return Status::Ok();
+  }
   IL_ASSIGN_OR_RETURN(Tensor y, ctx.Allocate(out_type, x->shape()));
   Reader rs(*scale);
   std::vector<double> scales(static_cast<size_t>(scale->size()));
@@ -289,6 +304,19 @@ Status RunDequantize(KernelContext& ctx, int64_t axis, int64_t block_size, DataT
   DataType out_type = output_dtype;
   if (out_type == DataType::kUndefined) out_type = IsFloatInput(scale->dtype()) ? scale->dtype() : DataType::kFloat;
   IL_ASSIGN_OR_RETURN(Granularity g, ResolveGranularity(ctx, *x, *scale, zp, axis, block_size));
+  if ((x->dtype() == DataType::kUInt8 || x->dtype() == DataType::kInt8) && scale->dtype() == DataType::kFloat &&
+      scale->size() == 1 && out_type == DataType::kFloat && (!zp || zp->size() == 1)) {  // the vectorized path
+    const float s = scale->data<float>()[0];
+    const int32_t z = !zp ? 0 : x->dtype() == DataType::kUInt8 ? zp->data<uint8_t>()[0] : zp->data<int8_t>()[0];
+    IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(DataType::kFloat, x->shape()));
+    float* py = y.data<float>();
+    ParallelFor(ctx.thread_pool(), x->size(), 1 << 16, [&](int64_t b, int64_t e) {
+      if (x->dtype() == DataType::kUInt8) simd::DequantizeU8(x->data<uint8_t>() + b, py + b, e - b, s, z);
+      else simd::DequantizeS8(x->data<int8_t>() + b, py + b, e - b, s, z);
+    });
+    ctx.SetOutput(0, std::move(y));
+    return Status::Ok();
+  }
   IL_ASSIGN_OR_RETURN(Tensor y, ctx.Allocate(out_type, x->shape()));
   Reader rs(*scale);
   std::vector<double> scales(static_cast<size_t>(scale->size()));
@@ -370,10 +398,7 @@ Status RunDynamicQuantize(KernelContext& ctx) {
   const float* px = x->data<float>();
   const int64_t n = x->size();
   float maxx = 0.0f, minx = 0.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    if (px[i] > maxx) maxx = px[i];
-    if (px[i] < minx) minx = px[i];
-  }
+  simd::MinMaxWithZero(px, n, &minx, &maxx);
   const float qmin = 0.0f, qmax = 255.0f;
   const float scale = (maxx == minx ? 1.0f : (maxx - minx)) / (qmax - qmin);
   const float initial_zp = qmin - minx / scale;
@@ -381,12 +406,7 @@ Status RunDynamicQuantize(KernelContext& ctx) {
   if (!(zp >= qmin)) zp = qmin;  // NaN when x holds infinities
   IL_ASSIGN_OR_RETURN(Tensor y, ctx.Allocate(DataType::kUInt8, x->shape()));
   uint8_t* py = y.data<uint8_t>();
-  for (int64_t i = 0; i < n; ++i) {
-    float v = std::nearbyint(px[i] / scale) + zp;
-    if (!(v >= qmin)) v = qmin;  // also NaN
-    if (v > qmax) v = qmax;
-    py[i] = static_cast<uint8_t>(v);
-  }
+  simd::DynamicQuantizeToU8(px, py, n, scale, zp);  // round(x / scale) + zp, clamped to [0, 255], NaN -> 0
   IL_ASSIGN_OR_RETURN(Tensor ys, ctx.Allocate(DataType::kFloat, {}));
   *ys.data<float>() = scale;
   IL_ASSIGN_OR_RETURN(Tensor yz, ctx.Allocate(DataType::kUInt8, {}));

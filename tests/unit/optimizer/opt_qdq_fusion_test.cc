@@ -1,0 +1,157 @@
+// QdqFusion / Int8NhwcLayout (src/optimizer/qdq_fusion.cc): QDQ patterns become int8 ops whose
+// outputs stay within one quantization step of the unfused graph's (run with optimization off:
+// the reference QuantizeLinear / DequantizeLinear and float kernels); patterns outside the rules
+// are left alone.
+#include <gtest/gtest.h>
+
+#include "optimizer/graph_editor.h"
+#include "unit/optimizer/opt_test_util.h"
+
+namespace inferloop::testing {
+namespace {
+
+void IntAttr(onnxpb::NodeProto& n, const std::string& name, int64_t v) {
+  auto* a = n.add_attribute();
+  a->set_name(name);
+  a->set_type(onnxpb::AttributeProto::INT);
+  a->set_i(v);
+}
+
+Tensor U8(uint8_t v) { return Tensor::FromVector(DataType::kUInt8, {}, std::vector<uint8_t>{v}); }
+
+// Adds x -> Q -> DQ named `out` (scale s, zero point z) to the builder.
+void Qdq(ModelBuilder& b, const std::string& x, const std::string& out, float s, uint8_t z) {
+  b.Initializer(out + "_s", ScalarF(s));
+  b.Initializer(out + "_z", U8(z));
+  b.Node("QuantizeLinear", {x, out + "_s", out + "_z"}, {out + "_q"});
+  b.Node("DequantizeLinear", {out + "_q", out + "_s", out + "_z"}, {out});
+}
+
+// An int8 weight [rows, ...] with per-row scales (axis 0) through a DQ named `out`.
+void Weight(ModelBuilder& b, const std::string& out, const Shape& shape, int8_t zp = 0, int64_t axis = 0) {
+  std::vector<int8_t> w(static_cast<size_t>(ShapeElementCount(shape)));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<int8_t>(static_cast<int>((i * 37) % 255) - 127);
+  const int64_t ch = shape[axis];
+  std::vector<float> s(static_cast<size_t>(ch));
+  for (int64_t c = 0; c < ch; ++c) s[c] = 0.002f + 0.0005f * static_cast<float>(c % 7);
+  b.Initializer(out + "_w", Tensor::FromVector(DataType::kInt8, shape, w));
+  b.Initializer(out + "_s", Tensor::FromVector(DataType::kFloat, {ch}, s));
+  b.Initializer(out + "_z", Tensor::FromVector(DataType::kInt8, {ch}, std::vector<int8_t>(static_cast<size_t>(ch), zp)));
+  IntAttr(b.Node("DequantizeLinear", {out + "_w", out + "_s", out + "_z"}, {out}), "axis", axis);
+}
+
+TEST(OptQdqFusion, ConvReluBecomesOneQConvWithinOneStep) {
+  ModelBuilder b(17);
+  b.Input("x", DataType::kFloat, {1, 4, 8, 8}).Output("y", DataType::kFloat, {1, 8, 8, 8});
+  Qdq(b, "x", "xd", 0.02f, 128);
+  Weight(b, "wd", {8, 4, 3, 3});
+  IntsAttr(b.Node("Conv", {"xd", "wd"}, {"c"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c"}, {"r"});
+  Qdq(b, "r", "y", 0.05f, 0);
+  const Model m = LoadBuilt(b);
+  auto o = OptimizeAndCompare(m, {{"x", RandomTensor({1, 4, 8, 8}, 1)}}, 2, 0.05f * 1.001f, 0.f);
+  EXPECT_EQ(CountOp(o.model, "QConv"), 1);
+  EXPECT_EQ(CountOp(o.model, "Conv"), 0);
+  EXPECT_EQ(CountOp(o.model, "Relu"), 0);
+  const Node* q = FindOp(o.model, "QConv");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(AttrString(*q, "activation", ""), "Relu");
+  EXPECT_EQ(q->inputs[0], "xd_q");  // reads the 8-bit tensor itself
+}
+
+TEST(OptQdqFusion, NonZeroWeightZeroPointIsLeftAlone) {
+  ModelBuilder b(17);
+  b.Input("x", DataType::kFloat, {1, 4, 6, 6}).Output("y", DataType::kFloat, {1, 8, 4, 4});
+  Qdq(b, "x", "xd", 0.02f, 128);
+  Weight(b, "wd", {8, 4, 3, 3}, /*zp=*/3);
+  b.Node("Conv", {"xd", "wd"}, {"c"});
+  Qdq(b, "c", "y", 0.05f, 128);
+  const Model m = LoadBuilt(b);
+  auto o = OptimizeAndCompare(m, {{"x", RandomTensor({1, 4, 6, 6}, 2)}});
+  EXPECT_EQ(CountOp(o.model, "QConv"), 0);
+  EXPECT_EQ(CountOp(o.model, "Conv") + CountOp(o.model, "FusedConv"), 1);
+}
+
+TEST(OptQdqFusion, MatMulWithConstantWeightsFusesActivationMatMulDoesNot) {
+  ModelBuilder b(17);
+  b.Input("x", DataType::kFloat, {2, 3, 16}).Input("k", DataType::kFloat, {2, 16, 5}).Output("y", DataType::kFloat, {2, 3, 5});
+  Qdq(b, "x", "xd", 0.02f, 120);
+  Qdq(b, "k", "kd", 0.02f, 128);
+  Weight(b, "wd", {16, 16}, 0, /*axis=*/1);
+  b.Node("MatMul", {"xd", "wd"}, {"m"});
+  Qdq(b, "m", "md", 0.05f, 128);
+  b.Node("MatMul", {"md", "kd"}, {"y"});  // two activations: stays float
+  const Model m = LoadBuilt(b);
+  auto o = OptimizeAndCompare(m, {{"x", RandomTensor({2, 3, 16}, 3)}, {"k", RandomTensor({2, 16, 5}, 4)}}, 2, 0.05f, 0.f);
+  EXPECT_EQ(CountOp(o.model, "QMatMul"), 1);
+  EXPECT_EQ(CountOp(o.model, "MatMul"), 1);
+}
+
+TEST(OptQdqFusion, DqQPairWithSameParametersCancelsAndTransposeRunsOn8Bits) {
+  ModelBuilder b(17);
+  b.Input("x", DataType::kFloat, {2, 3, 4}).Output("y", DataType::kFloat, {4, 3, 2});
+  Qdq(b, "x", "xd", 0.02f, 128);
+  IntsAttr(b.Node("Transpose", {"xd"}, {"t"}), "perm", {2, 1, 0});
+  b.Node("QuantizeLinear", {"t", "xd_s", "xd_z"}, {"tq"});
+  b.Node("DequantizeLinear", {"tq", "xd_s", "xd_z"}, {"td"});
+  b.Node("QuantizeLinear", {"td", "xd_s", "xd_z"}, {"tq2"});  // DQ -> Q, same parameters: cancels
+  b.Node("DequantizeLinear", {"tq2", "xd_s", "xd_z"}, {"y"});
+  const Model m = LoadBuilt(b);
+  auto o = OptimizeAndCompare(m, {{"x", RandomTensor({2, 3, 4}, 5)}});
+  EXPECT_EQ(CountOp(o.model, "QuantizeLinear"), 1);    // the input's
+  EXPECT_EQ(CountOp(o.model, "DequantizeLinear"), 1);  // the output's
+  const Node* t = FindOp(o.model, "Transpose");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->inputs[0], "xd_q");
+}
+
+TEST(OptQdqFusion, ResidualAddAndPoolsStayChannelsLastBetweenConvs) {
+  ModelBuilder b(17);
+  b.Input("x", DataType::kFloat, {1, 8, 8, 8}).Output("y", DataType::kFloat, {1, 8, 1, 1});
+  Qdq(b, "x", "xd", 0.02f, 128);
+  Weight(b, "w1", {8, 8, 3, 3});
+  IntsAttr(b.Node("Conv", {"xd", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c1"}, {"r1"});
+  Qdq(b, "r1", "r1d", 0.04f, 0);
+  Weight(b, "w2", {8, 8, 1, 1});
+  b.Node("Conv", {"r1d", "w2"}, {"c2"});
+  Qdq(b, "c2", "c2d", 0.04f, 128);
+  b.Node("Add", {"c2d", "r1d"}, {"s"});
+  b.Node("Relu", {"s"}, {"sr"});
+  Qdq(b, "sr", "sd", 0.05f, 0);
+  auto& pool = b.Node("MaxPool", {"sd"}, {"p"});
+  IntsAttr(pool, "kernel_shape", {2, 2});
+  IntsAttr(pool, "strides", {2, 2});
+  Qdq(b, "p", "pd", 0.05f, 0);
+  b.Node("GlobalAveragePool", {"pd"}, {"g"});
+  Qdq(b, "g", "y", 0.01f, 0);
+  const Model m = LoadBuilt(b);
+  auto o = OptimizeAndCompare(m, {{"x", RandomTensor({1, 8, 8, 8}, 6)}}, 2, 0.01f * 1.001f, 0.f);
+  EXPECT_EQ(CountOp(o.model, "QConv"), 2);
+  EXPECT_EQ(CountOp(o.model, "QAdd"), 1);
+  EXPECT_EQ(CountOp(o.model, "QMaxPool"), 1);
+  EXPECT_EQ(CountOp(o.model, "QGlobalAveragePool"), 1);
+  EXPECT_EQ(CountOp(o.model, "Transpose"), 2);  // into the first conv, out of the pool
+  EXPECT_EQ(o.report.rewrites["Int8NhwcLayout"], 5);
+}
+
+TEST(OptQdqFusion, AveragePoolAndConcatRunOn8Bits) {
+  ModelBuilder b(17);
+  b.Input("x", DataType::kFloat, {1, 4, 7, 7}).Input("z", DataType::kFloat, {1, 3, 7, 7}).Output("y", DataType::kFloat, {1, 7, 7, 7});
+  Qdq(b, "x", "xd", 0.02f, 128);
+  auto& pool = b.Node("AveragePool", {"xd"}, {"p"});
+  IntsAttr(pool, "kernel_shape", {3, 3});
+  IntsAttr(pool, "pads", {1, 1, 1, 1});
+  Qdq(b, "p", "pd", 0.015f, 120);
+  Qdq(b, "z", "zd", 0.03f, 100);
+  IntAttr(b.Node("Concat", {"pd", "zd"}, {"c"}), "axis", 1);
+  Qdq(b, "c", "y", 0.03f, 110);
+  const Model m = LoadBuilt(b);
+  auto o = OptimizeAndCompare(m, {{"x", RandomTensor({1, 4, 7, 7}, 7)}, {"z", RandomTensor({1, 3, 7, 7}, 8)}}, 2, 0.03f * 1.001f, 0.f);
+  EXPECT_EQ(CountOp(o.model, "QAveragePool"), 1);
+  EXPECT_EQ(CountOp(o.model, "QConcat"), 1);
+  EXPECT_EQ(CountOp(o.model, "AveragePool") + CountOp(o.model, "Concat"), 0);
+}
+
+}  // namespace
+}  // namespace inferloop::testing
