@@ -72,7 +72,7 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
   # fuzzer name, seed corpus folder; the request/config parsers get a third of the loader's budget.
   for spec in "model_loader_fuzzer tests/fuzz/corpus 1" "v2_json_fuzzer tests/fuzz/corpus/v2_json 3" \
               "v2_grpc_fuzzer tests/fuzz/corpus/v2_grpc 3" "model_config_fuzzer tests/fuzz/corpus_config 3" \
-              "gguf_fuzzer tests/fuzz/corpus_gguf 3"; do
+              "gguf_fuzzer tests/fuzz/corpus_gguf 3" "openai_request_fuzzer tests/fuzz/corpus_openai 3"; do
     set -- $spec
     name=$1; seeds=$2; div=$3
     echo "== [3/3] libFuzzer: ${name} ($((runs / div)) runs, at most $((secs / div))s) =="

@@ -161,9 +161,11 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
   for (int l = 0; l < static_cast<int>(hp_.n_layer); ++l) {
     const LlamaLayer& L = layers_[l];
     for (int64_t t = 0; t < T; ++t) RmsNorm(x.data() + t * E, L.attn_norm, hp_.rms_eps, E, h.data() + t * E);
-    MatMul(L.wq, h.data(), T, q.data(), pool);
-    MatMul(L.wk, h.data(), T, kk.data(), pool);
-    MatMul(L.wv, h.data(), T, vv.data(), pool);
+    {
+      const WeightMatrix* ws[3] = {&L.wq, &L.wk, &L.wv};
+      float* ys[3] = {q.data(), kk.data(), vv.data()};
+      MatMulMany(ws, h.data(), T, ys, pool);
+    }
     for (int64_t t = 0; t < T; ++t) {
       float* qt = q.data() + t * QD;
       float* kt = kk.data() + t * KVD;
@@ -214,8 +216,11 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
     for (int64_t i = 0; i < T * E; ++i) x[i] += tmp[i];
 
     for (int64_t t = 0; t < T; ++t) RmsNorm(x.data() + t * E, L.ffn_norm, hp_.rms_eps, E, h.data() + t * E);
-    MatMul(L.w_gate, h.data(), T, gate.data(), pool);
-    MatMul(L.w_up, h.data(), T, up.data(), pool);
+    {
+      const WeightMatrix* ws[2] = {&L.w_gate, &L.w_up};
+      float* ys[2] = {gate.data(), up.data()};
+      MatMulMany(ws, h.data(), T, ys, pool);
+    }
     for (int64_t i = 0; i < T * F; ++i) {
       const float g = gate[i];
       gate[i] = g / (1.0f + std::exp(-g)) * up[i];  // SiLU(gate) * up
