@@ -68,6 +68,15 @@ namespace {
 void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, int64_t T, float* Y, int64_t begin, int64_t end) {
   const LlmKernelTable& k = ActiveLlmKernels();
   const int64_t n = w.cols;
+  // Unpack each weight block once for all activation rows. Used for one row too, so that a
+  // token's numbers do not depend on how many others share its step (batch invariance).
+  if (n % 64 == 0) {
+    auto gemm = w.type == GgmlType::kQ4_0 ? k.gemm_q4_0 : w.type == GgmlType::kQ8_0 ? k.gemm_q8_0 : nullptr;
+    if (gemm != nullptr) {
+      gemm(w.Row(begin).data(), w.row_bytes, end - begin, xq, T, Y + begin, w.rows);
+      return;
+    }
+  }
   std::vector<float> row;
   for (int64_t r = begin; r < end; ++r) {
     const uint8_t* wr = w.Row(r).data();
