@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "inferloop/precision.h"
 #include "inferloop/status.h"
 #include "inferloop/tensor.h"
 
@@ -35,6 +36,10 @@ struct SessionOptions {
   int max_cached_shape_plans = 8;
   // An arena no run has used for this long is freed on a later Run or Trim().
   int arena_idle_release_ms = 10000;
+  // Numeric precision (inferloop/precision.h): kAuto = int8 for a model with Q/DQ nodes, else
+  // fp32. kInt8 on a model without Q/DQ nodes fails session creation (quantize it first);
+  // kBf16 without AVX512_BF16 falls back to kFp16 with a note on stderr.
+  Precision precision = Precision::kAuto;
 };
 
 // One dimension of a declared shape: a fixed size, or a symbolic name ("batch"), or unknown.
@@ -82,6 +87,10 @@ struct RuntimeMemoryStats {
   size_t arena_bytes_held = 0;  // bytes held by the arenas and scratch blocks of idle runs
   int cached_shape_plans = 0;
   int run_states = 0;           // run states (arena, scratch, frame): most runs in flight at once
+  // Constant data held now: initializers the session keeps plus the kernels' own (packed,
+  // possibly bf16/fp16) copies of weights, each buffer once. Kernels pack weights on the first
+  // run of a shape, so this is meaningful after a run.
+  size_t weight_bytes = 0;
 };
 
 class Session {
@@ -123,6 +132,9 @@ class Session {
   void Trim() const;
   // Threads this session's kernels use.
   int intra_op_threads() const;
+  // The precision in force: SessionOptions::precision resolved (kAuto becomes kInt8 or kFp32;
+  // kBf16 may have become kFp16).
+  Precision precision() const;
 
   // Infers every intermediate's shape from input shapes (declared ones where not given) and
   // plans their memory before running. Unknown input names or ranks are errors.

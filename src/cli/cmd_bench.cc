@@ -24,6 +24,7 @@
 
 #include "base/json_string.h"
 #include "cli/commands.h"
+#include "cli/precision_option.h"
 #include "inferloop/session.h"
 #include "tools/npy.h"
 
@@ -124,6 +125,7 @@ struct BenchArgs {
   std::vector<std::string> shapes;
   std::vector<std::string> dims;
   std::string save_outputs;
+  std::string precision;
 };
 
 int Fail(const Status& st, int code = 1) {
@@ -243,6 +245,7 @@ Runner AddBenchCommand(CLI::App& app) {
   cmd->add_option("-s,--shape", args->shapes, "NAME=D1,D2,... (or NAME:D1,D2,...): whole shape of a made-up input (repeatable)");
   cmd->add_option("--dim", args->dims, "SYMBOL=N: value of a symbolic dim in made-up inputs, e.g. sequence=128 (repeatable)");
   cmd->add_option("--save-outputs", args->save_outputs, "Write the last run's outputs as DIR/<name>.npy");
+  AddPrecisionOption(cmd, &args->precision);
   return [args, batch_opt]() {
     if (!args->inputs_dir.empty() && !std::filesystem::is_directory(args->inputs_dir))
       return Fail(Status::NotFound("--inputs " + args->inputs_dir + ": no such folder"), 2);
@@ -251,6 +254,9 @@ Runner AddBenchCommand(CLI::App& app) {
     SessionOptions opts;
     opts.intra_op_threads = args->threads;
     opts.optimization_level = args->level;
+    auto precision = ParsePrecision(args->precision);
+    if (!precision.ok()) return Fail(precision.status().WithContext("--precision"), 2);
+    opts.precision = *precision;
     auto t0 = Clock::now();
     auto session = Session::CreateFromFile(args->model, opts);
     auto t1 = Clock::now();
@@ -339,7 +345,8 @@ Runner AddBenchCommand(CLI::App& app) {
        << ", \"rss_after_create_mb\": " << rss_after_create
        << ", \"session_create_ms\": " << Ms(t0, t1) << ", \"create_load_ms\": " << ct.load_ms
        << ", \"create_optimize_ms\": " << ct.optimize_ms << ", \"create_plan_ms\": " << ct.plan_ms
-       << ", \"run_arena_bytes\": " << mem.last_arena_bytes;
+       << ", \"run_arena_bytes\": " << mem.last_arena_bytes << ", \"precision\": \"" << PrecisionName((*session)->precision())
+       << "\", \"weight_bytes\": " << mem.weight_bytes;
     if (plan.ok())
       js << ", \"planned_arena_bytes\": " << plan->arena_bytes << ", \"planned_peak_bytes\": " << plan->peak_bytes;
     js << "}";

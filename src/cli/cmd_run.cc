@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/precision_option.h"
 #include "compute/tensor_cast.h"
 #include "graph/tensor_proto.h"
 #include "inferloop/session.h"
@@ -66,6 +67,7 @@ Runner AddRunCommand(CLI::App& app) {
     std::string model;
     std::vector<std::string> inputs;
     std::string output_dir;
+    std::string precision;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -74,9 +76,17 @@ Runner AddRunCommand(CLI::App& app) {
   cmd->add_option("-i,--input", args->inputs,
                   "NAME=FILE: value for input NAME from a .npy file or an ONNX TensorProto .pb file (repeatable)");
   cmd->add_option("-o,--output-dir", args->output_dir, "Write every output as DIR/<name>.npy");
+  AddPrecisionOption(cmd, &args->precision);
   return [args]() {
+    SessionOptions opts;
+    auto precision = ParsePrecision(args->precision);
+    if (!precision.ok()) {
+      std::cerr << "error: --precision: " << precision.status().message() << "\n";
+      return 2;
+    }
+    opts.precision = *precision;
     auto t0 = std::chrono::steady_clock::now();
-    auto session = Session::CreateFromFile(args->model);
+    auto session = Session::CreateFromFile(args->model, opts);
     if (!session.ok()) {
       std::cerr << "error: " << session.status().ToString() << "\n";
       return 1;

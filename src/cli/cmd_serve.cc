@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/precision_option.h"
 #include "frontends/grpc_server.h"
 #include "frontends/http_server.h"
 #include "frontends/rest_handler.h"
@@ -40,6 +41,7 @@ struct ServeArgs {
   int64_t model_max_inflight_mb = 0;
   int64_t max_request_mb = 256;
   int threads = 0;
+  std::string precision;
   int http_threads = 2;
   double shutdown_seconds = 30;
   double liveness_stall_seconds = 60;
@@ -75,6 +77,12 @@ int RunServe(const ServeArgs& a) {
   so.manager.startup_models = a.load_models;
   so.manager.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(a.poll_seconds * 1000));
   so.manager.session.intra_op_threads = a.threads;
+  auto precision = ParsePrecision(a.precision);
+  if (!precision.ok()) {
+    std::cerr << "error: --precision: " << precision.status().message() << "\n";
+    return 2;
+  }
+  so.manager.session.precision = *precision;
   so.manager.per_model_limits.max_inflight_requests = a.model_max_inflight;
   so.manager.per_model_limits.max_inflight_bytes = a.model_max_inflight_mb << 20;
   so.global_limits.max_inflight_requests = a.max_inflight;
@@ -233,6 +241,9 @@ Runner AddServeCommand(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 2000));
   cmd->add_option("--threads", a->threads, "Intra-op threads per model (0: the CPUs this process may use)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  AddPrecisionOption(cmd, &a->precision)
+      ->description("Default precision of every model (a model's config.pbtxt parameter \"precision\" overrides it): " +
+                    cmd->get_option("--precision")->get_description());
   cmd->add_option("--http-threads", a->http_threads, "HTTP io threads")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--shutdown-timeout-secs", a->shutdown_seconds, "On SIGTERM: how long in-flight requests may take")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));

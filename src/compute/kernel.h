@@ -14,6 +14,7 @@
 
 #include "base/thread_pool.h"
 #include "graph/graph.h"
+#include "inferloop/precision.h"
 #include "inferloop/status.h"
 #include "inferloop/tensor.h"
 
@@ -39,6 +40,9 @@ class KernelInfo {
   virtual const Subgraph* subgraph(const std::string& attr_name) const = 0;
   // The input's value when it is a constant initializer (not overridable); else nullptr.
   virtual const Tensor* constant_input(int i) const = 0;
+  // How float32 Conv/MatMul/Gemm kernels store constant weights and compute, as the session
+  // resolved SessionOptions::precision: kFp32, kBf16 or kFp16 (inferloop/precision.h).
+  virtual Precision float_precision() const { return Precision::kFp32; }
 
   int num_inputs() const { return static_cast<int>(node().inputs.size()); }
   int num_outputs() const { return static_cast<int>(node().outputs.size()); }
@@ -111,6 +115,10 @@ class Kernel {
   // initializer's data and passes a tensor of the same dtype and shape without data
   // (raw_data() == nullptr), so the memory is freed once the kernels have packed it.
   virtual bool KeepsOwnCopyOfConstant(int /*i*/) const { return false; }
+  // Calls `fn` for every buffer of constant data (packed weights) the kernel holds itself now,
+  // with its address and size (a buffer shared with the session or another kernel is reported
+  // by each holder: callers count each address once). For memory statistics.
+  virtual void ForEachOwnConstantBuffer(const std::function<void(const void* data, size_t bytes)>& /*fn*/) const {}
 };
 
 using KernelFn = std::function<Status(KernelContext&)>;

@@ -22,6 +22,9 @@ struct OptimizeOptions {
   int max_iterations = 10;  // rounds over all passes before stopping short of a fixed point
   const KernelRegistry* registry = nullptr;  // nullptr: DefaultKernelRegistry()
   size_t max_folding_growth_bytes = size_t{1} << 20;
+  // Fuse QuantizeLinear/DequantizeLinear patterns into int8 kernels (the QDQ fusion pass reads
+  // this). false: Q/DQ nodes stay and run in float, as written (SessionOptions::precision fp32).
+  bool fuse_qdq = true;
 };
 
 struct OptimizeReport {

@@ -40,6 +40,7 @@ class ExecutionPlan::InfoImpl : public KernelInfo {
       if (c.first == r.slot) return &c.second.tensor();
     return nullptr;
   }
+  Precision float_precision() const override { return plan_.opts_.float_precision; }
 
  private:
   const ExecutionPlan& plan_;
@@ -479,6 +480,18 @@ Status ExecutionPlan::ExecuteInto(Frame& frame, const Value* const* inputs, cons
     if (!frame.owned[s].is_none()) frame.owned[s] = Value();
   }
   return st;
+}
+
+size_t ExecutionPlan::KernelConstantBytes(std::set<const void*>* seen) const {
+  size_t total = 0;
+  for (const PlanNode& pn : nodes_) {
+    if (pn.kernel)
+      pn.kernel->ForEachOwnConstantBuffer([&](const void* data, size_t bytes) {
+        if (data && seen->insert(data).second) total += bytes;
+      });
+    for (const auto& sub : pn.subgraphs) total += sub->KernelConstantBytes(seen);
+  }
+  return total;
 }
 
 }  // namespace inferloop

@@ -32,6 +32,8 @@ struct PlanOptions {
   // Pass initializers without data where every reader's kernel keeps its own copy (packed
   // weights), so their memory is freed (main graph only).
   bool release_kept_constants = true;
+  // KernelInfo::float_precision() of every kernel: kFp32, kBf16 or kFp16.
+  Precision float_precision = Precision::kFp32;
 };
 
 // Where a value lives: `depth` frames up the scope chain (0 = this graph), slot index there.
@@ -122,6 +124,11 @@ class ExecutionPlan : public Subgraph {
   // Initializers this plan passes without data because every kernel reading them keeps its
   // own copy (Kernel::KeepsOwnCopyOfConstant); the owner of the Graph may drop their data too.
   const std::vector<std::string>& released_constants() const { return released_constants_; }
+
+  // Bytes of constant data the kernels of this plan (subgraphs included) hold themselves
+  // (Kernel::ForEachOwnConstantBuffer), each buffer counted once; `seen` collects the addresses
+  // (pass the session's initializer addresses to leave those out).
+  size_t KernelConstantBytes(std::set<const void*>* seen) const;
 
  private:
   void ReleaseConstantsKeptByKernels(const std::set<int>& graph_outputs, const std::set<int>& implicit_reads);

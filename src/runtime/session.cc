@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <mutex>
 #include <set>
 
+#include "compute/kernels/dnnl_kernels.h"
 #include "graph/onnx_loader.h"
 #include "graph/tensor_proto.h"
 #include "optimizer/optimizer.h"
@@ -37,6 +39,57 @@ ValueInfo ToValueInfo(const GraphValue& gv) {
   vi.has_shape = t->has_shape;
   vi.shape = t->dims;
   return vi;
+}
+
+// True when the main graph holds quantization nodes (a QDQ model, or one with integer ops).
+bool HasQuantizationNodes(const Graph& g) {
+  static const std::set<std::string> kOps = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
+                                             "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger"};
+  for (const Node& n : g.nodes)
+    if ((n.domain.empty() || n.domain == "ai.onnx") && kOps.count(n.op_type)) return true;
+  return false;
+}
+
+// SessionOptions::precision for this model: the precision in force, the float32 kernels'
+// weight precision, and whether the optimizer fuses Q/DQ patterns into int8 kernels.
+struct ResolvedPrecision {
+  Precision effective = Precision::kFp32;
+  Precision float_precision = Precision::kFp32;
+  bool fuse_qdq = true;
+};
+
+Result<ResolvedPrecision> ResolvePrecision(Precision requested, const Graph& g) {
+  ResolvedPrecision r;
+  const bool quantized = HasQuantizationNodes(g);
+  switch (requested) {
+    case Precision::kAuto:
+      r.effective = quantized ? Precision::kInt8 : Precision::kFp32;
+      break;
+    case Precision::kFp32:
+      r.effective = Precision::kFp32;
+      r.fuse_qdq = false;  // Q/DQ nodes run as written, in float
+      break;
+    case Precision::kInt8:
+      if (!quantized)
+        return Status::InvalidArgument(
+            "precision int8: the model has no QuantizeLinear/DequantizeLinear nodes; make an int8 model first with "
+            "`inferloop quantize MODEL -o MODEL_INT8.onnx --calibration DATA` (or use fp32, bf16 or fp16)");
+      r.effective = Precision::kInt8;
+      break;
+    case Precision::kBf16:
+      if (dnnl_kernels::Bf16ComputeSupported()) {
+        r.effective = r.float_precision = Precision::kBf16;
+      } else {
+        std::cerr << "note: precision bf16: this CPU lacks AVX512_BF16 (or oneDNN is off); storing weights as fp16 "
+                     "and computing in fp32 instead\n";
+        r.effective = r.float_precision = Precision::kFp16;
+      }
+      break;
+    case Precision::kFp16:
+      r.effective = r.float_precision = Precision::kFp16;
+      break;
+  }
+  return r;
 }
 
 }  // namespace
@@ -98,6 +151,7 @@ class Session::Impl {
   std::vector<int> output_slot;            // by graph output: depth-0 slot a node produces, else -1
 
   SessionOptions opts;
+  Precision precision = Precision::kFp32;  // opts.precision resolved
   ThreadPool* pool = nullptr;
   std::unique_ptr<ShapePlanCache> shape_plans;
   SessionCreateTimings timings;
@@ -274,22 +328,27 @@ const std::vector<ValueInfo>& Session::inputs() const { return impl_->inputs; }
 const std::vector<ValueInfo>& Session::outputs() const { return impl_->outputs; }
 const SessionCreateTimings& Session::create_timings() const { return impl_->timings; }
 int Session::intra_op_threads() const { return impl_->pool->num_threads(); }
+Precision Session::precision() const { return impl_->precision; }
 
 Result<std::unique_ptr<Session>> Session::CreateFromModel(Model model, const SessionOptions& opts) {
   const auto t_start = Clock::now();
   auto impl = std::make_unique<Session::Impl>();
   impl->opts = opts;
   impl->model = std::move(model);
+  IL_ASSIGN_OR_RETURN(const ResolvedPrecision precision, ResolvePrecision(opts.precision, impl->model.graph));
+  impl->precision = precision.effective;
   const auto t_optimize = Clock::now();
   if (opts.optimization_level > 0) {
     OptimizeOptions oo;
     oo.level = opts.optimization_level;
+    oo.fuse_qdq = precision.fuse_qdq;
     IL_RETURN_IF_ERROR(OptimizeModel(impl->model, oo).status());
   }
   impl->timings.optimize_ms = MsSince(t_optimize);
   const auto t_plan = Clock::now();
   PlanOptions po;
   po.max_tensor_bytes = opts.max_tensor_bytes;
+  po.float_precision = precision.float_precision;
   IL_ASSIGN_OR_RETURN(impl->plan, ExecutionPlan::Compile(impl->model.graph, impl->model.opsets, po));
   {  // weights only packing kernels read: the model keeps their shapes, the kernels their data
     const auto& released = impl->plan->released_constants();
@@ -449,6 +508,10 @@ RuntimeMemoryStats Session::memory_stats() const {
   m.run_states = impl_->total_states;
   for (const auto& rs : impl_->idle_states)
     m.arena_bytes_held += (rs->arena ? rs->arena->size() : 0) + rs->scratch.capacity();
+  std::set<const void*> seen;
+  for (const auto& [name, t] : impl_->model.graph.initializers)
+    if (t.raw_data() != nullptr && seen.insert(t.raw_data()).second) m.weight_bytes += t.nbytes();
+  m.weight_bytes += impl_->plan->KernelConstantBytes(&seen);
   return m;
 }
 

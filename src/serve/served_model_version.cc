@@ -188,6 +188,14 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   // on every batch (measured: DLRM at 64 clients spent most of its time re-planning).
   const int max_batch = partial_config.max_batch_size() > 0 ? partial_config.max_batch_size() : kDefaultMaxBatchSize;
   options.session.max_cached_shape_plans = std::max(options.session.max_cached_shape_plans, max_batch + 8);
+  // The model's own precision overrides the server's (--precision):
+  //   parameters { key: "precision" value: { string_value: "bf16" } }
+  if (auto it = partial_config.parameters().find("precision"); it != partial_config.parameters().end()) {
+    auto precision = ParsePrecision(it->second.string_value());
+    if (!precision.ok())
+      return Status::InvalidArgument("config.pbtxt of '" + model_name + "': parameter precision: " + precision.status().message());
+    options.session.precision = *precision;
+  }
   auto session = Session::CreateFromFile(model_path, options.session);
   if (!session.ok())
     return Status(session.status().code(), "loading " + model_path + ": " + session.status().message());

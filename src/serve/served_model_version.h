@@ -83,6 +83,9 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
   const std::string& name() const { return name_; }
   int64_t version() const { return version_; }
   const ModelConfig& config() const { return config_; }
+  // The precision its session runs at (SessionOptions::precision resolved; config.pbtxt's
+  // parameter "precision" overrides the server's default).
+  Precision precision() const { return session_->precision(); }
   ModelMetadata Metadata() const;
   ModelStatistics Statistics() const;
   // Bytes of resident memory this version added when it loaded (measured around the load,

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/float_types.h"
 #include "compute/dispatch.h"
 #include "compute/tensor_cast.h"
 #include "compute/tuning_cache.h"
@@ -25,6 +26,26 @@ bool Enabled() {
     return v == nullptr || v[0] == '\0' || std::strcmp(v, "0") == 0;
   }();
   return enabled;
+}
+
+bool Bf16ComputeSupported() {
+  if (!Enabled()) return false;
+  Engine();  // oneDNN reads ONEDNN_MAX_CPU_ISA once, at its first use
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
+  return (isa & bf16) == bf16;  // the ISA values are nested bit sets
+}
+
+dnnl::memory::data_type ComputeType(Precision p) {
+  return p == Precision::kBf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32;
+}
+
+const char* PrecisionKey(Precision p) {
+  switch (p) {
+    case Precision::kBf16: return "bf16";
+    case Precision::kFp16: return "f16w";
+    default: return "f32";
+  }
 }
 
 const dnnl::engine& Engine() {
@@ -215,6 +236,20 @@ struct HeldPlain {
 
 Tensor PackedWeights::PlainLocked() const {
   if (w_.defined() && w_.raw_data() != nullptr) return w_;
+  if (half_source_) {  // widen the float16 copy, then back to the plain layout
+    auto t = Tensor::Create(DataType::kFloat, shape_);
+    if (!t.ok()) throw dnnl::error(dnnl_out_of_memory, "rebuilding plain weights");
+    if (half_source_->md == half_source_user_md_) {
+      half_source_->Expand(t->data<float>());
+      return std::move(t).value();
+    }
+    dnnl::memory wide(half_source_->md, Engine());
+    half_source_->Expand(static_cast<float*>(wide.get_data_handle()));
+    MemArg to(half_source_user_md_, t->raw_data());
+    if (!RunReorder(MakeReorder(half_source_->md, half_source_user_md_), wide.get(), to.get()).ok())
+      throw dnnl::error(dnnl_runtime_error, "rebuilding plain weights failed");
+    return std::move(t).value();
+  }
   if (!source_) throw dnnl::error(dnnl_invalid_arguments, "no constant weights to pack");
   auto t = Tensor::Create(DataType::kFloat, shape_);
   if (!t.ok()) throw dnnl::error(dnnl_out_of_memory, "rebuilding plain weights");
@@ -260,6 +295,71 @@ std::shared_ptr<const dnnl::memory> PackedWeights::Get(const dnnl::memory::desc&
   }
   if (source_) w_ = Tensor();  // plain weights now live on only where a plan uses them
   return result;
+}
+
+std::shared_ptr<const HalfWeights> PackedWeights::GetHalf(const dnnl::memory::desc& user_md,
+                                                          const dnnl::memory::desc& md) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = half_packed_.begin(); it != half_packed_.end();) {
+    auto sp = it->mem.lock();
+    if (!sp) {
+      it = half_packed_.erase(it);
+      continue;
+    }
+    if (sp->md == md) return sp;
+    ++it;
+  }
+  if (half_source_ && half_source_->md == md) return half_source_;
+  if (!defined_ || user_md.get_size() != static_cast<size_t>(ShapeElementCount(shape_)) * sizeof(float))
+    throw dnnl::error(dnnl_invalid_arguments, "no constant weights to pack");
+  if (md.data.format_kind != dnnl_blocked || md.data.data_type != dnnl_f32)
+    throw dnnl::error(dnnl_unimplemented, "float16 weights need a float32 blocked layout");
+  Tensor plain = PlainLocked();
+  auto half = std::make_shared<HalfWeights>();
+  half->md = md;
+  half->data.resize(md.get_size() / sizeof(float));
+  auto narrow = [&](const float* f) {
+    for (size_t i = 0; i < half->data.size(); ++i) half->data[i] = FloatToHalf(f[i]);
+  };
+  if (md == user_md) {
+    narrow(plain.data<float>());
+  } else {
+    dnnl::memory packed(md, Engine());
+    MemArg from(user_md, plain.raw_data());
+    if (!RunReorder(MakeReorder(user_md, md), from.get(), packed.get()).ok())
+      throw dnnl::error(dnnl_runtime_error, "packing constant weights failed");
+    narrow(static_cast<const float*>(packed.get_data_handle()));
+  }
+  half_packed_.push_back({half, user_md});
+  if (!half_source_) {
+    half_source_ = half;
+    half_source_user_md_ = user_md;
+  }
+  w_ = Tensor();  // the float16 copy is the source from now on
+  return half;
+}
+
+void PackedWeights::Retain(const std::shared_ptr<const HalfWeights>& kept) const {
+  if (!kept) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (kept == half_source_) return;
+  for (const HalfPacked& p : half_packed_)
+    if (p.mem.lock() == kept) {
+      half_source_ = kept;
+      half_source_user_md_ = p.user_md;
+      return;
+    }
+}
+
+void PackedWeights::ForEachBuffer(const std::function<void(const void*, size_t)>& fn) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (w_.defined() && w_.raw_data() != nullptr) fn(w_.raw_data(), w_.nbytes());
+  if (source_) fn(source_->get_data_handle(), source_->get_desc().get_size());
+  for (const Packed& p : packed_)
+    if (auto sp = p.mem.lock(); sp && sp != source_) fn(sp->get_data_handle(), sp->get_desc().get_size());
+  if (half_source_) fn(half_source_->data.data(), half_source_->data.size() * sizeof(uint16_t));
+  for (const HalfPacked& p : half_packed_)
+    if (auto sp = p.mem.lock(); sp && sp != half_source_) fn(sp->data.data(), sp->data.size() * sizeof(uint16_t));
 }
 
 void PackedWeights::Retain(const std::shared_ptr<const dnnl::memory>& kept) const {

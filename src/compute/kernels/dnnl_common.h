@@ -138,9 +138,33 @@ struct ReorderPrim {
 ReorderPrim MakeReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
 Status RunReorder(const ReorderPrim& r, dnnl_memory_t from, dnnl_memory_t to);
 
+// The data type float32 Conv/MatMul/Gemm primitives take their source and weights in under
+// `p` (KernelInfo::float_precision): bf16 for kBf16, else f32. Accumulation and destination
+// stay f32.
+dnnl::memory::data_type ComputeType(Precision p);
+// "f32" / "bf16" / "f16w": the precision's part of tuning-cache keys.
+const char* PrecisionKey(Precision p);
+
+// Constant weights kept as float16 in the element order of a primitive's float32 layout `md`
+// (Precision::kFp16: half the memory). oneDNN 2.6 computes nothing with f16 weights on this
+// class of CPU (no f32-src/f16-weight or f16 convolution/matmul/inner-product implementation;
+// probed on AVX512_FP16 + AMX), so each call widens them into scratch (Expand) and runs the
+// float32 primitive.
+struct HalfWeights {
+  dnnl::memory::desc md;   // the float32 layout (format_kind blocked: plain or blocked)
+  std::vector<uint16_t> data;  // md.get_size() / 4 halves
+  // Writes the float32 values (md.get_size() bytes) to `out`, on the OpenMP threads the
+  // caller's ThreadScope set when large.
+  void Expand(float* out) const;
+};
+
 // A constant weight tensor (an initializer) and its copies reordered into the layouts that
 // primitives asked for. A copy lives while some plan holds it, and plans wanting the same
 // layout share one. Thread-safe.
+//
+// Storage (the kernel's Precision): kFp32 and kBf16 copies are dnnl::memory (for kBf16 the
+// primitive's layout `md` has data type bf16, the reorder from the plain float32 weights
+// rounds); kFp16 copies are HalfWeights (GetHalf).
 class PackedWeights {
  public:
   // `w` may be undefined (no constant weights); Matches is then always false.
@@ -150,17 +174,24 @@ class PackedWeights {
   // initializer, so the input always is it; the session may pass it without data once
   // the kernel keeps its own copy (Kernel::KeepsOwnCopyOfConstant), so dtype and shape decide.
   bool Matches(const Tensor& t) const { return defined_ && t.dtype() == DataType::kFloat && t.shape() == shape_; }
-  // The weights (plain layout `user_md`) in layout `md` (md == user_md: the plain weights
-  // themselves). After the first packing into a blocked layout, the plain original is dropped
-  // (that frees it when the session no longer holds it either); later layouts are reordered
-  // from that packed copy. Throws dnnl::error on failure.
+  // The weights (plain float32 layout `user_md`) in layout `md` (md == user_md: the plain
+  // weights themselves; md may have data type bf16). After the first packing into a blocked
+  // layout, the plain original is dropped (that frees it when the session no longer holds it
+  // either); later layouts are reordered from that packed copy. Throws dnnl::error on failure.
   std::shared_ptr<const dnnl::memory> Get(const dnnl::memory::desc& user_md, const dnnl::memory::desc& md) const;
+  // The weights in float32 layout `md` (format_kind blocked), stored as float16. After the
+  // first one the plain float32 original is dropped; later layouts are made from that copy
+  // (widened). Throws dnnl::error on failure.
+  std::shared_ptr<const HalfWeights> GetHalf(const dnnl::memory::desc& user_md, const dnnl::memory::desc& md) const;
   // The plain weights as a tensor, rebuilt from the packed copy if the original was dropped
-  // (for the scalar fallback).
+  // (for the scalar fallback; rounded to bf16/fp16 when that is what is kept).
   Result<Tensor> Plain() const;
-  // Called with the weights a chosen plan keeps (from Get): they become what later layouts
-  // are made from, so the copies autotuning made for the losing candidates are all freed.
+  // Called with the weights a chosen plan keeps (from Get / GetHalf): they become what later
+  // layouts are made from, so the copies autotuning made for the losing candidates are all freed.
   void Retain(const std::shared_ptr<const dnnl::memory>& kept) const;
+  void Retain(const std::shared_ptr<const HalfWeights>& kept) const;
+  // Calls fn(address, bytes) for every copy held now (the plain original while kept).
+  void ForEachBuffer(const std::function<void(const void*, size_t)>& fn) const;
 
  private:
   Tensor PlainLocked() const;  // throws dnnl::error
@@ -171,12 +202,19 @@ class PackedWeights {
   mutable Tensor w_;                                      // the plain weights while kept
   mutable std::shared_ptr<const dnnl::memory> source_;    // first blocked packing (kept)
   mutable dnnl::memory::desc source_user_md_;             // the plain layout source_ came from
+  mutable std::shared_ptr<const HalfWeights> half_source_;  // first float16 copy (kept)
+  mutable dnnl::memory::desc half_source_user_md_;
   struct Packed {
     std::weak_ptr<const dnnl::memory> mem;
     dnnl::memory::desc user_md;  // the plain layout it was made from
     Tensor plain;                // set when mem wraps plain weights (no copy)
   };
   mutable std::vector<Packed> packed_;
+  struct HalfPacked {
+    std::weak_ptr<const HalfWeights> mem;
+    dnnl::memory::desc user_md;
+  };
+  mutable std::vector<HalfPacked> half_packed_;
 };
 
 // A KernelContext that forwards every call to `inner`; wrappers override what they change.

@@ -16,6 +16,12 @@
 // into the primitive's layout and shared by the cached primitives that want that layout.
 // ConvTranspose takes the same path (plain or blocked) when its padding is non-negative once
 // output_padding is taken off the end padding (oneDNN has no output_padding of its own).
+//
+// Precision (KernelInfo::float_precision): kBf16 builds the primitives with bf16 source and
+// weights (X converted by the source reorder per call, a constant W packed as bf16 once;
+// accumulation, bias, Z and Y stay f32; where oneDNN has no bf16 implementation for a case, f32);
+// kFp16 keeps a constant W as float16 (HalfWeights, widened per call; no Winograd, whose weight
+// format is opaque).
 #include <cstring>
 #include <string>
 
@@ -84,8 +90,8 @@ struct ConvProblem {
   }
   // Not keyed by the thread count: one choice per shape keeps results identical (to the bit)
   // whatever number of threads a call gets.
-  std::string TuningKey() const {
-    std::string k = std::string(transposed ? "deconv" : "conv") + " f32 x=" + ShapeKey(x_shape) + " w=" + ShapeKey(w_shape) + " g=" + std::to_string(group);
+  std::string TuningKey(Precision prec) const {
+    std::string k = std::string(transposed ? "deconv" : "conv") + " " + PrecisionKey(prec) + " x=" + ShapeKey(x_shape) + " w=" + ShapeKey(w_shape) + " g=" + std::to_string(group);
     auto list = [&](const char* name, const std::vector<int64_t>& v) { k += std::string(" ") + name + "=" + ShapeKey(v); };
     list("s", geom.strides);
     list("d", geom.dilations);
@@ -107,18 +113,20 @@ struct ConvPlan {
   std::optional<ReorderPrim> src_in, dst_out, z_in, wei_in;  // present when layouts differ
   bool z_binary = false;  // Z is a binary-add post-op operand (else: copied into dst, sum post-op)
   std::shared_ptr<const memory> packed_wei;                   // constant W in wei_md
+  std::shared_ptr<const HalfWeights> half_wei;                // constant W in wei_md, as float16
 };
 
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(nn::WindowAttrs attrs, Activation act, bool fused, bool blocked, const Tensor* const_w,
+  ConvKernel(nn::WindowAttrs attrs, Activation act, bool fused, bool blocked, Precision prec, const Tensor* const_w,
              std::unique_ptr<Kernel> scalar)
-      : attrs_(std::move(attrs)), act_(act), fused_(fused), blocked_(blocked), const_w_(const_w), scalar_(std::move(scalar)) {}
+      : attrs_(std::move(attrs)), act_(act), fused_(fused), blocked_(blocked), prec_(prec), const_w_(const_w),
+        scalar_(std::move(scalar)) {}
   // ConvTranspose.
   ConvKernel(nn::WindowAttrs attrs, std::vector<int64_t> output_padding, std::vector<int64_t> output_shape,
-             const Tensor* const_w, std::unique_ptr<Kernel> scalar)
+             Precision prec, const Tensor* const_w, std::unique_ptr<Kernel> scalar)
       : attrs_(std::move(attrs)), fused_(false), transposed_(true), output_padding_(std::move(output_padding)),
-        output_shape_(std::move(output_shape)), const_w_(const_w), scalar_(std::move(scalar)) {}
+        output_shape_(std::move(output_shape)), prec_(prec), const_w_(const_w), scalar_(std::move(scalar)) {}
 
   Status Compute(KernelContext& ctx) const override {
     if (!Enabled() && !blocked_) return Scalar(ctx);  // NCHW16c has no scalar path
@@ -285,7 +293,9 @@ class ConvKernel final : public Kernel {
   // Builds the primitive for `impl`; throws dnnl::error when oneDNN has no implementation.
   // z_binary: Z enters as a binary-add post-op reading Z where it lies (in Y's layout); else Z
   // is first copied into the destination and a sum post-op adds it.
-  std::shared_ptr<const ConvPlan> BuildPlan(const ConvProblem& p, ConvImpl impl, bool w_is_const, bool z_binary) const {
+  // prec: kBf16 = bf16 source and weights; kFp16 = a constant W kept as float16.
+  std::shared_ptr<const ConvPlan> BuildPlan(const ConvProblem& p, ConvImpl impl, bool w_is_const, bool z_binary,
+                                            Precision prec) const {
     auto plan = std::make_shared<ConvPlan>();
     plan->impl = impl;
     plan->y_shape = p.y_storage;
@@ -302,9 +312,10 @@ class ConvKernel final : public Kernel {
     plan->user_dst_md = memory::desc(Dims(p.y_shape), dt::f32, p.y_blocked ? BlockedTag(rank) : PlainTag(rank));
     plan->user_wei_md = memory::desc(wdims, dt::f32, p.transposed ? TransposedWeightsTag(wrank, G > 1) : PlainTag(wrank));
     plan->bias_md = memory::desc({M}, dt::f32, tag::a);
-    const memory::desc src_any(Dims(p.x_shape), dt::f32, ActivationTag(impl, rank));
+    const dt cdt = ComputeType(prec);
+    const memory::desc src_any(Dims(p.x_shape), cdt, ActivationTag(impl, rank));
     const memory::desc dst_any(Dims(p.y_shape), dt::f32, ActivationTag(impl, rank));
-    const memory::desc wei_any(wdims, dt::f32, tag::any);
+    const memory::desc wei_any(wdims, cdt, tag::any);
     memory::dims strides, dil, pl, pr;
     for (int d = 0; d < p.nd(); ++d) {
       strides.push_back(p.geom.strides[d]);
@@ -350,7 +361,8 @@ class ConvKernel final : public Kernel {
       plan->dst_out = MakeReorder(plan->dst_md, plan->user_dst_md);
       if (p.has_z) plan->z_in = MakeReorder(plan->user_dst_md, plan->dst_md);
     }
-    if (w_is_const) plan->packed_wei = const_w_.Get(plan->user_wei_md, plan->wei_md);  // any layout, plain too
+    if (w_is_const && prec == Precision::kFp16) plan->half_wei = const_w_.GetHalf(plan->user_wei_md, plan->wei_md);
+    else if (w_is_const) plan->packed_wei = const_w_.Get(plan->user_wei_md, plan->wei_md);  // any layout, plain too
     else if (plan->wei_md != plan->user_wei_md) plan->wei_in = MakeReorder(plan->user_wei_md, plan->wei_md);
     return plan;
   }
@@ -369,6 +381,12 @@ class ConvKernel final : public Kernel {
     dnnl_memory_t wei = nullptr;
     if (plan.packed_wei) {
       wei = plan.packed_wei->get();
+    } else if (plan.half_wei) {
+      float* buf = static_cast<float*>(ThreadScratch(1, plan.wei_md.get_size()));
+      if (!buf) return Status::ResourceExhausted(std::string(what) + ": out of memory for widened weights");
+      plan.half_wei->Expand(buf);
+      wei_tmp = MemArg(plan.wei_md, buf);
+      wei = wei_tmp.get();
     } else {
       user_wei = MemArg(plan.user_wei_md, w);
       wei = user_wei.get();
@@ -418,16 +436,16 @@ class ConvKernel final : public Kernel {
   // scalar_only when oneDNN can take the problem in no way.
   Result<std::shared_ptr<const ConvPlan>> MakePlan(const ConvProblem& p, bool w_is_const, const Tensor& x,
                                                    const Tensor& w, const Tensor* b, const Tensor* z, Tensor* y) const {
-    auto try_build = [&](ConvImpl impl) -> std::shared_ptr<const ConvPlan> {
+    auto try_build = [&](ConvImpl impl, Precision prec) -> std::shared_ptr<const ConvPlan> {
       if (impl == ConvImpl::kWinograd && !p.WinogradShape()) return nullptr;
       try {
         if (p.has_z) {
           try {
-            return BuildPlan(p, impl, w_is_const, /*z_binary=*/true);
+            return BuildPlan(p, impl, w_is_const, /*z_binary=*/true, prec);
           } catch (const dnnl::error&) {
           }
         }
-        return BuildPlan(p, impl, w_is_const, /*z_binary=*/false);
+        return BuildPlan(p, impl, w_is_const, /*z_binary=*/false, prec);
       } catch (const dnnl::error&) {
         return nullptr;
       }
@@ -437,11 +455,11 @@ class ConvKernel final : public Kernel {
     const float* pb = b ? b->data<float>() : nullptr;
     const float* pz = z ? z->data<float>() : nullptr;
     float* py = y->data<float>();
-    const std::string tkey = p.TuningKey();
+    const std::string tkey = p.TuningKey(prec_);
     std::shared_ptr<const ConvPlan> chosen;
     if (auto winner = TuningCache::Global().Find(tkey)) {
       for (ConvImpl impl : kAllImpls)
-        if (*winner == ImplName(impl)) chosen = try_build(impl);
+        if (*winner == ImplName(impl)) chosen = try_build(impl, prec_);
     }
     if (!chosen && AutotuneEnabled()) {
       AutotuneTimer charge;  // building and timing the candidates
@@ -449,7 +467,7 @@ class ConvKernel final : public Kernel {
       std::vector<std::function<Status()>> runs;
       std::vector<double> handicap;
       for (ConvImpl impl : kAllImpls)
-        if (auto cand = try_build(impl)) {
+        if (auto cand = try_build(impl, prec_)) {
           cands.push_back(cand);
           runs.push_back([this, cand, px, pw, pb, pz, py] { return RunPlan(*cand, px, pw, pb, pz, py); });
           // Winograd keeps its weights in a 16/9 larger format of its own, and with constant
@@ -467,7 +485,11 @@ class ConvKernel final : public Kernel {
       // Heuristic (what tuning picks most on ResNet-50 / MobileNetV2 shapes): Winograd where it
       // applies, else nChw16c, else whatever oneDNN prefers, else plain.
       for (ConvImpl impl : {ConvImpl::kWinograd, ConvImpl::kBlocked16, ConvImpl::kAny, ConvImpl::kPlain})
-        if (!chosen) chosen = try_build(impl);
+        if (!chosen) chosen = try_build(impl, prec_);
+    }
+    if (!chosen && prec_ == Precision::kBf16) {  // no bf16 implementation for this case: f32
+      for (ConvImpl impl : {ConvImpl::kBlocked16, ConvImpl::kAny, ConvImpl::kPlain})
+        if (!chosen) chosen = try_build(impl, Precision::kFp32);
     }
     if (!chosen) {
       auto none = std::make_shared<ConvPlan>();
@@ -475,6 +497,7 @@ class ConvKernel final : public Kernel {
       return std::shared_ptr<const ConvPlan>(none);
     }
     if (chosen->packed_wei) const_w_.Retain(chosen->packed_wei);  // the tuning losers' copies go
+    if (chosen->half_wei) const_w_.Retain(chosen->half_wei);
     return chosen;
   }
 
@@ -485,7 +508,10 @@ class ConvKernel final : public Kernel {
   bool transposed_ = false;
   std::vector<int64_t> output_padding_, output_shape_;  // ConvTranspose
   bool KeepsOwnCopyOfConstant(int i) const override { return i == 1 && const_w_.defined() && (Enabled() || blocked_); }
-
+  void ForEachOwnConstantBuffer(const std::function<void(const void*, size_t)>& fn) const override {
+    const_w_.ForEachBuffer(fn);
+  }
+  Precision prec_ = Precision::kFp32;  // kFp32, kBf16 or kFp16
   PackedWeights const_w_;
   std::unique_ptr<Kernel> scalar_;
   mutable ShapeCache<ConvPlan> plans_;
@@ -501,7 +527,8 @@ Result<std::unique_ptr<Kernel>> Make(const KernelInfo& info, const KernelFactory
     IL_ASSIGN_OR_RETURN(blocked, BlockedLayoutFromInfo(info));
   }
   return std::unique_ptr<Kernel>(
-      std::make_unique<ConvKernel>(std::move(attrs), act, fused, blocked, info.constant_input(1), std::move(scalar)));
+      std::make_unique<ConvKernel>(std::move(attrs), act, fused, blocked, info.float_precision(), info.constant_input(1),
+                                   std::move(scalar)));
 }
 
 }  // namespace
@@ -518,7 +545,8 @@ Result<std::unique_ptr<Kernel>> MakeConvTranspose(const KernelInfo& info, const 
   IL_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> scalar, scalar_conv_transpose(info));
   IL_ASSIGN_OR_RETURN(nn::WindowAttrs attrs, nn::ParseWindowAttrs(info, false));
   return std::unique_ptr<Kernel>(std::make_unique<ConvKernel>(std::move(attrs), info.GetInts("output_padding"),
-                                                              info.GetInts("output_shape"), info.constant_input(1),
+                                                              info.GetInts("output_shape"), info.float_precision(),
+                                                              info.constant_input(1),
                                                               std::move(scalar)));
 }
 

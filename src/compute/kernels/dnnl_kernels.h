@@ -30,6 +30,10 @@ Result<std::unique_ptr<Kernel>> MakeMatMul(const KernelInfo& info, const KernelF
 Result<std::unique_ptr<Kernel>> MakeFusedMatMul(const KernelInfo& info, const KernelFactory& scalar_matmul);
 Result<std::unique_ptr<Kernel>> MakeGemm(const KernelInfo& info, const KernelFactory& scalar_gemm);
 Result<std::unique_ptr<Kernel>> MakeFusedGemm(const KernelInfo& info, const KernelFactory& scalar_gemm);
+// True when the oneDNN kernels are on (Enabled()) and oneDNN's CPU ISA has AVX512_BF16 (with
+// AMX-BF16 it uses that too): Precision::kBf16 can compute in bfloat16. ONEDNN_MAX_CPU_ISA
+// lowers it like oneDNN's own dispatch.
+bool Bf16ComputeSupported();
 // oneDNN primitive executions so far in this process (all kernels, reorders included): lets
 // tests check that a case took the oneDNN path rather than the scalar fallback.
 int64_t PrimitiveExecutions();

@@ -11,6 +11,11 @@
 // call), alpha a linear post-op before it; the activation comes last. oneDNN 2.6 gives a
 // second eltwise_linear post-op the first one's parameters, so the chain never holds two:
 // HardSigmoid (linear + clip) after alpha != 1 runs as a separate pass instead.
+//
+// Precision (KernelInfo::float_precision): kBf16 builds the primitives with bf16 A and B (A
+// converted per call into scratch, a constant B packed as bf16 once, a variable B converted per
+// call; bias, C and Y stay f32; f32 where oneDNN has no bf16 implementation); kFp16 keeps a
+// constant B as float16 (HalfWeights, widened per call).
 #include <cmath>
 #include <string>
 
@@ -57,7 +62,7 @@ struct MMProblem {
   bool act_outside = false;   // the activation runs after the primitive, not as post-ops
 
   // Not keyed by the thread count (see dnnl_conv.cc).
-  std::string TuningKey(const char* impl_set) const {
+  std::string TuningKey(const char* impl_set, Precision prec) const {
     // A single 2-D product is keyed by M rounded up to a power of two, so that inputs whose
     // row count varies (batch x sequence) share a tuning result instead of timing every M.
     Shape ad(a_dims.begin(), a_dims.end());
@@ -66,7 +71,7 @@ struct MMProblem {
       while (m < ad[0]) m *= 2;
       ad[0] = m;
     }
-    std::string k = std::string("mm f32 a=") + ShapeKey(ad) + (two_d ? "~" : "") + (a_trans ? "T" : "") + " b=" + ShapeKey(b_dims) +
+    std::string k = std::string("mm ") + PrecisionKey(prec) + " a=" + ShapeKey(ad) + (two_d ? "~" : "") + (a_trans ? "T" : "") + " b=" + ShapeKey(b_dims) +
                     (b_trans ? "T" : "") + " c=" + std::to_string(static_cast<int>(c_kind)) + ":" + ShapeKey(c_dims);
     if (alpha != 1.f || c_scale != 1.f) k += " scaled";
     return k + " " + impl_set;
@@ -80,6 +85,8 @@ struct MMPlan {
   MMImpl impl = MMImpl::kMatMul;
   dnnl::primitive prim;
   memory::desc a_md, b_md, y_md, c_md, scratch_md, user_b_md;
+  memory::desc user_a_md;           // A as given (f32); a_md differs for bf16
+  std::optional<ReorderPrim> a_in;  // A converted to a_md per call
   int c_arg = 0;
   float c_scale = 1.f;
   bool c_expand = false;
@@ -87,14 +94,15 @@ struct MMPlan {
   bool act_outside = false;
   std::optional<ReorderPrim> b_in;
   std::shared_ptr<const memory> packed_b;
+  std::shared_ptr<const HalfWeights> half_b;  // constant B in b_md, as float16
 };
 
 memory::dims Ones(size_t n) { return memory::dims(n, 1); }
 
 class MMKernel final : public Kernel {
  public:
-  MMKernel(MMSpec spec, const Tensor* const_b, std::unique_ptr<Kernel> scalar)
-      : spec_(spec), const_b_(const_b), scalar_(std::move(scalar)) {}
+  MMKernel(MMSpec spec, Precision prec, const Tensor* const_b, std::unique_ptr<Kernel> scalar)
+      : spec_(spec), prec_(prec), const_b_(const_b), scalar_(std::move(scalar)) {}
 
   Status Compute(KernelContext& ctx) const override {
     if (!Enabled()) return Scalar(ctx);
@@ -232,7 +240,8 @@ class MMKernel final : public Kernel {
   }
 
   // Throws dnnl::error when oneDNN has no implementation.
-  std::shared_ptr<const MMPlan> BuildPlan(const MMProblem& p, MMImpl impl, bool b_is_const, bool pack = true) const {
+  std::shared_ptr<const MMPlan> BuildPlan(const MMProblem& p, MMImpl impl, bool b_is_const, Precision prec,
+                                          bool pack = true) const {
     // b_is_const: B is the constant initializer, taken from const_b_ (which may have dropped
     // the plain original) in whatever layout the plan uses; pack: let the primitive choose that
     // layout (else plain).
@@ -244,10 +253,13 @@ class MMKernel final : public Kernel {
     int c_arg = 0;
     const dnnl::primitive_attr attr = MakeAttr(PostOps(p, &c_arg));
     const memory::desc y_md(p.y_dims, dt::f32, PlainTag(r));
+    const dt cdt = ComputeType(prec);
     if (impl == MMImpl::kMatMul) {
-      const memory::desc a_md(p.a_dims, dt::f32, p.a_trans ? tag::ba : PlainTag(r));
+      plan->user_a_md = memory::desc(p.a_dims, dt::f32, p.a_trans ? tag::ba : PlainTag(r));
+      const memory::desc a_md(p.a_dims, cdt, p.a_trans ? tag::ba : PlainTag(r));
       plan->user_b_md = memory::desc(p.b_dims, dt::f32, p.b_trans ? tag::ba : PlainTag(r));
-      const memory::desc b_any = b_is_const && pack ? memory::desc(p.b_dims, dt::f32, tag::any) : plan->user_b_md;
+      const memory::desc b_any = b_is_const && pack ? memory::desc(p.b_dims, cdt, tag::any)
+                                                    : memory::desc(p.b_dims, cdt, p.b_trans ? tag::ba : PlainTag(r));
       dnnl::matmul::primitive_desc pd;
       if (p.c_kind == CKind::kBias) {
         plan->c_md = memory::desc(p.c_dims, dt::f32, PlainTag(r));
@@ -265,9 +277,10 @@ class MMKernel final : public Kernel {
       // Inner product: dst[M, N] = src[M, K] * W[N, K]^T; B [K, N] is W in "io" order.
       if (!p.two_d || p.a_trans || !b_is_const) throw dnnl::error(dnnl_unimplemented, "inner product does not apply");
       const int64_t M = p.a_dims[0], K = p.a_dims[1], N = p.b_dims[1];
-      const memory::desc a_md({M, K}, dt::f32, tag::ab);
+      plan->user_a_md = memory::desc({M, K}, dt::f32, tag::ab);
+      const memory::desc a_md({M, K}, cdt, tag::ab);
       plan->user_b_md = memory::desc({N, K}, dt::f32, p.b_trans ? tag::ab : tag::ba);
-      const memory::desc w_any({N, K}, dt::f32, tag::any);
+      const memory::desc w_any({N, K}, cdt, tag::any);
       dnnl::inner_product_forward::primitive_desc pd;
       const auto prop = dnnl::prop_kind::forward_inference;
       if (p.c_kind == CKind::kBias) {
@@ -291,16 +304,34 @@ class MMKernel final : public Kernel {
     plan->c_expand = p.c_expand;
     plan->c_src_dims = p.c_src_dims;
     plan->act_outside = p.act_outside;
-    if (b_is_const) plan->packed_b = const_b_.Get(plan->user_b_md, plan->b_md);
+    if (plan->a_md != plan->user_a_md) plan->a_in = MakeReorder(plan->user_a_md, plan->a_md);
+    if (b_is_const && prec == Precision::kFp16) plan->half_b = const_b_.GetHalf(plan->user_b_md, plan->b_md);
+    else if (b_is_const) plan->packed_b = const_b_.Get(plan->user_b_md, plan->b_md);
     else if (plan->b_md != plan->user_b_md) plan->b_in = MakeReorder(plan->user_b_md, plan->b_md);
     return plan;
   }
 
   Status RunPlan(const MMPlan& plan, const float* a, const float* b, const float* c, float* y) const {
-    MemArg user_b, b_tmp, src(plan.a_md, a), dst(plan.y_md, y), cm;
+    MemArg user_b, b_tmp, user_a, a_tmp, src, dst(plan.y_md, y), cm;
+    if (plan.a_in) {
+      user_a = MemArg(plan.user_a_md, a);
+      void* buf = ThreadScratch(2, plan.a_md.get_size());
+      if (!buf) return Status::ResourceExhausted(std::string(spec_.name) + ": out of memory for a converted A");
+      a_tmp = MemArg(plan.a_md, buf);
+      IL_RETURN_IF_ERROR(RunReorder(*plan.a_in, user_a.get(), a_tmp.get()));
+      src = std::move(a_tmp);
+    } else {
+      src = MemArg(plan.a_md, a);
+    }
     dnnl_memory_t wei = nullptr;
     if (plan.packed_b) {
       wei = plan.packed_b->get();
+    } else if (plan.half_b) {
+      float* buf = static_cast<float*>(ThreadScratch(1, plan.b_md.get_size()));
+      if (!buf) return Status::ResourceExhausted(std::string(spec_.name) + ": out of memory for widened weights");
+      plan.half_b->Expand(buf);
+      b_tmp = MemArg(plan.b_md, buf);
+      wei = b_tmp.get();
     } else {
       user_b = MemArg(plan.user_b_md, b);
       wei = user_b.get();
@@ -344,9 +375,10 @@ class MMKernel final : public Kernel {
   // take the problem in no way.
   Result<std::shared_ptr<const MMPlan>> MakePlan(const MMProblem& p, bool b_is_const, const float* a,
                                                  const float* b, const float* c, float* y) const {
+    Precision prec = prec_;
     auto try_build = [&](MMImpl impl, bool pack = true) -> std::shared_ptr<const MMPlan> {
       try {
-        return BuildPlan(p, impl, b_is_const, pack);
+        return BuildPlan(p, impl, b_is_const, prec, pack);
       } catch (const dnnl::error&) {
         return nullptr;
       }
@@ -354,7 +386,7 @@ class MMKernel final : public Kernel {
     std::shared_ptr<const MMPlan> chosen;
     const bool ip_possible = p.two_d && !p.a_trans && b_is_const;
     if (ip_possible) {
-      const std::string tkey = p.TuningKey("matmul|inner_product");
+      const std::string tkey = p.TuningKey("matmul|inner_product", prec_);
       if (auto winner = TuningCache::Global().Find(tkey)) {
         for (MMImpl impl : kAllImpls)
           if (*winner == ImplName(impl)) chosen = try_build(impl);
@@ -375,16 +407,24 @@ class MMKernel final : public Kernel {
         }
       }
     }
-    if (!chosen) chosen = try_build(MMImpl::kMatMul);
-    if (!chosen && ip_possible) chosen = try_build(MMImpl::kInnerProduct);
-    if (!chosen) chosen = try_build(MMImpl::kMatMul, /*pack=*/false);
-    if (!chosen && p.c_kind == CKind::kBinary && !p.c_expand) {  // a broadcast of C oneDNN lacks
-      MMProblem full = p;
-      ExpandC(&full);
-      try {
-        chosen = BuildPlan(full, MMImpl::kMatMul, b_is_const);
-      } catch (const dnnl::error&) {
-        chosen = nullptr;
+    // Without a tuned pick: matmul, inner product, unpacked B, expanded C; then all of it in
+    // f32 when bf16 found no implementation.
+    for (int round = 0; round < 2 && !chosen; ++round) {
+      if (round == 1) {
+        if (prec_ != Precision::kBf16) break;
+        prec = Precision::kFp32;
+      }
+      if (!chosen) chosen = try_build(MMImpl::kMatMul);
+      if (!chosen && ip_possible) chosen = try_build(MMImpl::kInnerProduct);
+      if (!chosen) chosen = try_build(MMImpl::kMatMul, /*pack=*/false);
+      if (!chosen && p.c_kind == CKind::kBinary && !p.c_expand) {  // a broadcast of C oneDNN lacks
+        MMProblem full = p;
+        ExpandC(&full);
+        try {
+          chosen = BuildPlan(full, MMImpl::kMatMul, b_is_const, prec);
+        } catch (const dnnl::error&) {
+          chosen = nullptr;
+        }
       }
     }
     if (!chosen) {
@@ -393,12 +433,17 @@ class MMKernel final : public Kernel {
       return std::shared_ptr<const MMPlan>(none);
     }
     if (chosen->packed_b) const_b_.Retain(chosen->packed_b);  // the tuning losers' copies go
+    if (chosen->half_b) const_b_.Retain(chosen->half_b);
     return chosen;
   }
 
   bool KeepsOwnCopyOfConstant(int i) const override { return i == 1 && const_b_.defined() && Enabled(); }
+  void ForEachOwnConstantBuffer(const std::function<void(const void*, size_t)>& fn) const override {
+    const_b_.ForEachBuffer(fn);
+  }
 
   MMSpec spec_;
+  Precision prec_;  // kFp32, kBf16 or kFp16
   PackedWeights const_b_;
   std::unique_ptr<Kernel> scalar_;
   mutable ShapeCache<MMPlan> plans_;
@@ -413,7 +458,7 @@ Result<std::unique_ptr<Kernel>> Make(const KernelInfo& info, const KernelFactory
     spec.alpha = info.GetFloat("alpha", 1.0f);
     spec.beta = info.GetFloat("beta", 1.0f);
   }
-  return std::unique_ptr<Kernel>(std::make_unique<MMKernel>(spec, info.constant_input(1), std::move(scalar)));
+  return std::unique_ptr<Kernel>(std::make_unique<MMKernel>(spec, info.float_precision(), info.constant_input(1), std::move(scalar)));
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // PackedWeights: packing into oneDNN layouts, dropping the plain original after the first
-// blocked packing, rebuilding the exact plain values from the packed copy, and Retain.
+// blocked packing, rebuilding the exact plain values from the packed copy, and Retain; float16
+// copies (GetHalf) and bf16 packings (Precision modes).
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 
+#include "base/float_types.h"
 #include "compute/kernels/dnnl_common.h"
 
 namespace inferloop {
@@ -62,6 +64,46 @@ TEST(DnnlPackedWeights, PlainValuesComeBackAfterTheOriginalIsDropped) {
       for (int64_t n = 0; n < N; ++n) back[k * N + n] = static_cast<const float*>(t->get_data_handle())[n * K + k];
     EXPECT_EQ(back, expected);
   }
+}
+
+
+TEST(DnnlPackedWeights, HalfCopiesKeepHalfTheBytesAndRebuildRoundedValues) {
+  const int64_t K = 40, N = 72;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(static_cast<size_t>(K * N));
+  for (auto& x : v) x = dist(rng);
+  Tensor w = Tensor::FromVector(DataType::kFloat, {K, N}, v);
+  PackedWeights packed(&w);
+  w = Tensor();  // PackedWeights holds the only reference now
+  auto bytes = [&] {
+    size_t total = 0;
+    packed.ForEachBuffer([&](const void*, size_t b) { total += b; });
+    return total;
+  };
+  EXPECT_EQ(bytes(), v.size() * sizeof(float));  // the plain original
+  const memory::desc plain({K, N}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc blocked({K, N}, memory::data_type::f32, memory::format_tag::BA16a16b);
+  auto half = packed.GetHalf(plain, blocked);
+  ASSERT_TRUE(half);
+  EXPECT_EQ(half->md, blocked);
+  EXPECT_EQ(packed.GetHalf(plain, blocked).get(), half.get());  // cached
+  // The float32 original is gone: only the float16 copy (of the padded blocked layout) is left.
+  EXPECT_EQ(bytes(), blocked.get_size() / 2);
+  // Widened in the blocked layout, then back to plain: every value is its float16 rounding.
+  auto rebuilt = packed.Plain();
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status().ToString();
+  for (size_t i = 0; i < v.size(); ++i) {
+    EXPECT_EQ(rebuilt->data<float>()[i], HalfToFloat(FloatToHalf(v[i]))) << i;
+    EXPECT_NEAR(rebuilt->data<float>()[i], v[i], 1e-3) << i;
+  }
+  // A bf16 packing through Get rounds to bfloat16 (8 significant bits).
+  Tensor w2 = Tensor::FromVector(DataType::kFloat, {K, N}, v);
+  PackedWeights packed16(&w2);
+  const memory::desc bf16_plain({K, N}, memory::data_type::bf16, memory::format_tag::ab);
+  auto m = packed16.Get(plain, bf16_plain);
+  const auto* b = static_cast<const uint16_t*>(m->get_data_handle());
+  for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(b[i], FloatToBFloat16(v[i])) << i;
 }
 
 }  // namespace
