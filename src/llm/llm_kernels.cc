@@ -60,6 +60,9 @@ void Q8Rows::Resize(int64_t rows, int64_t n) {
   if (n % 64 == 0) {
     lane_nsum_.resize(rows * n / 4);
     lane_d_.resize(rows * n / 4);
+    lane_nsum4_.resize(rows * n / 4);
+    lane_d4_.resize(rows * n / 4);
+    q4_.resize(rows * n + 64);
   }
 }
 
@@ -70,12 +73,27 @@ void Q8Rows::Quantize(int64_t r, const float* x) {
   if (n_ % 64 != 0) return;
   int32_t* ns = lane_nsum_.data() + r * n_ / 4;
   float* ld = lane_d_.data() + r * n_ / 4;
-  for (int64_t b = 0; b < n_ / 32; ++b) {
-    int32_t s = 0;
-    for (int i = 0; i < 32; ++i) s += q[b * 32 + i];
-    for (int l = 0; l < 8; ++l) {
-      ns[b * 8 + l] = -s;
-      ld[b * 8 + l] = d[b];
+  int32_t* ns4 = lane_nsum4_.data() + r * n_ / 4;
+  float* ld4 = lane_d4_.data() + r * n_ / 4;
+  int8_t* q4 = q4_.data() + r * n_;
+  for (int64_t c = 0; c < n_ / 64; ++c) {
+    int32_t s[2];
+    for (int k = 0; k < 2; ++k) {
+      s[k] = 0;
+      for (int i = 0; i < 32; ++i) s[k] += q[c * 64 + k * 32 + i];
+    }
+    for (int l = 0; l < 16; ++l) {
+      ns[c * 16 + l] = -s[l / 8];
+      ld[c * 16 + l] = d[c * 2 + l / 8];
+      ns4[c * 16 + l] = -s[(l / 4) % 2];
+      ld4[c * 16 + l] = d[c * 2 + (l / 4) % 2];
+    }
+    // [b0 0-15, b1 0-15, b0 16-31, b1 16-31]
+    for (int i = 0; i < 16; ++i) {
+      q4[c * 64 + i] = q[c * 64 + i];
+      q4[c * 64 + 16 + i] = q[c * 64 + 32 + i];
+      q4[c * 64 + 32 + i] = q[c * 64 + 16 + i];
+      q4[c * 64 + 48 + i] = q[c * 64 + 48 + i];
     }
   }
 }
@@ -85,6 +103,9 @@ Q8Row Q8Rows::Row(int64_t r) const {
   if (n_ % 64 == 0) {
     row.lane_nsum = lane_nsum_.data() + r * n_ / 4;
     row.lane_d = lane_d_.data() + r * n_ / 4;
+    row.lane_nsum4 = lane_nsum4_.data() + r * n_ / 4;
+    row.lane_d4 = lane_d4_.data() + r * n_ / 4;
+    row.q4 = q4_.data() + r * n_;
   }
   return row;
 }

@@ -22,6 +22,11 @@ struct Q8Row {
   // sums of vpdpbusd: lanes 0-7 belong to the first block, 8-15 to the second.
   const int32_t* lane_nsum = nullptr;  // -sum(q) of the lane's block
   const float* lane_d = nullptr;       // d of the lane's block
+  // The same per pair of blocks in Q4_0's nibble order: values as [b0 0-15, b1 0-15, b0 16-31,
+  // b1 16-31], lanes 0-3 and 8-11 belonging to the first block, 4-7 and 12-15 to the second.
+  const int8_t* q4 = nullptr;
+  const int32_t* lane_nsum4 = nullptr;
+  const float* lane_d4 = nullptr;
 };
 
 // Owns the storage of `rows` quantized rows of `n` values each.
@@ -39,8 +44,9 @@ class Q8Rows {
   int64_t rows_ = 0;
   std::vector<int8_t> q_;
   std::vector<float> d_, sum_;
-  std::vector<int32_t> lane_nsum_;
-  std::vector<float> lane_d_;
+  std::vector<int32_t> lane_nsum_, lane_nsum4_;
+  std::vector<float> lane_d_, lane_d4_;
+  std::vector<int8_t> q4_;
 };
 
 struct LlmKernelTable {

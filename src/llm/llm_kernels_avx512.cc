@@ -156,26 +156,46 @@ void GemmTile(const uint8_t* wr, int64_t chunks, const Q8Row* xr, float* out) {
   for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t c = 0; c < chunks; ++c) {
-    __m512i wq;
-    float d0, d1;
     if constexpr (kQ4) {
+      // Both blocks' 16 bytes in one vector: low nibbles [b0 0-15, b1 0-15], high [b0 16-31,
+      // b1 16-31]; the activations are stored in that order (Q8Row::q4).
       const uint8_t* b0 = wr + c * 36;
-      wq = _mm512_inserti64x4(_mm512_zextsi256_si512(Nibbles(b0 + 2)), Nibbles(b0 + 20), 1);
-      d0 = HalfAt(b0);
-      d1 = HalfAt(b0 + 18);
-    } else {
+      const __m256i v = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 20)), 1);
+      const __m256i m = _mm256_set1_epi8(0x0F);
+      const __m512i wq = _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_and_si256(v, m)),
+                                            _mm256_and_si256(_mm256_srli_epi16(v, 4), m), 1);
+      uint16_t h0, h1;
+      std::memcpy(&h0, b0, 2);
+      std::memcpy(&h1, b0 + 18, 2);
+      // [d0 x8, d1 x8] -> 128-bit lanes reordered to [d0 x4, d1 x4, d0 x4, d1 x4].
+      const __m512 d8 = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)),
+                                                         _mm_set1_epi16(static_cast<short>(h0))));
+      const __m512 dw = _mm512_shuffle_f32x4(d8, d8, _MM_SHUFFLE(3, 1, 2, 0));
+      for (int j = 0; j < NT; ++j) {
+        const __m512i init = _mm512_loadu_si512(xr[j].lane_nsum4 + c * 16);
+        const __m512i dot = _mm512_dpbusd_epi32(init, wq, _mm512_loadu_si512(xr[j].q4 + c * 64));
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_loadu_ps(xr[j].lane_d4 + c * 16)),
+                                 acc[j]);
+      }
+      continue;
+    }
+    __m512i wq;
+    __m512 dw;
+    {
       const uint8_t* b0 = wr + c * 68;
       wq = _mm512_xor_si512(
           _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 36)), 1),
           flip);
-      d0 = HalfAt(b0);
-      d1 = HalfAt(b0 + 34);
+      uint16_t h0, h1;
+      std::memcpy(&h0, b0, 2);
+      std::memcpy(&h1, b0 + 34, 2);
+      dw = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
     }
-    const __m512 dw = Scales2(d0, d1);
     for (int j = 0; j < NT; ++j) {
-      __m512i init = _mm512_loadu_si512(xr[j].lane_nsum + c * 16);
-      if constexpr (!kQ4) init = _mm512_slli_epi32(init, 4);  // 128 / 8 lanes
+      const __m512i init = _mm512_slli_epi32(_mm512_loadu_si512(xr[j].lane_nsum + c * 16), 4);  // 128 / 8 lanes
       const __m512i dot = _mm512_dpbusd_epi32(init, wq, _mm512_loadu_si512(xr[j].q + c * 64));
       acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_loadu_ps(xr[j].lane_d + c * 16)), acc[j]);
     }
