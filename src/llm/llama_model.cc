@@ -49,9 +49,6 @@ Status LlamaModel::Bind() {
     return Status::InvalidArgument("token_embd.weight has " + std::to_string(hp_.n_vocab) +
                                    " rows but the tokenizer has " + std::to_string(tokenizer_.vocab_size()) + " tokens");
   }
-  if (f.FindTensor("rope_freqs.weight") != nullptr) {
-    return Status::Unimplemented("per-dimension RoPE frequency factors (rope_freqs.weight, Llama 3.1 style) are not supported yet");
-  }
   const int64_t E = hp_.n_embd, V = hp_.n_vocab, F = hp_.n_ff;
   const int64_t QD = static_cast<int64_t>(hp_.n_head) * hp_.head_dim;
   const int64_t KVD = static_cast<int64_t>(hp_.n_head_kv) * hp_.head_dim;
@@ -84,6 +81,16 @@ Status LlamaModel::Bind() {
   rope_inv_freq_.resize(hp_.rope_dims / 2);
   for (uint32_t i = 0; i < hp_.rope_dims / 2; ++i) {
     rope_inv_freq_[i] = std::pow(hp_.rope_freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(hp_.rope_dims));
+  }
+  // Llama 3.1-style RoPE scaling: one factor per rotated pair divides its frequency.
+  if (f.FindTensor("rope_freqs.weight") != nullptr) {
+    IL_ASSIGN_OR_RETURN(std::vector<float> factors, ReadVector(f, "rope_freqs.weight", static_cast<int>(hp_.rope_dims / 2)));
+    for (uint32_t i = 0; i < hp_.rope_dims / 2; ++i) {
+      if (!(factors[i] > 0) || !std::isfinite(factors[i])) {
+        return Status::InvalidArgument("rope_freqs.weight[" + std::to_string(i) + "] is not a positive number");
+      }
+      rope_inv_freq_[i] /= factors[i];
+    }
   }
   return Status::Ok();
 }

@@ -4,7 +4,7 @@ of strings (Unicode, whitespace, special tokens) and greedy generations token fo
 
 Models: the real stories260k (shared/models; SentencePiece vocab) in F32 and requantized to Q8_0
 and Q4_0, and small random-weight models made by scripts/make_llm_models.py: llama with a 'gpt2'
-BPE vocab (Llama 3 pre-tokenizer), qwen2 (attention biases, NeoX RoPE) with a Qwen2 BPE vocab.
+BPE vocab (Llama 3 pre-tokenizer) and Llama 3.1 RoPE frequency factors, qwen2 (attention biases, NeoX RoPE) with a Qwen2 BPE vocab.
 Random models use weights of std 0.5 so that greedy choices are not near-ties.
 
 Usage: test_llama_cpp.py --inferloop BUILD/inferloop [unittest args]
@@ -60,7 +60,7 @@ class TestAgainstLlamaCpp(unittest.TestCase):
             p = os.path.join(t, f"stories-{q}.gguf")
             make(["requantize", STORIES, p, "--type", q], p)
             cls.models[f"stories-{q}"] = p
-        for name, extra in (("llama-bpe", ["--arch", "llama", "--vocab", "bpe-llama3", "--type", "Q8_0"]),
+        for name, extra in (("llama-bpe", ["--arch", "llama", "--vocab", "bpe-llama3", "--type", "Q8_0", "--rope-freqs"]),
                             ("qwen2-bpe", ["--arch", "qwen2", "--vocab", "bpe-qwen2", "--type", "F16"]),
                             ("llama-spm-q4", ["--arch", "llama", "--vocab", "spm", "--type", "Q4_0"])):
             p = os.path.join(t, f"{name}.gguf")
