@@ -3,8 +3,8 @@
 scripts/requirements-dev.txt). Run with the project's venv: .venv/bin/python scripts/make_llm_models.py
 
   random OUT.gguf --shape tinyllama|small|tiny --type Q4_0|Q8_0|F16|F32 [--arch llama|qwen2] [--seed N]
-                 [--vocab spm|bpe-llama3|bpe-qwen2]
-      A model with random weights (normal, std 0.02; norms 1) and a synthetic vocab: 'spm' (the
+                 [--vocab spm|bpe-llama3|bpe-qwen2] [--std S] [--rope-freqs]
+      A model with random weights (normal, std 0.02 or --std; norms 1) and a synthetic vocab: 'spm' (the
       default) is a 'llama' (SentencePiece style) vocab: <unk> <s> </s>, the 256 byte tokens, then
       made-up pieces; 'bpe-*' is a 'gpt2' byte-level BPE vocab whose merges are trained on a small
       built-in text (English, accents, CJK, emoji, digits, code), with Llama 3 style special tokens
@@ -138,7 +138,7 @@ def add_tensor(w, name, data, qtype):
         w.add_tensor(name, quants.quantize(data, qtype), raw_dtype=qtype)
 
 
-def write_random(out, shape, type_name, arch, seed, vocab="spm"):
+def write_random(out, shape, type_name, arch, seed, vocab="spm", std=0.02, rope_freqs=False):
     E, L, H, KV, F, V, C = SHAPES[shape]
     qtype = TYPES[type_name]
     rng = np.random.default_rng(seed)
@@ -176,7 +176,7 @@ def write_random(out, shape, type_name, arch, seed, vocab="spm"):
         w.add_add_bos_token(vocab == "bpe-llama3")
 
     def rnd(*s):
-        return (rng.standard_normal(s, dtype=np.float32) * 0.02).astype(np.float32)
+        return (rng.standard_normal(s, dtype=np.float32) * std).astype(np.float32)
 
     hd = E // H
     add_tensor(w, "token_embd.weight", rnd(V, E), qtype)
@@ -195,6 +195,8 @@ def write_random(out, shape, type_name, arch, seed, vocab="spm"):
         add_tensor(w, p + "ffn_gate.weight", rnd(F, E), qtype)
         add_tensor(w, p + "ffn_up.weight", rnd(F, E), qtype)
         add_tensor(w, p + "ffn_down.weight", rnd(E, F), qtype)
+    if rope_freqs:  # Llama 3.1-style per-pair RoPE frequency factors
+        w.add_tensor("rope_freqs.weight", np.linspace(1.0, 8.0, hd // 2, dtype=np.float32))
     w.add_tensor("output_norm.weight", np.ones(E, np.float32))
     add_tensor(w, "output.weight", rnd(V, E), qtype)
     w.write_header_to_file()
@@ -254,13 +256,15 @@ def main():
     a.add_argument("--arch", choices=["llama", "qwen2"], default="llama")
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--vocab", choices=["spm", "bpe-llama3", "bpe-qwen2"], default="spm")
+    a.add_argument("--std", type=float, default=0.02, help="standard deviation of the random weights")
+    a.add_argument("--rope-freqs", action="store_true", help="add Llama 3.1-style rope_freqs.weight factors")
     b = sub.add_parser("requantize")
     b.add_argument("src")
     b.add_argument("out")
     b.add_argument("--type", choices=["Q4_0", "Q8_0", "F16"], required=True)
     args = ap.parse_args()
     if args.cmd == "random":
-        write_random(args.out, args.shape, args.type, args.arch, args.seed, args.vocab)
+        write_random(args.out, args.shape, args.type, args.arch, args.seed, args.vocab, args.std, args.rope_freqs)
     else:
         requantize(args.src, args.out, args.type)
     print(f"wrote {args.out}")

@@ -8,7 +8,8 @@
 # The serve end-to-end tests (tests/e2e) use the project venv, made here by scripts/setup_venv.sh.
 # Ends with one line "summary: N passed, N failed, N skipped" over all ctest runs.
 # Env: INFERLOOP_FUZZ_RUNS (default 300000), INFERLOOP_FUZZ_SECONDS (cap, default 120),
-#      INFERLOOP_SKIP_ASAN=1, INFERLOOP_SKIP_FUZZ=1.
+#      INFERLOOP_SKIP_ASAN=1, INFERLOOP_SKIP_FUZZ=1, INFERLOOP_SKIP_LLAMA_CPP=1 (do not build
+#      llama-cpp-python; its comparison test then reports skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -21,6 +22,10 @@ if ! cmp -s scripts/requirements-dev.txt .venv/requirements-dev.txt 2>/dev/null;
 fi
 # Triton's perf_analyzer, for the test that runs it against inferloop serve.
 bash scripts/setup_perf_analyzer.sh || exit 1
+# llama.cpp's Python binding, the anchor of the LLM comparison test (built from PyPI's source).
+if [ "${INFERLOOP_SKIP_LLAMA_CPP:-0}" != 1 ]; then
+  bash scripts/setup_llama_cpp.sh || exit 1
+fi
 
 total_pass=0; total_fail=0; total_skip=0; status=0
 run_ctest() {  # dir, extra ctest args...
@@ -72,7 +77,7 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
   # fuzzer name, seed corpus folder; the request/config parsers get a third of the loader's budget.
   for spec in "model_loader_fuzzer tests/fuzz/corpus 1" "v2_json_fuzzer tests/fuzz/corpus/v2_json 3" \
               "v2_grpc_fuzzer tests/fuzz/corpus/v2_grpc 3" "model_config_fuzzer tests/fuzz/corpus_config 3" \
-              "gguf_fuzzer tests/fuzz/corpus_gguf 3"; do
+              "gguf_fuzzer tests/fuzz/corpus_gguf 3" "openai_request_fuzzer tests/fuzz/corpus_openai 3"; do
     set -- $spec
     name=$1; seeds=$2; div=$3
     echo "== [3/3] libFuzzer: ${name} ($((runs / div)) runs, at most $((secs / div))s) =="

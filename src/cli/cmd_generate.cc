@@ -3,16 +3,87 @@
 // generation speed (tokens/s) on stderr.
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "cli/commands.h"
 #include "llm/generation.h"
+#include "llm/llm_engine.h"
 #include "llm/llama_model.h"
 
 namespace inferloop::cli {
+namespace {
+
+// N sequences through LlmEngine (the server's scheduler): prefill and decode batched together.
+template <typename Args>
+int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_t>& prompt, const Args& a) {
+  std::shared_ptr<const llm::LlamaModel> m = std::move(model);
+  llm::EngineOptions eo;
+  eo.threads = a.threads;
+  eo.max_running = a.parallel;
+  eo.prefix_cache_blocks = 0;  // every sequence computes its prompt (no reuse between them)
+  const int64_t per_seq = static_cast<int64_t>(prompt.size()) + a.n + 1;
+  eo.kv_blocks = static_cast<int>(a.parallel * ((per_seq + eo.block_tokens - 1) / eo.block_tokens + 1));
+  auto engine = llm::LlmEngine::Create(m, eo);
+  if (!engine.ok()) {
+    std::cerr << "error: " << engine.status().message() << "\n";
+    return 1;
+  }
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  int64_t generated = 0;
+  Status failure;
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  Clock::time_point first_token{};
+  for (int i = 0; i < a.parallel; ++i) {
+    llm::EngineRequest r;
+    r.prompt = prompt;
+    r.max_tokens = a.n;
+    r.sampling = {a.temp, a.top_k, a.top_p, a.seed + static_cast<uint64_t>(i)};
+    r.stop_at_eog = !a.ignore_eos;
+    r.on_token = [&](int, const llm::GeneratedToken&) {
+      std::lock_guard<std::mutex> l(mu);
+      if (generated++ == 0) first_token = Clock::now();
+      return true;
+    };
+    r.on_finish = [&](const llm::SequenceResult& res) {
+      std::lock_guard<std::mutex> l(mu);
+      if (res.reason == llm::FinishReason::kError && failure.ok()) failure = res.error;
+      ++done;
+      cv.notify_all();
+    };
+    auto h = (*engine)->Submit(std::move(r));
+    if (!h.ok()) {
+      std::cerr << "error: " << h.status().message() << "\n";
+      return 1;
+    }
+  }
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return done == a.parallel; });
+  const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!failure.ok()) {
+    std::cerr << "error: " << failure.message() << "\n";
+    return 1;
+  }
+  const llm::EngineStats st = (*engine)->stats();
+  std::fprintf(stderr,
+               "parallel: %d sequences, %lld prompt tokens and %lld generated tokens in %.3f s "
+               "(%.1f generated tokens/s overall; %d steps)\n",
+               a.parallel, static_cast<long long>(st.prompt_tokens), static_cast<long long>(generated), total,
+               generated / total, static_cast<int>(st.steps));
+  return 0;
+}
+
+}  // namespace
 
 Runner AddGenerateCommand(CLI::App& app) {
   struct Args {
@@ -27,13 +98,17 @@ Runner AddGenerateCommand(CLI::App& app) {
     bool ids = false;
     bool no_bos = false;
     bool ignore_eos = false;
+    int parallel = 0;
+    std::string prompt_ids;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "generate", "Generate text with a GGUF llama-family model (llama, mistral, qwen2): streams the continuation of "
                   "the prompt to stdout and prints prompt and generation tokens/s to stderr.");
   cmd->add_option("model", a->model, "Path to a GGUF model file")->required();
-  cmd->add_option("-p,--prompt", a->prompt, "Prompt text")->required();
+  auto* text_opt = cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
+  auto* ids_opt = cmd->add_option("--prompt-ids", a->prompt_ids, "The prompt as token ids, comma-separated (instead of -p)");
+  text_opt->excludes(ids_opt);
   cmd->add_option("-n,--max-tokens", a->n, "Tokens to generate (default 128)")->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--temp", a->temp, "Sampling temperature; 0 = greedy (default 0.8)");
   cmd->add_option("--top-k", a->top_k, "Keep the K most likely tokens; 0 = all (default 40)");
@@ -43,6 +118,10 @@ Runner AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--print-token-ids", a->ids, "Also print the prompt's and the generated token ids on stderr");
   cmd->add_flag("--no-bos", a->no_bos, "Do not put the BOS token before the prompt");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-generation tokens");
+  cmd->add_option("--parallel", a->parallel,
+                  "Run N sequences of the prompt at once through the continuous-batching engine (prints only "
+                  "the aggregate speed; sequence i samples with seed + i)")
+      ->check(CLI::Range(1, 1024));
   return [a]() {
     auto model = llm::LlamaModel::Load(a->model);
     if (!model.ok()) {
@@ -50,14 +129,36 @@ Runner AddGenerateCommand(CLI::App& app) {
       return 1;
     }
     const llm::Tokenizer& tok = (*model)->tokenizer();
-    const std::vector<int32_t> prompt = tok.Encode(a->prompt, !a->no_bos, /*parse_special=*/true);
+    std::vector<int32_t> prompt;
+    if (!a->prompt_ids.empty()) {
+      std::stringstream ss(a->prompt_ids);
+      std::string item;
+      while (std::getline(ss, item, ',')) {
+        try {
+          size_t used = 0;
+          const long v = std::stol(item, &used);
+          if (used != item.size() || v < 0 || v >= tok.vocab_size()) throw std::out_of_range(item);
+          prompt.push_back(static_cast<int32_t>(v));
+        } catch (const std::exception&) {
+          std::cerr << "error: --prompt-ids: '" << item << "' is not a token id of this model (0.." << tok.vocab_size() - 1 << ")\n";
+          return 2;
+        }
+      }
+    } else if (!a->prompt.empty()) {
+      prompt = tok.Encode(a->prompt, !a->no_bos, /*parse_special=*/true);
+    } else {
+      std::cerr << "error: give the prompt with -p TEXT or --prompt-ids ID,ID,...\n";
+      return 2;
+    }
+    if (a->parallel > 0) return RunParallel(std::move(*model), prompt, *a);
     llm::GenerationOptions o;
     o.max_tokens = a->n;
     o.sampling = {a->temp, a->top_k, a->top_p, a->seed};
     o.threads = a->threads;
     o.stop_at_eog = !a->ignore_eos;
     std::vector<int32_t> out;
-    std::fwrite(a->prompt.data(), 1, a->prompt.size(), stdout);
+    const std::string shown = a->prompt.empty() ? tok.Decode(prompt) : a->prompt;
+    std::fwrite(shown.data(), 1, shown.size(), stdout);
     std::fflush(stdout);
     auto st = llm::Generate(**model, prompt, o, [&](int32_t id) {
       out.push_back(id);

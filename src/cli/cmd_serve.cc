@@ -49,6 +49,7 @@ struct ServeArgs {
   int llm_max_batch_tokens = 512;
   int llm_max_sequences = 64;
   int64_t llm_max_token_backlog = 16384;
+  int64_t llm_prefix_cache_mb = -1;
 };
 
 int RunServe(const ServeArgs& a) {
@@ -104,6 +105,7 @@ int RunServe(const ServeArgs& a) {
   lo.engine.max_running = a.llm_max_sequences;
   lo.engine.threads = a.threads;
   lo.max_token_backlog = a.llm_max_token_backlog;
+  lo.prefix_cache_bytes = a.llm_prefix_cache_mb < 0 ? -1 : a.llm_prefix_cache_mb << 20;
   serve::LlmTextService llm(lo, &llm_metrics);
   frontends::OpenAiHandler openai(llm);
 
@@ -256,6 +258,10 @@ Runner AddServeCommand(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--llm-max-sequences", a->llm_max_sequences, "LLM models: sequences running at once")
       ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--llm-prefix-cache-mb", a->llm_prefix_cache_mb,
+                  "LLM models: KV memory the prefix cache may keep for finished sequences (-1: all of the KV cache, "
+                  "0: no prefix cache)")
+      ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 30));
   cmd->add_option("--llm-max-token-backlog", a->llm_max_token_backlog,
                   "LLM models: prompt tokens waiting before new requests get 429")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));

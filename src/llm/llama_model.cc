@@ -49,9 +49,6 @@ Status LlamaModel::Bind() {
     return Status::InvalidArgument("token_embd.weight has " + std::to_string(hp_.n_vocab) +
                                    " rows but the tokenizer has " + std::to_string(tokenizer_.vocab_size()) + " tokens");
   }
-  if (f.FindTensor("rope_freqs.weight") != nullptr) {
-    return Status::Unimplemented("per-dimension RoPE frequency factors (rope_freqs.weight, Llama 3.1 style) are not supported yet");
-  }
   const int64_t E = hp_.n_embd, V = hp_.n_vocab, F = hp_.n_ff;
   const int64_t QD = static_cast<int64_t>(hp_.n_head) * hp_.head_dim;
   const int64_t KVD = static_cast<int64_t>(hp_.n_head_kv) * hp_.head_dim;
@@ -84,6 +81,16 @@ Status LlamaModel::Bind() {
   rope_inv_freq_.resize(hp_.rope_dims / 2);
   for (uint32_t i = 0; i < hp_.rope_dims / 2; ++i) {
     rope_inv_freq_[i] = std::pow(hp_.rope_freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(hp_.rope_dims));
+  }
+  // Llama 3.1-style RoPE scaling: one factor per rotated pair divides its frequency.
+  if (f.FindTensor("rope_freqs.weight") != nullptr) {
+    IL_ASSIGN_OR_RETURN(std::vector<float> factors, ReadVector(f, "rope_freqs.weight", static_cast<int>(hp_.rope_dims / 2)));
+    for (uint32_t i = 0; i < hp_.rope_dims / 2; ++i) {
+      if (!(factors[i] > 0) || !std::isfinite(factors[i])) {
+        return Status::InvalidArgument("rope_freqs.weight[" + std::to_string(i) + "] is not a positive number");
+      }
+      rope_inv_freq_[i] /= factors[i];
+    }
   }
   return Status::Ok();
 }
@@ -161,9 +168,11 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
   for (int l = 0; l < static_cast<int>(hp_.n_layer); ++l) {
     const LlamaLayer& L = layers_[l];
     for (int64_t t = 0; t < T; ++t) RmsNorm(x.data() + t * E, L.attn_norm, hp_.rms_eps, E, h.data() + t * E);
-    MatMul(L.wq, h.data(), T, q.data(), pool);
-    MatMul(L.wk, h.data(), T, kk.data(), pool);
-    MatMul(L.wv, h.data(), T, vv.data(), pool);
+    {
+      const WeightMatrix* ws[3] = {&L.wq, &L.wk, &L.wv};
+      float* ys[3] = {q.data(), kk.data(), vv.data()};
+      MatMulMany(ws, h.data(), T, ys, pool);
+    }
     for (int64_t t = 0; t < T; ++t) {
       float* qt = q.data() + t * QD;
       float* kt = kk.data() + t * KVD;
@@ -214,8 +223,11 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
     for (int64_t i = 0; i < T * E; ++i) x[i] += tmp[i];
 
     for (int64_t t = 0; t < T; ++t) RmsNorm(x.data() + t * E, L.ffn_norm, hp_.rms_eps, E, h.data() + t * E);
-    MatMul(L.w_gate, h.data(), T, gate.data(), pool);
-    MatMul(L.w_up, h.data(), T, up.data(), pool);
+    {
+      const WeightMatrix* ws[2] = {&L.w_gate, &L.w_up};
+      float* ys[2] = {gate.data(), up.data()};
+      MatMulMany(ws, h.data(), T, ys, pool);
+    }
     for (int64_t i = 0; i < T * F; ++i) {
       const float g = gate[i];
       gate[i] = g / (1.0f + std::exp(-g)) * up[i];  // SiLU(gate) * up

@@ -1,15 +1,28 @@
 #include "llm/llm_kernels.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
 
 namespace inferloop::llm {
 namespace {
 
+#if defined(__x86_64__)
+// CPUID bits not every compiler's __builtin_cpu_supports knows (clang 14: no "avx512vnni").
+bool CpuidBit(unsigned leaf, unsigned sub, int reg, int bit) {
+  unsigned r[4] = {0, 0, 0, 0};
+  if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3])) return false;
+  return (r[reg] >> bit) & 1u;
+}
+#endif
+
 bool HasAvx2() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuidBit(1, 0, 2, 29);  // F16C
 #else
   return false;
 #endif
@@ -20,7 +33,7 @@ bool HasAvx512Vnni() {
   __builtin_cpu_init();
   return HasAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vnni");
+         CpuidBit(7, 0, 2, 11);  // AVX512_VNNI (leaf 7, ECX bit 11)
 #else
   return false;
 #endif
@@ -40,17 +53,61 @@ const LlmKernelTable* Choose() {
 
 void Q8Rows::Resize(int64_t rows, int64_t n) {
   n_ = n;
+  rows_ = rows;
   q_.resize(rows * n + 64);
   d_.resize(rows * n / 32);
   sum_.resize(rows * n / 32);
+  if (n % 64 == 0) {
+    lane_nsum_.resize(rows * n / 4);
+    lane_d_.resize(rows * n / 4);
+    lane_nsum4_.resize(rows * n / 4);
+    lane_d4_.resize(rows * n / 4);
+    q4_.resize(rows * n + 64);
+  }
 }
 
 void Q8Rows::Quantize(int64_t r, const float* x) {
-  ActiveLlmKernels().quantize_q8(x, n_, q_.data() + r * n_, d_.data() + r * n_ / 32, sum_.data() + r * n_ / 32);
+  int8_t* q = q_.data() + r * n_;
+  float* d = d_.data() + r * n_ / 32;
+  ActiveLlmKernels().quantize_q8(x, n_, q, d, sum_.data() + r * n_ / 32);
+  if (n_ % 64 != 0) return;
+  int32_t* ns = lane_nsum_.data() + r * n_ / 4;
+  float* ld = lane_d_.data() + r * n_ / 4;
+  int32_t* ns4 = lane_nsum4_.data() + r * n_ / 4;
+  float* ld4 = lane_d4_.data() + r * n_ / 4;
+  int8_t* q4 = q4_.data() + r * n_;
+  for (int64_t c = 0; c < n_ / 64; ++c) {
+    int32_t s[2];
+    for (int k = 0; k < 2; ++k) {
+      s[k] = 0;
+      for (int i = 0; i < 32; ++i) s[k] += q[c * 64 + k * 32 + i];
+    }
+    for (int l = 0; l < 16; ++l) {
+      ns[c * 16 + l] = -s[l / 8];
+      ld[c * 16 + l] = d[c * 2 + l / 8];
+      ns4[c * 16 + l] = -s[(l / 4) % 2];
+      ld4[c * 16 + l] = d[c * 2 + (l / 4) % 2];
+    }
+    // [b0 0-15, b1 0-15, b0 16-31, b1 16-31]
+    for (int i = 0; i < 16; ++i) {
+      q4[c * 64 + i] = q[c * 64 + i];
+      q4[c * 64 + 16 + i] = q[c * 64 + 32 + i];
+      q4[c * 64 + 32 + i] = q[c * 64 + 16 + i];
+      q4[c * 64 + 48 + i] = q[c * 64 + 48 + i];
+    }
+  }
 }
 
 Q8Row Q8Rows::Row(int64_t r) const {
-  return {q_.data() + r * n_, d_.data() + r * n_ / 32, sum_.data() + r * n_ / 32};
+  Q8Row row{q_.data() + r * n_, d_.data() + r * n_ / 32, sum_.data() + r * n_ / 32};
+  if (n_ % 64 == 0) {
+    row.lane_nsum = lane_nsum_.data() + r * n_ / 4;
+    row.lane_d = lane_d_.data() + r * n_ / 4;
+    row.lane_nsum4 = lane_nsum4_.data() + r * n_ / 4;
+    row.lane_d4 = lane_d4_.data() + r * n_ / 4;
+    row.q4 = q4_.data() + r * n_;
+  }
+  return row;
 }
 
 const LlmKernelTable& ActiveLlmKernels() {

@@ -18,6 +18,15 @@ struct Q8Row {
   const int8_t* q = nullptr;   // n values
   const float* d = nullptr;    // n / 32 block scales
   const float* sum = nullptr;  // n / 32: d * sum(q) of each block (for weight zero offsets)
+  // Per pair of blocks (64 values; only when n % 64 == 0), 16 lanes laid out as the 16 int32
+  // sums of vpdpbusd: lanes 0-7 belong to the first block, 8-15 to the second.
+  const int32_t* lane_nsum = nullptr;  // -sum(q) of the lane's block
+  const float* lane_d = nullptr;       // d of the lane's block
+  // The same per pair of blocks in Q4_0's nibble order: values as [b0 0-15, b1 0-15, b0 16-31,
+  // b1 16-31], lanes 0-3 and 8-11 belonging to the first block, 4-7 and 12-15 to the second.
+  const int8_t* q4 = nullptr;
+  const int32_t* lane_nsum4 = nullptr;
+  const float* lane_d4 = nullptr;
 };
 
 // Owns the storage of `rows` quantized rows of `n` values each.
@@ -28,11 +37,16 @@ class Q8Rows {
   void Quantize(int64_t r, const float* x);
   Q8Row Row(int64_t r) const;
   int64_t n() const { return n_; }
+  int64_t rows() const { return rows_; }
 
  private:
   int64_t n_ = 0;
+  int64_t rows_ = 0;
   std::vector<int8_t> q_;
   std::vector<float> d_, sum_;
+  std::vector<int32_t> lane_nsum_, lane_nsum4_;
+  std::vector<float> lane_d_, lane_d4_;
+  std::vector<int8_t> q4_;
 };
 
 struct LlmKernelTable {
@@ -46,6 +60,14 @@ struct LlmKernelTable {
   void (*axpy_f16)(float a, const uint16_t* x, float* y, int64_t n);
   // Floats to half floats, rounding to nearest even (what the KV cache stores).
   void (*to_f16)(const float* x, uint16_t* y, int64_t n);
+  // Matrix products for several activation rows at once (prefill, batched decode): for weight
+  // rows [0, rows) of `w` (row_bytes apart) and activation rows [0, T) of `x` (n % 64 == 0),
+  // Y[t * y_stride + r] = dot(row r, x row t). Each weight block is unpacked once for up to 8
+  // activation rows. Null when the table has none (the dot kernels are used per row).
+  void (*gemm_q8_0)(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, int64_t T, float* Y,
+                    int64_t y_stride);
+  void (*gemm_q4_0)(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, int64_t T, float* Y,
+                    int64_t y_stride);
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

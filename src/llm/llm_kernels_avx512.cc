@@ -7,6 +7,7 @@
 // precomputed block sums.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "llm/llm_kernels.h"
@@ -145,6 +146,88 @@ void ToF16(const float* x, uint16_t* y, int64_t n) {
   for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
+// Products of weight rows with up to 8 activation rows at once: each pair of weight blocks is
+// unpacked once into a vector of unsigned bytes, then multiplied with every activation row.
+// The weight offset (8 for Q4_0, 128 for Q8_0 after flipping the sign bit) is taken back through
+// vpdpbusd's accumulator input: each of a block's 8 lanes starts at -offset/8 * sum(q_x).
+template <bool kQ4, int NT>
+void GemmTile(const uint8_t* wr, int64_t chunks, const Q8Row* xr, float* out) {
+  __m512 acc[NT];
+  for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t c = 0; c < chunks; ++c) {
+    if constexpr (kQ4) {
+      // Both blocks' 16 bytes in one vector: low nibbles [b0 0-15, b1 0-15], high [b0 16-31,
+      // b1 16-31]; the activations are stored in that order (Q8Row::q4).
+      const uint8_t* b0 = wr + c * 36;
+      const __m256i v = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 20)), 1);
+      const __m256i m = _mm256_set1_epi8(0x0F);
+      const __m512i wq = _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_and_si256(v, m)),
+                                            _mm256_and_si256(_mm256_srli_epi16(v, 4), m), 1);
+      uint16_t h0, h1;
+      std::memcpy(&h0, b0, 2);
+      std::memcpy(&h1, b0 + 18, 2);
+      // [d0 x8, d1 x8] -> 128-bit lanes reordered to [d0 x4, d1 x4, d0 x4, d1 x4].
+      const __m512 d8 = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)),
+                                                         _mm_set1_epi16(static_cast<short>(h0))));
+      const __m512 dw = _mm512_shuffle_f32x4(d8, d8, _MM_SHUFFLE(3, 1, 2, 0));
+      for (int j = 0; j < NT; ++j) {
+        const __m512i init = _mm512_loadu_si512(xr[j].lane_nsum4 + c * 16);
+        const __m512i dot = _mm512_dpbusd_epi32(init, wq, _mm512_loadu_si512(xr[j].q4 + c * 64));
+        acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_loadu_ps(xr[j].lane_d4 + c * 16)),
+                                 acc[j]);
+      }
+      continue;
+    }
+    __m512i wq;
+    __m512 dw;
+    {
+      const uint8_t* b0 = wr + c * 68;
+      wq = _mm512_xor_si512(
+          _mm512_inserti64x4(_mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
+                             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 36)), 1),
+          flip);
+      uint16_t h0, h1;
+      std::memcpy(&h0, b0, 2);
+      std::memcpy(&h1, b0 + 34, 2);
+      dw = _mm512_cvtph_ps(_mm256_set_m128i(_mm_set1_epi16(static_cast<short>(h1)), _mm_set1_epi16(static_cast<short>(h0))));
+    }
+    for (int j = 0; j < NT; ++j) {
+      const __m512i init = _mm512_slli_epi32(_mm512_loadu_si512(xr[j].lane_nsum + c * 16), 4);  // 128 / 8 lanes
+      const __m512i dot = _mm512_dpbusd_epi32(init, wq, _mm512_loadu_si512(xr[j].q + c * 64));
+      acc[j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(dw, _mm512_loadu_ps(xr[j].lane_d + c * 16)), acc[j]);
+    }
+  }
+  for (int j = 0; j < NT; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+}
+
+template <bool kQ4>
+void Gemm(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride) {
+  const int64_t chunks = x.n() / 64;
+  Q8Row xr[8];
+  float out[8];
+  for (int64_t t0 = 0; t0 < T; t0 += 8) {
+    const int nt = static_cast<int>(std::min<int64_t>(8, T - t0));
+    for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* wr = w + r * row_bytes;
+      switch (nt) {
+        case 8: GemmTile<kQ4, 8>(wr, chunks, xr, out); break;
+        case 7: GemmTile<kQ4, 7>(wr, chunks, xr, out); break;
+        case 6: GemmTile<kQ4, 6>(wr, chunks, xr, out); break;
+        case 5: GemmTile<kQ4, 5>(wr, chunks, xr, out); break;
+        case 4: GemmTile<kQ4, 4>(wr, chunks, xr, out); break;
+        case 3: GemmTile<kQ4, 3>(wr, chunks, xr, out); break;
+        case 2: GemmTile<kQ4, 2>(wr, chunks, xr, out); break;
+        default: GemmTile<kQ4, 1>(wr, chunks, xr, out); break;
+      }
+      for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
+    }
+  }
+}
+
 LlmKernelTable MakeTable() {
   LlmKernelTable t = *ScalarLlmKernels();
   t.name = "avx512_vnni";
@@ -154,6 +237,8 @@ LlmKernelTable MakeTable() {
   t.dot_q4_0 = DotQ4_0;
   t.axpy_f16 = AxpyF16;
   t.to_f16 = ToF16;
+  t.gemm_q8_0 = Gemm<false>;
+  t.gemm_q4_0 = Gemm<true>;
   return t;
 }
 

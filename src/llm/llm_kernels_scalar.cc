@@ -78,7 +78,7 @@ void ToF16(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = FloatToHalf(x[i]);
 }
 
-const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotQ8_0, DotQ4_0, QuantizeQ8, AxpyF16, ToF16};
+const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotQ8_0, DotQ4_0, QuantizeQ8, AxpyF16, ToF16, nullptr, nullptr};
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 #include "llm/weight_matrix.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -61,46 +62,87 @@ void ReadRow(const WeightMatrix& w, int64_t r, float* out) {
   (void)DequantizeRow(w.type, w.Row(r), std::span<float>(out, w.cols));
 }
 
-void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool) {
+namespace {
+
+// Rows [begin, end) of `w` times the T activation rows.
+void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, int64_t T, float* Y, int64_t begin, int64_t end) {
   const LlmKernelTable& k = ActiveLlmKernels();
   const int64_t n = w.cols;
+  // Unpack each weight block once for all activation rows. Used for one row too, so that a
+  // token's numbers do not depend on how many others share its step (batch invariance).
+  if (n % 64 == 0) {
+    auto gemm = w.type == GgmlType::kQ4_0 ? k.gemm_q4_0 : w.type == GgmlType::kQ8_0 ? k.gemm_q8_0 : nullptr;
+    if (gemm != nullptr) {
+      gemm(w.Row(begin).data(), w.row_bytes, end - begin, xq, T, Y + begin, w.rows);
+      return;
+    }
+  }
+  std::vector<float> row;
+  for (int64_t r = begin; r < end; ++r) {
+    const uint8_t* wr = w.Row(r).data();
+    switch (w.type) {
+      case GgmlType::kF32:
+        for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_f32(reinterpret_cast<const float*>(wr), X + t * n, n);
+        break;
+      case GgmlType::kF16:
+        for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_f16(reinterpret_cast<const uint16_t*>(wr), X + t * n, n);
+        break;
+      case GgmlType::kQ8_0:
+        for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_q8_0(wr, xq.Row(t), n);
+        break;
+      case GgmlType::kQ4_0:
+        for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_q4_0(wr, xq.Row(t), n);
+        break;
+      default:
+        row.resize(n);
+        ReadRow(w, r, row.data());
+        for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_f32(row.data(), X + t * n, n);
+        break;
+    }
+  }
+}
+
+bool NeedsInt8(GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0; }
+
+}  // namespace
+
+void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t T, std::span<float* const> Ys,
+                ThreadPool* pool) {
+  if (ws.empty()) return;
+  const int64_t n = ws[0]->cols;
   Q8Rows xq;
-  const bool int8 = w.type == GgmlType::kQ8_0 || w.type == GgmlType::kQ4_0;
+  bool int8 = false;
+  int64_t total = 0;
+  for (const WeightMatrix* w : ws) {
+    int8 = int8 || NeedsInt8(w->type);
+    total += w->rows;
+  }
   if (int8) {
     xq.Resize(T, n);
     for (int64_t t = 0; t < T; ++t) xq.Quantize(t, X + t * n);
   }
+  // Global row r runs through the weights in order.
   auto rows = [&](int64_t begin, int64_t end) {
-    std::vector<float> row;
-    for (int64_t r = begin; r < end; ++r) {
-      const uint8_t* wr = w.Row(r).data();
-      switch (w.type) {
-        case GgmlType::kF32:
-          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_f32(reinterpret_cast<const float*>(wr), X + t * n, n);
-          break;
-        case GgmlType::kF16:
-          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_f16(reinterpret_cast<const uint16_t*>(wr), X + t * n, n);
-          break;
-        case GgmlType::kQ8_0:
-          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_q8_0(wr, xq.Row(t), n);
-          break;
-        case GgmlType::kQ4_0:
-          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_q4_0(wr, xq.Row(t), n);
-          break;
-        default:
-          row.resize(n);
-          ReadRow(w, r, row.data());
-          for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_f32(row.data(), X + t * n, n);
-          break;
-      }
+    int64_t base = 0;
+    for (size_t i = 0; i < ws.size() && begin < end; ++i) {
+      const int64_t rows_i = ws[i]->rows;
+      const int64_t b = std::max(begin, base), e = std::min(end, base + rows_i);
+      if (b < e) RowsTimes(*ws[i], X, xq, T, Ys[i], b - base, e - base);
+      base += rows_i;
     }
   };
   // Below ~256k multiply-adds a parallel region costs more than it saves.
-  if (pool == nullptr || pool->num_threads() <= 1 || w.rows * n * T < (1 << 18)) {
-    rows(0, w.rows);
+  if (pool == nullptr || pool->num_threads() <= 1 || total * n * T < (1 << 18)) {
+    rows(0, total);
   } else {
-    pool->ParallelFor(w.rows, 16, rows);
+    pool->ParallelFor(total, 16, rows);
   }
+}
+
+void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool) {
+  const WeightMatrix* ws[1] = {&w};
+  float* ys[1] = {Y};
+  MatMulMany(ws, X, T, ys, pool);
 }
 
 }  // namespace inferloop::llm

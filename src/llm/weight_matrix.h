@@ -37,6 +37,10 @@ Result<WeightMatrix> ViewWeight(const GgufFile& file, const std::string& name, i
 // (llm_kernels.h); F32/F16 in float; other types expand each weight row to floats once for all
 // T rows. Weight rows are split over `pool` (nullptr: this thread).
 void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool);
+// Several products of the same activations in one parallel region (e.g. Q, K and V): Y[i] =
+// X * ws[i]^T. All weights must have the same cols.
+void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t T, std::span<float* const> Ys,
+                ThreadPool* pool);
 inline void MatVec(const WeightMatrix& w, const float* x, float* y, ThreadPool* pool) { MatMul(w, x, 1, y, pool); }
 
 // Row `r` of `w` as floats (embedding lookup); out has w.cols elements.

@@ -1,5 +1,6 @@
 #include "serve/llm_text_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <random>
@@ -102,7 +103,13 @@ Status LlmTextService::LoadModel(const std::string& name, const std::string& pat
   if (!chat.ok()) return chat.status().WithContext("'" + path + "'");
   loaded->chat = *chat;
   loaded->model = std::move(model);
-  IL_ASSIGN_OR_RETURN(loaded->engine, llm::LlmEngine::Create(loaded->model, options_.engine));
+  llm::EngineOptions eo = options_.engine;
+  if (options_.prefix_cache_bytes >= 0) {
+    const llm::KvCacheShape shape = loaded->model->kv_shape(eo.block_tokens);
+    const int64_t block_bytes = static_cast<int64_t>(shape.n_layer) * 2 * shape.block_tokens * shape.kv_dim * 2;
+    eo.prefix_cache_blocks = static_cast<int>(std::min<int64_t>(options_.prefix_cache_bytes / block_bytes, 1 << 30));
+  }
+  IL_ASSIGN_OR_RETURN(loaded->engine, llm::LlmEngine::Create(loaded->model, eo));
   const Families& f = *families_;
   const std::vector<std::string> l = {name};
   loaded->ttft = Child(Histogram(), f.ttft, l);

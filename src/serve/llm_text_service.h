@@ -28,6 +28,9 @@ struct LlmServiceOptions {
   // New requests get ResourceExhausted (HTTP 429) while the prompt tokens waiting to be computed
   // exceed this.
   int64_t max_token_backlog = 16384;
+  // KV memory the prefix cache may keep for blocks no sequence uses (-1: no bound but the KV
+  // cache itself; 0: no prefix cache). Converted to blocks per model.
+  int64_t prefix_cache_bytes = -1;
 };
 
 class LlmTextService : public TextGenerationService {

@@ -38,6 +38,11 @@ REFERENCE_64 = (", there was a little girl named Lily. She loved to play outside
 def make_repository(root):
     os.makedirs(os.path.join(root, "stories", "1"))
     shutil.copy(STORIES, os.path.join(root, "stories", "1", "model.gguf"))
+    for t in ("Q4_0", "Q8_0"):
+        os.makedirs(os.path.join(root, f"stories_{t.lower()}", "1"))
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_llm_models.py"), "requantize", STORIES,
+                        os.path.join(root, f"stories_{t.lower()}", "1", "model.gguf"), "--type", t],
+                       check=True, stdout=subprocess.DEVNULL)
     os.makedirs(os.path.join(root, "small", "1"))
     subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_llm_models.py"), "random",
                     os.path.join(root, "small", "1", "model.gguf"), "--shape", "small", "--type", "Q8_0"],
@@ -68,7 +73,7 @@ class OpenAiTestBase(unittest.TestCase):
 class TestOpenAiSdk(OpenAiTestBase):
     def test_models(self):
         ids = sorted(m.id for m in self.client.models.list().data)
-        self.assertEqual(ids, ["small", "stories"])
+        self.assertEqual(ids, ["small", "stories", "stories_q4_0", "stories_q8_0"])
         self.assertEqual(self.client.models.retrieve("stories").id, "stories")
         with self.assertRaises(openai.NotFoundError):
             self.client.models.retrieve("nope")
@@ -147,6 +152,21 @@ class TestOpenAiSdk(OpenAiTestBase):
         self.assertEqual(len(lp.top_logprobs[0]), 2)
         self.assertEqual(lp.text_offset[0], 0)
         self.assertEqual("".join(lp.tokens), c.choices[0].text)
+
+    def test_batched_equals_alone(self):
+        # 16 concurrent greedy requests (batched into the same steps) give what each gives alone,
+        # with float and with int8 (Q8_0, Q4_0) weights.
+        import concurrent.futures
+        prompts = ["Once upon a time", "The dog", "Lily and Ben", "One day", "A big red ball", "Tom was sad",
+                   "The sun", "She saw a bird", "They went to the park", "Mom said", "The little cat",
+                   "He wanted to", "There was a tree", "Sue had a toy", "It was dark", "The end"]
+        for model in ("stories", "stories_q8_0", "stories_q4_0"):
+            def run(p):
+                return self.client.completions.create(model=model, prompt=p, max_tokens=40, temperature=0).choices[0].text
+            alone = [run(p) for p in prompts]
+            with concurrent.futures.ThreadPoolExecutor(16) as ex:
+                together = list(ex.map(run, prompts))
+            self.assertEqual(together, alone, model)
 
     def test_seed_reproduces(self):
         a = self.client.completions.create(model="stories", prompt="The sun", max_tokens=30, temperature=1.0, seed=5)

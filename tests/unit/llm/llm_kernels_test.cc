@@ -87,6 +87,42 @@ TEST(LlmKernels, QuantizedDotsMatchDequantizedReference) {
   }
 }
 
+// The batched kernels give what the per-row dots give, for every tile size.
+TEST(LlmKernels, GemmEqualsDots) {
+  std::mt19937 g(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 256, rows = 5;
+  for (const LlmKernelTable* t : AvailableLlmKernels()) {
+    for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+      auto gemm = type == GgmlType::kQ8_0 ? t->gemm_q8_0 : t->gemm_q4_0;
+      if (gemm == nullptr) continue;
+      std::vector<uint8_t> w;
+      uint64_t row_bytes = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        auto row = RandomBlocks(type, n, g);
+        row_bytes = row.size();
+        w.insert(w.end(), row.begin(), row.end());
+      }
+      for (int64_t T : {1, 2, 7, 8, 9, 17}) {
+        std::vector<float> x(T * n);
+        for (float& v : x) v = nd(g);
+        Q8Rows xq;
+        xq.Resize(T, n);
+        for (int64_t i = 0; i < T; ++i) xq.Quantize(i, x.data() + i * n);
+        std::vector<float> y(T * rows, -1.0f);
+        gemm(w.data(), row_bytes, rows, xq, T, y.data(), rows);
+        for (int64_t i = 0; i < T; ++i) {
+          for (int64_t r = 0; r < rows; ++r) {
+            const float want = type == GgmlType::kQ8_0 ? t->dot_q8_0(w.data() + r * row_bytes, xq.Row(i), n)
+                                                       : t->dot_q4_0(w.data() + r * row_bytes, xq.Row(i), n);
+            EXPECT_NEAR(y[i * rows + r], want, 1e-4f * (1 + std::fabs(want))) << t->name << " T=" << T << " r=" << r;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(LlmKernels, QuantizeZeroBlock) {
   std::vector<float> x(64, 0.0f);
   x[40] = -3.0f;

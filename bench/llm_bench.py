@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""inferloop against llama.cpp (PyPI llama-cpp-python) on the same GGUF files, side by side in one
+run: single-stream prefill and decode tokens/s, decode against the memory-bandwidth bound, and
+aggregate tokens/s of 16 concurrent streams.
+
+    .venv/bin/python bench/llm_bench.py [--inferloop build/inferloop] [--threads 2] [--rounds 3]
+                                        [--models bench/models/llm/tinyllama-random-Q4_0.gguf ...]
+
+Models default to TinyLlama-1.1B-shaped random-weight files in Q4_0 and Q8_0, made with
+scripts/make_llm_models.py when missing. Both engines use --threads threads and greedy decoding
+of the same prompt token ids. Rounds alternate between the engines; the table shows medians.
+
+- inferloop single stream: `inferloop generate MODEL --prompt-ids ... -n N --ignore-eos`, its own
+  prompt and generation timings.
+- llama.cpp single stream: Llama(...).eval(prompt) timed for prefill, then N greedy steps
+  (eval of one token, argmax of its logits) timed for decode.
+- 16 streams: `inferloop generate --parallel 16` (the server's continuous-batching engine) and
+  llama.cpp's low-level API with 16 sequences in one llama_batch per step (what llama-server's 16
+  slots do): all prompts prefilled, then one token per sequence per step. Generated tokens per
+  second over the whole run.
+- Bandwidth: bench_membw (bench/membw.cc) with the same threads. Bytes per token: every weight
+  matrix once (the embedding table contributes one row), plus the KV cache read at the mean
+  position.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def ensure_models(paths):
+    for p in paths:
+        if os.path.exists(p):
+            continue
+        m = re.search(r"tinyllama-random-(\w+)\.gguf$", p)
+        if not m:
+            sys.exit(f"missing model {p}")
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        print(f"making {p} ...", file=sys.stderr)
+        run([sys.executable, os.path.join(ROOT, "scripts", "make_llm_models.py"), "random", p, "--shape", "tinyllama",
+             "--type", m.group(1)])
+
+
+def gguf_info(path):
+    import gguf
+    r = gguf.GGUFReader(path)
+    arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
+
+    def u(key):
+        f = r.fields[f"{arch}.{key}"]
+        return int(f.parts[-1][0])
+
+    weights = 0
+    for t in r.tensors:
+        if t.name == "token_embd.weight":
+            weights += int(t.n_bytes) // int(t.shape[1])  # one row
+        else:
+            weights += int(t.n_bytes)
+    E, L, H = u("embedding_length"), u("block_count"), u("attention.head_count")
+    KV = u("attention.head_count_kv")
+    return {"weight_bytes_per_token": weights, "kv_bytes_per_position": L * 2 * KV * (E // H) * 2,
+            "n_vocab": len(r.fields["tokenizer.ggml.tokens"].data)}
+
+
+def membw(inferloop_build, threads):
+    exe = os.path.join(inferloop_build, "bench_membw")
+    if not os.path.exists(exe):
+        run(["cmake", "--build", inferloop_build, "--target", "bench_membw"])
+    return json.loads(run([exe, "--threads", str(threads)]).stdout)["read_gb_per_s"]
+
+
+def inferloop_single(exe, model, ids, n, threads):
+    out = run([exe, "generate", model, "--prompt-ids", ",".join(map(str, ids)), "-n", str(n), "--temp", "0",
+               "--ignore-eos", "-t", str(threads), "--print-token-ids"]).stderr
+    m = re.search(r"prompt: (\d+) tokens in ([\d.]+) s .*generation: (\d+) tokens in ([\d.]+) s", out)
+    gen_ids = [int(x) for x in re.search(r"generated ids:([\d ]*)", out).group(1).split()]
+    return {"prefill_tps": int(m.group(1)) / float(m.group(2)), "decode_tps": int(m.group(3)) / float(m.group(4)),
+            "ids": gen_ids}
+
+
+def inferloop_parallel(exe, model, ids, n, threads, streams):
+    out = run([exe, "generate", model, "--prompt-ids", ",".join(map(str, ids)), "-n", str(n), "--temp", "0",
+               "--ignore-eos", "-t", str(threads), "--parallel", str(streams)]).stderr
+    m = re.search(r"and (\d+) generated tokens in ([\d.]+) s", out)
+    return int(m.group(1)) / float(m.group(2))
+
+
+class LlamaCpp:
+    def __init__(self, model, threads, n_ctx=2048):
+        import llama_cpp
+        self.L = llama_cpp
+        self.llm = llama_cpp.Llama(model_path=model, n_ctx=n_ctx, n_batch=512, n_ubatch=512, n_threads=threads,
+                                   n_threads_batch=threads, verbose=False)
+        self.n_vocab = self.llm.n_vocab()
+        self.model, self.threads = model, threads
+
+    def logits_last(self):
+        ptr = self.L.llama_get_logits_ith(self.llm.ctx, -1)
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def single(self, ids, n):
+        self.llm.reset()
+        self.llm._ctx.kv_cache_clear() if hasattr(self.llm._ctx, "kv_cache_clear") else None
+        t0 = time.perf_counter()
+        self.llm.eval(ids)
+        t1 = time.perf_counter()
+        out = []
+        for _ in range(n):
+            tok = int(np.argmax(self.logits_last()))
+            out.append(tok)
+            self.llm.eval([tok])
+        t2 = time.perf_counter()
+        return {"prefill_tps": len(ids) / (t1 - t0), "decode_tps": n / (t2 - t1), "ids": out}
+
+    def parallel(self, ids, n, streams):
+        """16 sequences in one llama_batch per step, as llama-server's slots are scheduled."""
+        L = self.L
+        mp = L.llama_model_default_params()
+        model = L.llama_model_load_from_file(self.model.encode(), mp)
+        cp = L.llama_context_default_params()
+        cp.n_ctx = streams * (len(ids) + n + 16)
+        cp.n_batch = 512
+        cp.n_ubatch = 512
+        cp.n_seq_max = streams
+        cp.n_threads = self.threads
+        cp.n_threads_batch = self.threads
+        ctx = L.llama_init_from_model(model, cp)
+        vocab = L.llama_model_get_vocab(model)
+        n_vocab = L.llama_vocab_n_tokens(vocab)
+        batch = L.llama_batch_init(512, 0, streams)
+
+        def submit(entries):  # (token, pos, seq, logits)
+            batch.n_tokens = len(entries)
+            for i, (tok, pos, seq, want) in enumerate(entries):
+                batch.token[i] = tok
+                batch.pos[i] = pos
+                batch.n_seq_id[i] = 1
+                batch.seq_id[i][0] = seq
+                batch.logits[i] = 1 if want else 0
+            if L.llama_decode(ctx, batch) != 0:
+                raise RuntimeError("llama_decode failed")
+
+        t0 = time.perf_counter()
+        pending = [(tok, p, s, p == len(ids) - 1) for s in range(streams) for p, tok in enumerate(ids)]
+        last_index = {}
+        for start in range(0, len(pending), 512):
+            chunk = pending[start:start + 512]
+            submit(chunk)
+            for i, e in enumerate(chunk):
+                if e[3]:
+                    last_index[e[2]] = i
+        # Logits of each sequence's last prompt token are in the last decode call only if it was
+        # in that chunk; re-read per sequence from where it was computed.
+        nxt = {}
+        for s in range(streams):
+            nxt[s] = None
+        # The prompt chunks may end in different calls: recompute the last prompt token per
+        # sequence in one batch to read all their logits (costs one extra token per sequence).
+        mem = L.llama_get_memory(ctx)
+        for s in range(streams):
+            L.llama_memory_seq_rm(mem, s, len(ids) - 1, -1)
+        submit([(ids[-1], len(ids) - 1, s, True) for s in range(streams)])
+        for s in range(streams):
+            nxt[s] = int(np.argmax(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, s), shape=(n_vocab,))))
+        generated = streams
+        for step in range(1, n):
+            submit([(nxt[s], len(ids) + step - 1, s, True) for s in range(streams)])
+            for s in range(streams):
+                nxt[s] = int(np.argmax(np.ctypeslib.as_array(L.llama_get_logits_ith(ctx, s), shape=(n_vocab,))))
+            generated += streams
+        elapsed = time.perf_counter() - t0
+        L.llama_batch_free(batch)
+        L.llama_free(ctx)
+        L.llama_model_free(model)
+        return generated / elapsed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--inferloop", default=os.path.join(ROOT, "build", "inferloop"))
+    ap.add_argument("--models", nargs="*", default=[os.path.join(ROOT, "bench", "models", "llm", f"tinyllama-random-{t}.gguf")
+                                                    for t in ("Q4_0", "Q8_0")])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--prompt-tokens", type=int, default=128)
+    ap.add_argument("--gen-tokens", type=int, default=64)
+    ap.add_argument("--streams", type=int, default=16)
+    ap.add_argument("--parallel-gen-tokens", type=int, default=32)
+    ap.add_argument("--skip-parallel", action="store_true")
+    args = ap.parse_args()
+    ensure_models(args.models)
+    bw = membw(os.path.dirname(os.path.abspath(args.inferloop)), args.threads)
+    print(f"memory read bandwidth ({args.threads} threads, bench_membw): {bw:.2f} GB/s")
+    rows = []
+    for model in args.models:
+        info = gguf_info(model)
+        rng = np.random.default_rng(0)
+        ids = [1] + [int(x) for x in rng.integers(300, info["n_vocab"] - 16, args.prompt_tokens - 1)]
+        lc = LlamaCpp(model, args.threads)
+        res = {"inferloop": [], "llama.cpp": []}
+        for _ in range(args.rounds):
+            res["inferloop"].append(inferloop_single(args.inferloop, model, ids, args.gen_tokens, args.threads))
+            res["llama.cpp"].append(lc.single(ids, args.gen_tokens))
+        same = res["inferloop"][0]["ids"] == res["llama.cpp"][0]["ids"]
+        med = {e: {k: statistics.median(r[k] for r in rs) for k in ("prefill_tps", "decode_tps")} for e, rs in res.items()}
+        bytes_tok = info["weight_bytes_per_token"] + info["kv_bytes_per_position"] * (args.prompt_tokens + args.gen_tokens // 2)
+        par = {}
+        if not args.skip_parallel:
+            par = {"inferloop": [], "llama.cpp": []}
+            for _ in range(max(1, args.rounds - 1)):
+                par["inferloop"].append(inferloop_parallel(args.inferloop, model, ids[:32], args.parallel_gen_tokens,
+                                                           args.threads, args.streams))
+                par["llama.cpp"].append(lc.parallel(ids[:32], args.parallel_gen_tokens, args.streams))
+            par = {e: statistics.median(v) for e, v in par.items()}
+        row = {"model": os.path.basename(model), "bytes_per_token": bytes_tok, "same_greedy_ids": same, "median": med,
+               "parallel": par, "bandwidth_gbps": bw,
+               "inferloop_decode_of_bound": med["inferloop"]["decode_tps"] * bytes_tok / (bw * 1e9)}
+        rows.append(row)
+        print(json.dumps(row))
+    print()
+    print(f"| model | engine | prefill tok/s | decode tok/s | decode x bytes/token / bandwidth | {args.streams} streams tok/s |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        for e in ("inferloop", "llama.cpp"):
+            m = r["median"][e]
+            eff = m["decode_tps"] * r["bytes_per_token"] / (bw * 1e9)
+            p = r["parallel"].get(e, float("nan")) if r["parallel"] else float("nan")
+            print(f"| {r['model']} | {e} | {m['prefill_tps']:.1f} | {m['decode_tps']:.2f} | {eff:.0%} | {p:.1f} |")
+        mi, ml = r["median"]["inferloop"], r["median"]["llama.cpp"]
+        ratio_p = (r["parallel"]["inferloop"] / r["parallel"]["llama.cpp"]) if r["parallel"] else float("nan")
+        print(f"| {r['model']} | inferloop / llama.cpp | {mi['prefill_tps'] / ml['prefill_tps']:.2f}x | "
+              f"{mi['decode_tps'] / ml['decode_tps']:.2f}x | | {ratio_p:.2f}x |")
+    print(f"\nbytes per token: {', '.join(f'{r['model']} {r['bytes_per_token'] / 1e6:.1f} MB' for r in rows)}; "
+          f"greedy ids equal: {', '.join(str(r['same_greedy_ids']) for r in rows)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""inferloop against llama.cpp (PyPI llama-cpp-python) on the same GGUF files: token ids of a set
+of strings (Unicode, whitespace, special tokens) and greedy generations token for token.
+
+Models: the real stories260k (shared/models; SentencePiece vocab) in F32 and requantized to Q8_0
+and Q4_0, and small random-weight models made by scripts/make_llm_models.py: llama with a 'gpt2'
+BPE vocab (Llama 3 pre-tokenizer) and Llama 3.1 RoPE frequency factors, qwen2 (attention biases, NeoX RoPE) with a Qwen2 BPE vocab.
+Random models use weights of std 0.5 so that greedy choices are not near-ties.
+
+Usage: test_llama_cpp.py --inferloop BUILD/inferloop [unittest args]
+Exit status: 0 passed, 1 a failure, 77 skipped (llama_cpp not installed: scripts/setup_llama_cpp.sh,
+or stories260k absent).
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+STORIES = os.path.join(ROOT, "..", "shared", "models", "stories260k.gguf")
+INFERLOOP = None
+
+try:
+    import numpy as np
+    import llama_cpp
+except ImportError:  # reported as a skip below
+    llama_cpp = None
+
+STRINGS = [
+    "Once upon a time", "Hello world", " leading space", "trailing space ", "  two  spaces", "tabs\tand\nnew\nlines",
+    "\n\nblank lines\n\n", "I'm sure you're right, we'll see", "UPPER CASE AND lower", "2024-11-30 12:34:56.789",
+    "x = [i ** 2 for i in range(10)]", "Caf\u00e9 na\u00efve r\u00e9sum\u00e9", "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8",
+    "\u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440", "emoji \U0001F600\U0001F680!", "mixed 123abc!!! ???", "\u00a0nbsp\u3000ideographic",
+]
+SPECIAL_STRINGS = ["<s>hello</s>", "a<|eot_id|>b", "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>",
+                   "<|im_start|>user\nhi<|im_end|>"]
+
+
+def make(args, out):
+    subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_llm_models.py")] + args, check=True,
+                   stdout=subprocess.DEVNULL)
+    return out
+
+
+class TestAgainstLlamaCpp(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if llama_cpp is None:
+            raise unittest.SkipTest("llama_cpp (PyPI llama-cpp-python) is not installed: scripts/setup_llama_cpp.sh")
+        if not os.path.exists(STORIES):
+            raise unittest.SkipTest(f"test model not present: {STORIES}")
+        cls.tmp = tempfile.mkdtemp(prefix="inferloop_llamacpp_")
+        t = cls.tmp
+        cls.models = {"stories": STORIES}
+        for q in ("Q8_0", "Q4_0"):
+            p = os.path.join(t, f"stories-{q}.gguf")
+            make(["requantize", STORIES, p, "--type", q], p)
+            cls.models[f"stories-{q}"] = p
+        for name, extra in (("llama-bpe", ["--arch", "llama", "--vocab", "bpe-llama3", "--type", "Q8_0", "--rope-freqs"]),
+                            ("qwen2-bpe", ["--arch", "qwen2", "--vocab", "bpe-qwen2", "--type", "F16"]),
+                            ("llama-spm-q4", ["--arch", "llama", "--vocab", "spm", "--type", "Q4_0"])):
+            p = os.path.join(t, f"{name}.gguf")
+            make(["random", p, "--shape", "tiny", "--std", "0.5", "--seed", "3"] + extra, p)
+            cls.models[name] = p
+        cls.llms = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.llms = {}
+        if hasattr(cls, "tmp"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def llm(self, name):
+        if name not in self.llms:
+            self.llms[name] = llama_cpp.Llama(model_path=self.models[name], n_ctx=256, n_batch=256, n_threads=1,
+                                              n_threads_batch=1, verbose=False)
+        return self.llms[name]
+
+    def inferloop_ids(self, name, text, special):
+        cmd = [INFERLOOP, "tokenize", self.models[name], "--stdin", "--ids-only"] + (["--parse-special"] if special else [])
+        out = subprocess.run(cmd, input=text.encode(), check=True, capture_output=True).stdout.decode().split()
+        return [int(x) for x in out]
+
+    def test_token_ids_match(self):
+        for name in ("stories", "llama-bpe", "qwen2-bpe"):
+            llm = self.llm(name)
+            for s in STRINGS:
+                with self.subTest(model=name, text=s):
+                    self.assertEqual(self.inferloop_ids(name, s, False), llm.tokenize(s.encode(), add_bos=True, special=False))
+            for s in SPECIAL_STRINGS:
+                with self.subTest(model=name, text=s, special=True):
+                    self.assertEqual(self.inferloop_ids(name, s, True), llm.tokenize(s.encode(), add_bos=True, special=True))
+
+    def greedy_llama_cpp(self, name, ids, n):
+        llm = self.llm(name)
+        llm.reset()
+        llm.eval(ids)
+        out = []
+        for _ in range(n):
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+            tok = int(np.argmax(logits))
+            out.append(tok)
+            llm.eval([tok])
+        return out
+
+    def greedy_inferloop(self, name, ids, n, isa=None):
+        env = dict(os.environ)
+        if isa:
+            env["INFERLOOP_ISA"] = isa
+        err = subprocess.run([INFERLOOP, "generate", self.models[name], "--prompt-ids", ",".join(map(str, ids)), "-n",
+                              str(n), "--temp", "0", "--ignore-eos", "-t", "1", "--print-token-ids"],
+                             check=True, capture_output=True, text=True, env=env).stderr
+        line = [l for l in err.splitlines() if l.startswith("generated ids:")][0]
+        return [int(x) for x in line.split(":")[1].split()]
+
+    def test_greedy_generation_matches(self):
+        prompts = ["Once upon a time", "The little dog", "Lily and Ben went to the park. They"]
+        for name in ("stories", "stories-Q8_0", "stories-Q4_0", "llama-bpe", "qwen2-bpe", "llama-spm-q4"):
+            llm = self.llm(name)
+            for p in prompts:
+                ids = llm.tokenize(p.encode(), add_bos=True, special=False)
+                with self.subTest(model=name, prompt=p):
+                    self.assertEqual(self.greedy_inferloop(name, ids, 48), self.greedy_llama_cpp(name, ids, 48))
+
+    def test_greedy_generation_matches_on_every_isa(self):
+        ids = self.llm("stories-Q4_0").tokenize(b"Once upon a time", add_bos=True, special=False)
+        want = self.greedy_llama_cpp("stories-Q4_0", ids, 32)
+        for isa in ("avx2", "scalar"):
+            with self.subTest(isa=isa):
+                self.assertEqual(self.greedy_inferloop("stories-Q4_0", ids, 32, isa), want)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inferloop", required=True)
+    args, rest = ap.parse_known_args()
+    global INFERLOOP
+    INFERLOOP = args.inferloop
+    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
+    result = prog.result
+    if result.failures or result.errors:
+        sys.exit(1)
+    if result.skipped:
+        print(f"{len(result.skipped)} test(s) skipped: exit 77", file=sys.stderr)
+        sys.exit(77)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

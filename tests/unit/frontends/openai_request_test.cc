@@ -1,0 +1,108 @@
+// ParseOpenAiRequest: accepted fields land in the generation request; everything the server does
+// not support is refused naming the field.
+#include "frontends/openai_request.h"
+
+#include <gtest/gtest.h>
+
+namespace inferloop::frontends {
+namespace {
+
+OpenAiFieldError Refused(const std::string& body, bool chat = false) {
+  OpenAiRequest r;
+  OpenAiFieldError e;
+  EXPECT_FALSE(ParseOpenAiRequest(body, chat, &r, &e)) << body;
+  return e;
+}
+
+TEST(OpenAiRequest, CompletionFields) {
+  OpenAiRequest r;
+  OpenAiFieldError e;
+  ASSERT_TRUE(ParseOpenAiRequest(
+      R"({"model":"m","prompt":["hi"],"max_tokens":7,"temperature":0.5,"top_p":0.9,"top_k":-1,"seed":3,"n":2,
+          "stop":"\n","logprobs":2,"stream":true,"stream_options":{"include_usage":true},"user":"u",
+          "presence_penalty":0,"frequency_penalty":0,"echo":false,"best_of":2,"priority":4})",
+      false, &r, &e))
+      << e.message;
+  EXPECT_EQ(r.gen.model, "m");
+  EXPECT_EQ(r.gen.prompt, "hi");
+  EXPECT_EQ(r.gen.max_tokens, 7);
+  EXPECT_FLOAT_EQ(r.gen.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.gen.top_p, 0.9f);
+  EXPECT_EQ(r.gen.top_k, 0);
+  ASSERT_TRUE(r.gen.seed.has_value());
+  EXPECT_EQ(*r.gen.seed, 3u);
+  EXPECT_EQ(r.gen.n, 2);
+  EXPECT_EQ(r.gen.stop, std::vector<std::string>{"\n"});
+  EXPECT_EQ(r.gen.logprobs, 2);
+  EXPECT_EQ(r.gen.priority, 4);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_FALSE(r.gen.chat);
+  // Defaults.
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","prompt":"x"})", false, &r, &e));
+  EXPECT_EQ(r.gen.max_tokens, 16);
+  EXPECT_FLOAT_EQ(r.gen.temperature, 1.0f);
+  EXPECT_EQ(r.gen.logprobs, -1);
+  EXPECT_FALSE(r.gen.seed.has_value());
+}
+
+TEST(OpenAiRequest, ChatFields) {
+  OpenAiRequest r;
+  OpenAiFieldError e;
+  ASSERT_TRUE(ParseOpenAiRequest(
+      R"({"model":"m","messages":[{"role":"developer","content":"be brief"},
+          {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"name":"x"}],
+          "max_completion_tokens":5,"logprobs":true,"top_logprobs":3,"response_format":{"type":"text"}})",
+      true, &r, &e))
+      << e.message;
+  ASSERT_EQ(r.gen.messages.size(), 2u);
+  EXPECT_EQ(r.gen.messages[0].role, "system");
+  EXPECT_EQ(r.gen.messages[1].content, "ab");
+  EXPECT_EQ(r.gen.max_tokens, 5);
+  EXPECT_EQ(r.gen.logprobs, 3);
+  EXPECT_TRUE(r.gen.chat);
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","messages":[{"role":"user","content":"x"}]})", true, &r, &e));
+  EXPECT_LT(r.gen.max_tokens, 0);  // no limit given: the handler decides
+}
+
+TEST(OpenAiRequest, RefusalsNameTheField) {
+  EXPECT_EQ(Refused(R"({"prompt":"x"})").field, "model");
+  EXPECT_EQ(Refused(R"({"model":"m"})").field, "prompt");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":[1,2]})").field, "prompt");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","max_tokens":0})").field, "max_tokens");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","max_tokens":"5"})").field, "max_tokens");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","temperature":-1})").field, "temperature");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","top_p":0})").field, "top_p");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","n":17})").field, "n");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stop":["a","b","c","d","e"]})").field, "stop");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stop":[""]})").field, "stop");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logprobs":6})").field, "logprobs");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","presence_penalty":0.1})").field, "presence_penalty");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logit_bias":{"5":1}})").field, "logit_bias");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","echo":true})").field, "echo");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","best_of":3})").field, "best_of");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","suffix":"s"})").field, "suffix");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stream_options":{"include_usage":true}})").field, "stream_options");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stream":true,"stream_options":{"x":1}})").field, "stream_options.x");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","mystery":1})").field, "mystery");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[]})", true).field, "messages");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"tool","content":"x"}]})", true).field, "messages[0].role");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user"}]})", true).field, "messages[0].content");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})", true).field,
+            "messages[0].content");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x","extra":1}]})", true).field,
+            "messages[0].extra");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"tools":[]})", true).field, "tools");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"top_logprobs":2})", true).field,
+            "top_logprobs");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
+                    true).field,
+            "response_format");
+  const OpenAiFieldError broken = Refused(R"({"model": "m", "prompt": )");
+  EXPECT_EQ(broken.field, "");
+  EXPECT_NE(broken.message.find("malformed JSON"), std::string::npos);
+  EXPECT_EQ(Refused("[1,2]").field, "");
+}
+
+}  // namespace
+}  // namespace inferloop::frontends
