@@ -33,6 +33,23 @@ import time
 
 import numpy as np
 
+try:
+    import llama_cpp.llama_cpp as _llama_cpp_c
+
+    # llama.cpp's weight-repacking buffers (on by default) make llama_decode crash in this build
+    # on this machine for Q4_0/Q8_0 files (tests/e2e/test_llama_cpp.py says more): llama.cpp runs
+    # with its standard quantized kernels (use_extra_bufts = false).
+    _default_model_params = _llama_cpp_c.llama_model_default_params
+
+    def _model_params_without_repack():
+        p = _default_model_params()
+        p.use_extra_bufts = False
+        return p
+
+    _llama_cpp_c.llama_model_default_params = _model_params_without_repack
+except ImportError:
+    sys.exit("llama_cpp is not installed: scripts/setup_llama_cpp.sh")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 

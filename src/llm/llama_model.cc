@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/float_types.h"
 #include "base/thread_pool.h"
 #include "llm/llm_kernels.h"
 
@@ -189,15 +190,22 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
       k.to_f16(kt, batch[t].seq->Key(l, batch[t].pos), KVD);
       k.to_f16(vt, batch[t].seq->Value(l, batch[t].pos), KVD);
     }
-    // Attention of every (token, head) over its sequence's positions [0, pos].
+    // Attention of every (token, head) over its sequence's positions [0, pos]. The query and
+    // the attention weights are rounded to half precision before their products with the F16
+    // keys and values, as llama.cpp's CPU attention does (its F16 x F32 products convert the F32
+    // side to F16), so that greedy decoding follows llama.cpp's choices on the same file.
     auto attend = [&](int64_t begin, int64_t end) {
       std::vector<float> scores(max_pos + 1);
+      std::vector<uint16_t> q16(HD);
+      std::vector<float> qr(HD);
       for (int64_t th = begin; th < end; ++th) {
         const int64_t t = th / NH;
         const int hh = static_cast<int>(th % NH);
         const BatchToken& b = batch[t];
         const int kvh = hh / group;
-        const float* qh = q.data() + t * QD + hh * HD;
+        k.to_f16(q.data() + t * QD + hh * HD, q16.data(), HD);
+        for (int d = 0; d < HD; ++d) qr[d] = HalfToFloat(q16[d]);
+        const float* qh = qr.data();
         float mx = -INFINITY;
         for (int j = 0; j <= b.pos; ++j) {
           scores[j] = k.dot_f16(b.seq->Key(l, j) + kvh * HD, qh, HD) * scale;
@@ -211,7 +219,10 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
         float* oh = att.data() + t * QD + hh * HD;
         std::fill(oh, oh + HD, 0.0f);
         const float inv = 1.0f / sum;
-        for (int j = 0; j <= b.pos; ++j) k.axpy_f16(scores[j] * inv, b.seq->Value(l, j) + kvh * HD, oh, HD);
+        for (int j = 0; j <= b.pos; ++j) {
+          const float w = HalfToFloat(FloatToHalf(scores[j] * inv));
+          k.axpy_f16(w, b.seq->Value(l, j) + kvh * HD, oh, HD);
+        }
       }
     };
     if (pool != nullptr && pool->num_threads() > 1 && T * NH * (max_pos + 1) * HD >= (1 << 17)) {

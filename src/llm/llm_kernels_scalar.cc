@@ -58,15 +58,17 @@ void QuantizeQ8(const float* x, int64_t n, int8_t* q, float* d, float* sum) {
     float amax = 0;
     for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(x[b * 32 + i]));
     const float db = amax / 127.0f;
-    const float inv = db > 0 ? 1.0f / db : 0.0f;
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f;  // as llama.cpp's quantize_row_q8_0
     int32_t s = 0;
     for (int i = 0; i < 32; ++i) {
       const int v = static_cast<int>(std::nearbyint(x[b * 32 + i] * inv));
       q[b * 32 + i] = static_cast<int8_t>(v);
       s += v;
     }
-    d[b] = db;
-    sum[b] = db * static_cast<float>(s);
+    // The scale is kept at half precision, as llama.cpp's Q8_0 activation blocks keep it (the
+    // values are quantized with the full-precision scale, as there).
+    d[b] = HalfToFloat(FloatToHalf(db));
+    sum[b] = d[b] * static_cast<float>(s);
   }
 }
 

@@ -54,7 +54,7 @@ TEST(LlmKernels, QuantizedDotsMatchDequantizedReference) {
     std::vector<float> xd(n);  // the quantized activations as floats
     for (int64_t i = 0; i < n; ++i) {
       xd[i] = row.d[i / 32] * row.q[i];
-      ASSERT_LE(std::fabs(xd[i] - x[i]), row.d[i / 32] * 0.5f + 1e-6f);
+      ASSERT_LE(std::fabs(xd[i] - x[i]), row.d[i / 32] * 0.6f + 1e-6f);  // half + the scale's fp16 rounding
     }
     for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
       const auto w = RandomBlocks(type, n, g);
@@ -133,8 +133,8 @@ TEST(LlmKernels, QuantizeZeroBlock) {
   EXPECT_EQ(r.d[0], 0.0f);
   for (int i = 0; i < 32; ++i) EXPECT_EQ(r.q[i], 0);
   EXPECT_EQ(r.q[40], -127);
-  EXPECT_FLOAT_EQ(r.d[1], 3.0f / 127);
-  EXPECT_FLOAT_EQ(r.sum[1], -3.0f);
+  EXPECT_EQ(r.d[1], HalfToFloat(FloatToHalf(3.0f / 127)));  // kept at half precision, as llama.cpp does
+  EXPECT_FLOAT_EQ(r.sum[1], -127 * r.d[1]);
 }
 
 }  // namespace
