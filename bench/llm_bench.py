@@ -54,8 +54,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
+class _Done:
+    def __init__(self, p):
+        self.stdout = p.stdout.decode("utf-8", "replace")
+        self.stderr = p.stderr.decode("utf-8", "replace")
+
+
 def run(cmd, **kw):
-    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+    return _Done(subprocess.run(cmd, check=True, capture_output=True, **kw))
 
 
 def ensure_models(paths):
@@ -146,9 +152,10 @@ class LlamaCpp:
         """16 sequences in one llama_batch per step, as llama-server's slots are scheduled."""
         L = self.L
         mp = L.llama_model_default_params()
+        mp.use_extra_bufts = False  # see the note at the top
         model = L.llama_model_load_from_file(self.model.encode(), mp)
         cp = L.llama_context_default_params()
-        cp.n_ctx = streams * (len(ids) + n + 16)
+        cp.n_ctx = streams * 256  # a multiple of n_seq_max; 256 positions per sequence
         cp.n_batch = 512
         cp.n_ubatch = 512
         cp.n_seq_max = streams
@@ -260,8 +267,9 @@ def main():
         ratio_p = (r["parallel"]["inferloop"] / r["parallel"]["llama.cpp"]) if r["parallel"] else float("nan")
         print(f"| {r['model']} | inferloop / llama.cpp | {mi['prefill_tps'] / ml['prefill_tps']:.2f}x | "
               f"{mi['decode_tps'] / ml['decode_tps']:.2f}x | | {ratio_p:.2f}x |")
-    print(f"\nbytes per token: {', '.join(f'{r['model']} {r['bytes_per_token'] / 1e6:.1f} MB' for r in rows)}; "
-          f"greedy ids equal: {', '.join(str(r['same_greedy_ids']) for r in rows)}")
+    per_token = ", ".join("%s %.1f MB" % (r["model"], r["bytes_per_token"] / 1e6) for r in rows)
+    same = ", ".join(str(r["same_greedy_ids"]) for r in rows)
+    print(f"\nbytes per token: {per_token}; greedy ids equal: {same}")
 
 
 if __name__ == "__main__":
