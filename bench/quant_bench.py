@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/quant_bench.py [--models resnet50,bert] [--threads 2] [--rounds 3]
                                           [--iterations 20] [--warmup 3] [--zoo DIR]
-                                          [--inferloop build/inferloop] [--omp-passive] [--variant qdq|dyn]
+                                          [--inferloop build/inferloop] [--omp-passive] [--variant qdq|dyn|mixed]
 
 For each model: the FP32 zoo model (DIR/<name>/model.onnx, default bench/models) and its QDQ
 version made by bench/make_qdq_models.py (bench/models/<name>_qdq/model.onnx), inputs
@@ -65,7 +65,7 @@ def main():
     ap.add_argument("--zoo", default=MODELS_DIR)
     ap.add_argument("--inferloop", default=os.path.join(REPO, "build", "inferloop"))
     ap.add_argument("--timeout", type=int, default=900)
-    ap.add_argument("--variant", default="qdq", choices=["qdq", "dyn"])
+    ap.add_argument("--variant", default="qdq", help="qdq, dyn, or any suffix X of a bench/models/<name>_X folder (e.g. mixed)")
     ap.add_argument("--omp-passive", action="store_true", help="OMP_WAIT_POLICY=PASSIVE for every process")
     args = ap.parse_args()
     if args.omp_passive:

@@ -188,11 +188,11 @@ void OutputChain(GraphEditor& ed, const std::string& value, Activation* act, int
 // Replaces the op at i (and its activation / Q nodes) by `fused`.
 void Finish(GraphEditor& ed, int i, int act_node, const QdqNode& q, Node fused) {
   ed.ImportDomain(kInferloopDomain, 1);
-  if (act_node >= 0) ed.RemoveNode(act_node);
   if (q.node >= 0) {
+    if (act_node >= 0) ed.RemoveNode(act_node);
     ed.RemoveNode(i);
     ed.ReplaceNode(q.node, std::move(fused));
-  } else if (act_node >= 0) {
+  } else if (act_node >= 0) {  // a float output after the activation: the fused op takes its place
     ed.RemoveNode(i);
     ed.ReplaceNode(act_node, std::move(fused));
   } else {

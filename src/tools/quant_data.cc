@@ -137,7 +137,9 @@ Result<QuantDataSet> LoadQuantData(const std::string& dir, const std::vector<Val
     for (int64_t b = 0; b < rows; b += chunk) {
       const int64_t e = std::min(rows, b + chunk);
       Sample part;
-      for (const auto& [name, v] : s) {
+      for (const auto& entry : s) {
+        const std::string& name = entry.first;  // (a plain reference: clang 14 cannot capture bindings)
+        const Value& v = entry.second;
         const bool batched = std::any_of(inputs.begin(), inputs.end(), [&](const ValueInfo& vi) {
           return vi.name == name && vi.has_shape && !vi.shape.empty() && v.is_tensor() && v.tensor().rank() > 0 &&
                  v.tensor().dim(0) == rows;
@@ -162,7 +164,9 @@ Result<QuantDataSet> LoadQuantData(const std::string& dir, const std::vector<Val
 
 Result<Sample> FirstRow(const Sample& s, const std::vector<ValueInfo>& inputs) {
   Sample out;
-  for (const auto& [name, v] : s) {
+  for (const auto& entry : s) {
+    const std::string& name = entry.first;
+    const Value& v = entry.second;
     const bool symbolic = std::any_of(inputs.begin(), inputs.end(), [&](const ValueInfo& vi) {
       return vi.name == name && vi.has_shape && !vi.shape.empty() && vi.shape[0].value < 0;
     });

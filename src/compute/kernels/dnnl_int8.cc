@@ -754,10 +754,17 @@ Result<std::unique_ptr<Kernel>> MakeDynamicQMatMul(const KernelInfo& info) {
 // model would leave them scalar, hence O3 here).
 #pragma GCC push_options
 #pragma GCC optimize("O3")
+// One copy per instruction set, chosen at load time (GCC). Clang does not clone function
+// templates; there (the sanitizer build) the plain version is used.
+#if defined(__clang__)
+#define IL_ISA_CLONES
+#else
+#define IL_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 
 // y[i] = sat(round_half_even(a[i] * fa + b[i] * fb + c)) clamped to [lo, hi].
 template <typename TA, typename TB, typename TY>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void AddRequant(const TA* __restrict a, const TB* __restrict b, TY* __restrict y, int64_t n, float fa,
+IL_ISA_CLONES void AddRequant(const TA* __restrict a, const TB* __restrict b, TY* __restrict y, int64_t n, float fa,
                                                                             float fb, float c, float lo, float hi) {
   constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding and subtracting rounds half to even
   for (int64_t i = 0; i < n; ++i) {
@@ -769,12 +776,12 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void AddRequant(con
 }
 
 template <typename T>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void MaxInto(T* __restrict acc, const T* __restrict x, int64_t n) {
+IL_ISA_CLONES void MaxInto(T* __restrict acc, const T* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], x[i]);
 }
 
 template <typename T>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void SumInto(int32_t* __restrict acc, const T* __restrict x, int64_t n) {
+IL_ISA_CLONES void SumInto(int32_t* __restrict acc, const T* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
 

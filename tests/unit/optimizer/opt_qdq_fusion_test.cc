@@ -59,6 +59,24 @@ TEST(OptQdqFusion, ConvReluBecomesOneQConvWithinOneStep) {
   EXPECT_EQ(q->inputs[0], "xd_q");  // reads the 8-bit tensor itself
 }
 
+// Conv -> Relu with a float output (no Q after: what `compare --sensitivity` writes when only
+// that layer is quantized): the fused op takes the Relu's place and its readers keep working.
+TEST(OptQdqFusion, ConvReluWithFloatOutputKeepsItsReaders) {
+  ModelBuilder b(17);
+  b.Input("x", DataType::kFloat, {1, 4, 8, 8}).Output("y", DataType::kFloat, {1, 8, 4, 4});
+  Qdq(b, "x", "xd", 0.02f, 128);
+  Weight(b, "wd", {8, 4, 3, 3});
+  IntsAttr(b.Node("Conv", {"xd", "wd"}, {"c"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c"}, {"r"});
+  auto& pool = b.Node("MaxPool", {"r"}, {"y"});
+  IntsAttr(pool, "kernel_shape", {2, 2});
+  IntsAttr(pool, "strides", {2, 2});
+  const Model m = LoadBuilt(b);
+  auto o = OptimizeAndCompare(m, {{"x", RandomTensor({1, 4, 8, 8}, 3)}}, 2, 1e-3f, 1e-3f);
+  EXPECT_EQ(CountOp(o.model, "QConv"), 1);
+  EXPECT_EQ(CountOp(o.model, "Relu"), 0);
+}
+
 TEST(OptQdqFusion, NonZeroWeightZeroPointIsLeftAlone) {
   ModelBuilder b(17);
   b.Input("x", DataType::kFloat, {1, 4, 6, 6}).Output("y", DataType::kFloat, {1, 8, 4, 4});
