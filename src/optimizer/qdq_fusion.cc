@@ -238,7 +238,7 @@ bool FuseMatMul(GraphEditor& ed, int i, bool gemm) {
   if (n.inputs.size() < 2 || n.outputs.size() != 1) return false;
   QdqNode a, w;
   if (!ActivationDq(ed, n.inputs[0], &a) || !WeightDq(ed, n.inputs[1], &w)) return false;
-  const Tensor* wt = ed.Constant(w.x);
+  const Tensor* wt = ed.Constant(w.x);  // re-read after anything that adds initializers
   if (wt->rank() != 2) return false;
   bool trans_b = false;
   std::string c;
@@ -260,6 +260,7 @@ bool FuseMatMul(GraphEditor& ed, int i, bool gemm) {
   bool ok;
   const std::string bias = Int32Bias(ed, c, a.scalar_scale(), ws, &ok);
   if (!ok) return false;
+  wt = ed.Constant(w.x);  // Int32Bias may have added an initializer, moving the others
   Activation act;
   int act_node;
   QdqNode q;
@@ -275,6 +276,8 @@ bool FuseMatMul(GraphEditor& ed, int i, bool gemm) {
     for (int64_t r = 0; r < nn; ++r)
       for (int64_t s = 0; s < k; ++s) dst[s * nn + r] = src[r * k + s];
     wname = ed.AddInitializer(w.x + "_kn", std::move(*t));
+    // Adding an initializer may move the others: read the output Q's constants again.
+    if (q.node >= 0 && !ReadQdq(ed, q.node, "QuantizeLinear", &q)) return false;
   }
   std::string wscale = w.scale, wzp = w.zp;
   Node f = MakeNode("QMatMul", kInferloopDomain, {a.x, a.scale, a.zp, wname, wscale, wzp, q.node >= 0 ? q.scale : "", q.node >= 0 ? q.zp : "", bias},
