@@ -3,26 +3,12 @@
 #include <algorithm>
 #include <map>
 
+#include "optimizer/fusion_util.h"
+#include "optimizer/graph_editor.h"
+
 namespace inferloop {
 
 namespace {
-
-Attribute IntAttribute(const std::string& name, int64_t v) {
-  Attribute a;
-  a.name = name;
-  a.type = Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
-
-Node NewNode(const std::string& op, const std::string& name, std::vector<std::string> in, std::vector<std::string> out) {
-  Node n;
-  n.op_type = op;
-  n.name = name;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
 
 // [N,K] -> [K,N] (float).
 Tensor Transposed(const Tensor& t) {
@@ -107,22 +93,22 @@ Result<QdqResult> WriteDynamicQuantModel(const Model& fp32, const DynamicQuantOp
     const std::string& a = n.inputs[0];
     if (!dql_of.count(a)) {
       std::vector<std::string> o = {make(a + "_quantized"), make(a + "_scale"), make(a + "_zero_point")};
-      out_nodes.push_back(NewNode("DynamicQuantizeLinear", make(a + "_DynamicQuantizeLinear"), {a}, o));
+      out_nodes.push_back(MakeNode("DynamicQuantizeLinear", "", {a}, o, make(a + "_DynamicQuantizeLinear")));
       dql_of[a] = o;
     }
     const auto& aq = dql_of[a];
     const std::string scales_mul = make(base + "_scales_mul"), mm = make(base + "_MatMulInteger_output"),
                       cast = make(base + "_cast_output");
-    out_nodes.push_back(NewNode("Mul", make(base + "_scales_mul_node"), {aq[1], bs}, {scales_mul}));
-    out_nodes.push_back(NewNode("MatMulInteger", make(base + "_MatMulInteger"), {aq[0], bq, aq[2], bz}, {mm}));
-    Node c = NewNode("Cast", make(base + "_cast"), {mm}, {cast});
-    c.attributes.push_back(IntAttribute("to", static_cast<int64_t>(DataType::kFloat)));
+    out_nodes.push_back(MakeNode("Mul", "", {aq[1], bs}, {scales_mul}, make(base + "_scales_mul_node")));
+    out_nodes.push_back(MakeNode("MatMulInteger", "", {aq[0], bq, aq[2], bz}, {mm}, make(base + "_MatMulInteger")));
+    Node c = MakeNode("Cast", "", {mm}, {cast}, make(base + "_cast"));
+    SetAttr(c, "to", static_cast<int64_t>(DataType::kFloat));
     out_nodes.push_back(std::move(c));
     if (!has_c) {
-      out_nodes.push_back(NewNode("Mul", make(base + "_mul"), {cast, scales_mul}, {n.outputs[0]}));
+      out_nodes.push_back(MakeNode("Mul", "", {cast, scales_mul}, {n.outputs[0]}, make(base + "_mul")));
     } else {
       const std::string mul_out = make(base + "_mul_output");
-      out_nodes.push_back(NewNode("Mul", make(base + "_mul"), {cast, scales_mul}, {mul_out}));
+      out_nodes.push_back(MakeNode("Mul", "", {cast, scales_mul}, {mul_out}, make(base + "_mul")));
       std::string bias = n.inputs[2];
       if (beta != 1.f) {
         Tensor cb = inits.at(bias)->Clone();
@@ -132,7 +118,7 @@ Result<QdqResult> WriteDynamicQuantModel(const Model& fp32, const DynamicQuantOp
         new_inits.emplace_back(bias, std::move(cb));
         if (--weight_users[n.inputs[2]] == 0) dropped.insert(n.inputs[2]);
       }
-      out_nodes.push_back(NewNode("Add", make(base + "_bias_add"), {mul_out, bias}, {n.outputs[0]}));
+      out_nodes.push_back(MakeNode("Add", "", {mul_out, bias}, {n.outputs[0]}, make(base + "_bias_add")));
     }
     ++res.quantized_nodes;
   }

@@ -6,6 +6,8 @@
 #include <map>
 
 #include "compute/tensor_cast.h"
+#include "optimizer/fusion_util.h"
+#include "optimizer/graph_editor.h"
 
 namespace inferloop {
 
@@ -59,32 +61,6 @@ namespace {
 bool IsPool(const std::string& op) { return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool"; }
 bool IsMovement(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "Transpose" || op == "Squeeze" || op == "Unsqueeze";
-}
-
-int64_t IntAttr(const Node& n, const char* name, int64_t def) {
-  const Attribute* a = n.FindAttribute(name);
-  return a ? a->i : def;
-}
-float FloatAttr(const Node& n, const char* name, float def) {
-  const Attribute* a = n.FindAttribute(name);
-  return a ? a->f : def;
-}
-
-Attribute MakeIntAttr(const std::string& name, int64_t v) {
-  Attribute a;
-  a.name = name;
-  a.type = Attribute::Type::kInt;
-  a.i = v;
-  return a;
-}
-
-Node MakeNode(const std::string& op, const std::string& name, std::vector<std::string> in, std::vector<std::string> out) {
-  Node n;
-  n.op_type = op;
-  n.name = name;
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
 }
 
 // Collects every tensor name used anywhere (subgraphs included), to keep new names unique and to
@@ -263,8 +239,8 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
     new_inits.emplace_back(s, Tensor::Scalar(q.scale));
     new_inits.emplace_back(z, Tensor::FromVector<uint8_t>(DataType::kUInt8, {}, {q.zero_point}));
     const std::string qo = names.Make(t + "_quantized"), dqo = names.Make(t + "_dequantized");
-    after[t].push_back(MakeNode("QuantizeLinear", names.Make(t + "_QuantizeLinear"), {t, s, z}, {qo}));
-    after[t].push_back(MakeNode("DequantizeLinear", names.Make(t + "_DequantizeLinear"), {qo, s, z}, {dqo}));
+    after[t].push_back(MakeNode("QuantizeLinear", "", {t, s, z}, {qo}, names.Make(t + "_QuantizeLinear")));
+    after[t].push_back(MakeNode("DequantizeLinear", "", {qo, s, z}, {dqo}, names.Make(t + "_DequantizeLinear")));
     dq_of[t] = dqo;
     ++res.qdq_tensors;
   }
@@ -284,8 +260,8 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
                                                                std::vector<int8_t>(q.scales.size(), 0))
                                   : Tensor::FromVector<int8_t>(DataType::kInt8, {}, {0}));
     const std::string dqo = names.Make(w + "_dequantized");
-    Node dq = MakeNode("DequantizeLinear", names.Make(w + "_DequantizeLinear"), {qn, s, z}, {dqo});
-    if (vec) dq.attributes.push_back(MakeIntAttr("axis", a));
+    Node dq = MakeNode("DequantizeLinear", "", {qn, s, z}, {dqo}, names.Make(w + "_DequantizeLinear"));
+    if (vec) SetAttr(dq, "axis", int64_t{a});
     prologue.push_back(std::move(dq));
     replaced_weights.insert(w);
     weight_dq[key] = {dqo, q.scales};
@@ -312,8 +288,8 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
     new_inits.emplace_back(z, vec ? Tensor::FromVector<int32_t>(DataType::kInt32, {n}, std::vector<int32_t>(n, 0))
                                   : Tensor::FromVector<int32_t>(DataType::kInt32, {}, {0}));
     const std::string dqo = names.Make(b + "_dequantized");
-    Node dq = MakeNode("DequantizeLinear", names.Make(b + "_DequantizeLinear"), {qn, s, z}, {dqo});
-    if (vec) dq.attributes.push_back(MakeIntAttr("axis", 0));
+    Node dq = MakeNode("DequantizeLinear", "", {qn, s, z}, {dqo}, names.Make(b + "_DequantizeLinear"));
+    if (vec) SetAttr(dq, "axis", int64_t{0});
     prologue.push_back(std::move(dq));
     replaced_weights.insert(b);
     return dqo;
@@ -327,13 +303,13 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
     if (selected[i] && layers.count(NodeId(n)) && inits.count(n.inputs[1])) {
       int axis = 1;  // MatMul [K,N]
       if (n.op_type == "Conv") axis = 0;
-      if (n.op_type == "Gemm") axis = IntAttr(n, "transB", 0) ? 0 : 1;
+      if (n.op_type == "Gemm") axis = AttrInt(n, "transB", 0) ? 0 : 1;
       if (n.op_type == "MatMul" && inits.at(n.inputs[1])->rank() != 2) axis = -1;
       auto w = quantize_weight(n.inputs[1], axis);
       if (!w.ok()) return w.status().WithContext(n.Describe());
       n.inputs[1] = w->first;
       const bool bias_ok = n.op_type == "Conv" ||
-                           (n.op_type == "Gemm" && FloatAttr(n, "alpha", 1.f) == 1.f && FloatAttr(n, "beta", 1.f) == 1.f);
+                           (n.op_type == "Gemm" && AttrFloat(n, "alpha", 1.f) == 1.f && AttrFloat(n, "beta", 1.f) == 1.f);
       if (bias_ok && n.inputs.size() > 2 && inits.count(n.inputs[2]))
         n.inputs[2] = quantize_bias(n.inputs[2], act.at(g.nodes[i].inputs[0]).scale, w->second);
     }

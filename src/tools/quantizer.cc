@@ -105,6 +105,24 @@ Result<ModelTiming> TimeModels(const std::string& fp32_path, const std::string& 
   return t;
 }
 
+namespace {
+
+// Loads the FP32 model at `path` and its declared inputs (what the data must provide), as a
+// session reports them.
+Status LoadWithInputs(const std::string& path, Model* model, std::vector<ValueInfo>* inputs) {
+  auto loaded = LoadModelFromFile(path);
+  if (!loaded.ok()) return loaded.status().WithContext(path);
+  *model = std::move(loaded).value();
+  SessionOptions so;
+  so.optimization_level = 0;
+  auto s = Session::CreateFromModel(*model, so);
+  if (!s.ok()) return s.status().WithContext(path);
+  *inputs = (*s)->inputs();
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& err) {
   if (o.max_accuracy_drop >= 0 && o.eval.empty())
     return Status::InvalidArgument("--max-accuracy-drop needs --eval DATA to measure the accuracy on");
@@ -112,18 +130,9 @@ Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& er
     return Status::InvalidArgument("--max-accuracy-drop works with static quantization only (not --dynamic)");
   if (!o.dynamic && o.calibration.empty())
     return Status::InvalidArgument("static quantization needs --calibration DATA (or use --dynamic)");
-  auto loaded = LoadModelFromFile(o.model);
-  if (!loaded.ok()) return loaded.status().WithContext(o.model);
-  const Model fp32 = std::move(loaded).value();
+  Model fp32;
   std::vector<ValueInfo> inputs;
-  {
-    // The model's declared inputs (what the data must provide), as a session reports them.
-    SessionOptions so;
-    so.optimization_level = 0;
-    auto s = Session::CreateFromModel(fp32, so);
-    if (!s.ok()) return s.status().WithContext(o.model);
-    inputs = (*s)->inputs();
-  }
+  IL_RETURN_IF_ERROR(LoadWithInputs(o.model, &fp32, &inputs));
   std::set<std::string> exclude(o.exclude.begin(), o.exclude.end());
   {
     // Check --exclude before the (possibly long) calibration.
@@ -247,17 +256,9 @@ Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& er
 Status RunSensitivityCommand(const SensitivityCommandOptions& o, std::ostream& out) {
   if (o.calibration.empty() || o.eval.empty())
     return Status::InvalidArgument("--sensitivity needs --calibration DATA and --eval DATA");
-  auto loaded = LoadModelFromFile(o.model);
-  if (!loaded.ok()) return loaded.status().WithContext(o.model);
-  const Model fp32 = std::move(loaded).value();
+  Model fp32;
   std::vector<ValueInfo> inputs;
-  {
-    SessionOptions so;
-    so.optimization_level = 0;
-    auto s = Session::CreateFromModel(fp32, so);
-    if (!s.ok()) return s.status().WithContext(o.model);
-    inputs = (*s)->inputs();
-  }
+  IL_RETURN_IF_ERROR(LoadWithInputs(o.model, &fp32, &inputs));
   auto calib = LoadQuantData(o.calibration, inputs);
   if (!calib.ok()) return calib.status().WithContext("--calibration");
   auto edata = LoadQuantData(o.eval, inputs, 64);
