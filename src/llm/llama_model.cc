@@ -79,6 +79,12 @@ Status LlamaModel::Bind() {
       IL_ASSIGN_OR_RETURN(L.bv, ReadVector(f, p + "attn_v.bias", static_cast<int>(KVD)));
     }
   }
+  // With AMX, the matrices are repacked into tile groups once here (a tied output matrix too; the
+  // embedding lookup keeps reading rows from the file).
+  for (LlamaLayer& L : layers_) {
+    for (WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) PackForAmx(*w);
+  }
+  PackForAmx(output_);
   rope_inv_freq_.resize(hp_.rope_dims / 2);
   for (uint32_t i = 0; i < hp_.rope_dims / 2; ++i) {
     rope_inv_freq_[i] = std::pow(hp_.rope_freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(hp_.rope_dims));

@@ -6,6 +6,7 @@
 
 #include "base/float_types.h"
 #include "base/thread_pool.h"
+#include "llm/amx_matmul.h"
 #include "llm/llm_kernels.h"
 
 namespace inferloop::llm {
@@ -51,6 +52,14 @@ Result<WeightMatrix> ViewWeight(const GgufFile& file, const std::string& name, i
                                    " bytes, expected " + std::to_string(w.row_bytes * rows));
   }
   return w;
+}
+
+bool PackForAmx(WeightMatrix& w) {
+  if (!AmxAvailable() || (w.type != GgmlType::kQ8_0 && w.type != GgmlType::kQ4_0) || w.cols % 32 != 0) return false;
+  auto packed = AmxPackedWeight::Pack(w);
+  if (!packed.ok()) return false;
+  w.amx = std::move(*packed);
+  return true;
 }
 
 void ReadRow(const WeightMatrix& w, int64_t r, float* out) {
@@ -104,6 +113,8 @@ void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, int64_t 
 
 bool NeedsInt8(GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0; }
 
+constexpr int64_t kUnitRows = AmxPackedWeight::kGroupRows;
+
 }  // namespace
 
 void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t T, std::span<float* const> Ys,
@@ -112,30 +123,39 @@ void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t
   const int64_t n = ws[0]->cols;
   Q8Rows xq;
   bool int8 = false;
-  int64_t total = 0;
+  int64_t total = 0, units = 0;
   for (const WeightMatrix* w : ws) {
     int8 = int8 || NeedsInt8(w->type);
     total += w->rows;
+    units += (w->rows + kUnitRows - 1) / kUnitRows;
   }
   if (int8) {
     xq.Resize(T, n);
     for (int64_t t = 0; t < T; ++t) xq.Quantize(t, X + t * n);
   }
-  // Global row r runs through the weights in order.
-  auto rows = [&](int64_t begin, int64_t end) {
+  // Work is split in units of 16 rows of one weight (an AMX group); global unit u runs through
+  // the weights in order.
+  auto run = [&](int64_t begin, int64_t end) {
     int64_t base = 0;
     for (size_t i = 0; i < ws.size() && begin < end; ++i) {
-      const int64_t rows_i = ws[i]->rows;
-      const int64_t b = std::max(begin, base), e = std::min(end, base + rows_i);
-      if (b < e) RowsTimes(*ws[i], X, xq, T, Ys[i], b - base, e - base);
-      base += rows_i;
+      const WeightMatrix& w = *ws[i];
+      const int64_t units_i = (w.rows + kUnitRows - 1) / kUnitRows;
+      const int64_t b = std::max(begin, base) - base, e = std::min(end, base + units_i) - base;
+      if (b < e) {
+        if (w.amx != nullptr) {
+          AmxMatMul(*w.amx, xq, T, Ys[i], w.rows, b, e);
+        } else {
+          RowsTimes(w, X, xq, T, Ys[i], b * kUnitRows, std::min(w.rows, e * kUnitRows));
+        }
+      }
+      base += units_i;
     }
   };
   // Below ~256k multiply-adds a parallel region costs more than it saves.
   if (pool == nullptr || pool->num_threads() <= 1 || total * n * T < (1 << 18)) {
-    rows(0, total);
+    run(0, units);
   } else {
-    pool->ParallelFor(total, 16, rows);
+    pool->ParallelFor(units, 1, run);
   }
 }
 

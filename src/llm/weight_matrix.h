@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
@@ -16,6 +17,8 @@ class ThreadPool;
 
 namespace inferloop::llm {
 
+class AmxPackedWeight;
+
 struct WeightMatrix {
   std::string name;
   GgmlType type = GgmlType::kF32;
@@ -23,6 +26,9 @@ struct WeightMatrix {
   int64_t cols = 0;       // input features (ggml ne[0], the stored row length)
   uint64_t row_bytes = 0;
   std::span<const uint8_t> data;  // rows * row_bytes bytes inside the mapped file
+  // The same weights repacked for AMX tiles (PackForAmx), used by MatMul instead of `data`;
+  // null when not packed.
+  std::shared_ptr<const AmxPackedWeight> amx;
 
   std::span<const uint8_t> Row(int64_t r) const { return data.subspan(r * row_bytes, row_bytes); }
 };
@@ -42,6 +48,11 @@ void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPo
 void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t T, std::span<float* const> Ys,
                 ThreadPool* pool);
 inline void MatVec(const WeightMatrix& w, const float* x, float* y, ThreadPool* pool) { MatMul(w, x, 1, y, pool); }
+
+// Repacks `w` for AMX (amx_matmul.h) when AmxAvailable() and its type has an AMX kernel (Q8_0,
+// Q4_0); returns whether it did. Products then give the same result for a token whatever the
+// batch, as before, but not bit-identical to the unpacked kernels.
+bool PackForAmx(WeightMatrix& w);
 
 // Row `r` of `w` as floats (embedding lookup); out has w.cols elements.
 void ReadRow(const WeightMatrix& w, int64_t r, float* out);

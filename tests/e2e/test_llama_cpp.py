@@ -143,7 +143,7 @@ class TestAgainstLlamaCpp(unittest.TestCase):
     def test_greedy_generation_matches_on_every_isa(self):
         ids = self.llm("stories-Q4_0").tokenize(b"Once upon a time", add_bos=True, special=False)
         want = self.greedy_llama_cpp("stories-Q4_0", ids, 32)
-        for isa in ("avx2", "scalar"):
+        for isa in ("avx512", "avx2", "scalar"):
             with self.subTest(isa=isa):
                 self.assertEqual(self.greedy_inferloop("stories-Q4_0", ids, 32, isa), want)
 

@@ -1,0 +1,168 @@
+// AMX int8 tile kernel for repacked Q8_0 / Q4_0 weights (amx_matmul.h). Built with
+// -mamx-tile -mamx-int8 and AVX-512 (CMakeLists.txt); only called when AmxAvailable().
+//
+// Tiles: 0-1 activations (M token rows x 32 int8 of one block), 2-3 weights (the packed "B"
+// tile of one block: 8 rows of 16 x 4 int8), 4-5 int32 results (M x 16); two blocks per loop
+// step so that one block's tile work overlaps the other's float work.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "llm/amx_matmul.h"
+#include "llm/llm_kernels.h"
+
+namespace inferloop::llm {
+namespace {
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+void Configure(int m) {
+  TileConfig c;
+  for (int t : {0, 1}) { c.rows[t] = static_cast<uint8_t>(m); c.colsb[t] = 32; }
+  for (int t : {2, 3}) { c.rows[t] = 8; c.colsb[t] = 64; }
+  for (int t : {4, 5}) { c.rows[t] = static_cast<uint8_t>(m); c.colsb[t] = 64; }
+  // (GCC 12's _tile_loadconfig declares only a pointer-sized memory operand, so the stores
+  // above could be dropped; this operand is the whole configuration.)
+  asm volatile("ldtilecfg %0" : : "m"(c));
+}
+
+// One packed Q4_0 block (256 bytes, two values per byte) to the int8 B tile (512 bytes): low
+// nibbles are values 0-15 (tile rows 0-3), high nibbles values 16-31 (rows 4-7); minus 8.
+inline void UnpackQ4(const uint8_t* src, int8_t* dst) {
+  const __m512i m = _mm512_set1_epi8(0x0F), eight = _mm512_set1_epi8(8);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v = _mm512_loadu_si512(src + 64 * k);
+    _mm512_storeu_si512(dst + 64 * k, _mm512_sub_epi8(_mm512_and_si512(v, m), eight));
+    _mm512_storeu_si512(dst + 256 + 64 * k, _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(v, 4), m), eight));
+  }
+}
+
+// Stores made by vector code before a tile load reads them: the tile intrinsics are asm
+// statements that do not declare the memory they read.
+inline void CompilerBarrier() { asm volatile("" ::: "memory"); }
+
+// acc[m] += float(c[m]) * (d_w * d_x[m]) for one block's int32 results c (M x 16).
+template <int M>
+inline void Accumulate(__m512 (&acc)[16], const int32_t* c, __m512 dw, const float* xd, int64_t nb) {
+  for (int m = 0; m < M; ++m) {
+    const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(xd[m * nb]));
+    acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_load_si512(c + m * 16)), s, acc[m]);
+  }
+}
+
+inline __m512 Scales(const uint8_t* blk) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));
+}
+
+// M token rows (x: their int8 values, row stride n; xd: their block scales, row stride nb)
+// times one 16-row group. `unpacked` holds the group's Q4_0 blocks as int8 tiles (512 bytes
+// each) or is null (Q8_0: tiles read in place; Q4_0: unpacked block by block into `buf`).
+template <bool kQ4, int M>
+void TokenRows(const uint8_t* gp, int64_t nb, int64_t bb, const int8_t* unpacked, int8_t* buf, const int8_t* x,
+               int64_t n, const float* xd, float* y, int64_t y_stride, int valid) {
+  __m512 acc[16];
+  for (int m = 0; m < M; ++m) acc[m] = _mm512_setzero_ps();
+  alignas(64) int32_t c[2][16 * 16];
+  auto tile_b = [&](int64_t b, int slot) -> const void* {
+    if constexpr (!kQ4) {
+      (void)slot;
+      return gp + b * bb + 32;
+    } else {
+      if (unpacked != nullptr) return unpacked + b * 512;
+      UnpackQ4(gp + b * bb + 32, buf + slot * 512);
+      return buf + slot * 512;
+    }
+  };
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    const void* b0 = tile_b(b, 0);
+    const void* b1 = tile_b(b + 1, 1);
+    CompilerBarrier();
+    _tile_loadd(0, x + b * 32, n);
+    _tile_loadd(2, b0, 64);
+    _tile_zero(4);
+    _tile_loadd(1, x + (b + 1) * 32, n);
+    _tile_loadd(3, b1, 64);
+    _tile_zero(5);
+    _tile_dpbssd(4, 0, 2);
+    _tile_dpbssd(5, 1, 3);
+    _tile_stored(4, c[0], 64);
+    _tile_stored(5, c[1], 64);
+    Accumulate<M>(acc, c[0], Scales(gp + b * bb), xd + b, nb);
+    Accumulate<M>(acc, c[1], Scales(gp + (b + 1) * bb), xd + b + 1, nb);
+  }
+  if (b < nb) {
+    const void* b0 = tile_b(b, 0);
+    CompilerBarrier();
+    _tile_loadd(0, x + b * 32, n);
+    _tile_loadd(2, b0, 64);
+    _tile_zero(4);
+    _tile_dpbssd(4, 0, 2);
+    _tile_stored(4, c[0], 64);
+    Accumulate<M>(acc, c[0], Scales(gp + b * bb), xd + b, nb);
+  }
+  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
+  for (int m = 0; m < M; ++m) _mm512_mask_storeu_ps(y + m * y_stride, mask, acc[m]);
+}
+
+template <bool kQ4>
+using TokenRowsFn = void (*)(const uint8_t*, int64_t, int64_t, const int8_t*, int8_t*, const int8_t*, int64_t,
+                             const float*, float*, int64_t, int);
+
+template <bool kQ4, int... Ms>
+constexpr auto MakeDispatch(std::integer_sequence<int, Ms...>) {
+  return std::array<TokenRowsFn<kQ4>, sizeof...(Ms)>{&TokenRows<kQ4, Ms + 1>...};
+}
+
+template <bool kQ4>
+void Run(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t g0, int64_t g1) {
+  static constexpr auto kFns = MakeDispatch<kQ4>(std::make_integer_sequence<int, 16>());
+  const int64_t nb = w.blocks(), bb = w.block_bytes(), n = w.cols();
+  const int8_t* xq = x.Row(0).q;
+  const float* xd = x.Row(0).d;
+  // Q4_0 with more than one token group: unpack each weight group once for all of them.
+  std::vector<int8_t> unpacked(kQ4 && T > 16 ? nb * 512 : 0);
+  std::vector<int8_t> buf(2 * 512);
+  int configured = -1;
+  for (int64_t g = g0; g < g1; ++g) {
+    const uint8_t* gp = w.group(g);
+    const int valid = static_cast<int>(std::min<int64_t>(16, w.rows() - g * 16));
+    if (!unpacked.empty()) {
+      for (int64_t b = 0; b < nb; ++b) UnpackQ4(gp + b * bb + 32, unpacked.data() + b * 512);
+    }
+    for (int64_t t0 = 0; t0 < T; t0 += 16) {
+      const int m = static_cast<int>(std::min<int64_t>(16, T - t0));
+      if (m != configured) {
+        Configure(m);
+        configured = m;
+      }
+      kFns[m - 1](gp, nb, bb, unpacked.empty() ? nullptr : unpacked.data(), buf.data(), xq + t0 * n, n,
+                  xd + t0 * nb, Y + t0 * y_stride + g * 16, y_stride, valid);
+    }
+  }
+  _tile_release();
+}
+
+}  // namespace
+
+void AmxMatMul(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,
+               int64_t group_end) {
+  if (T <= 0 || group_begin >= group_end) return;
+  if (w.type() == GgmlType::kQ4_0) {
+    Run<true>(w, x, T, Y, y_stride, group_begin, group_end);
+  } else {
+    Run<false>(w, x, T, Y, y_stride, group_begin, group_end);
+  }
+}
+
+}  // namespace inferloop::llm

@@ -1,0 +1,85 @@
+// AMX availability and the repacking of Q8_0 / Q4_0 weights into 16-row tile groups
+// (layout: amx_matmul.h).
+#include <cstring>
+
+#include "llm/amx_matmul.h"
+#include "llm/weight_matrix.h"
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace inferloop::llm {
+namespace {
+
+#if defined(__x86_64__) && defined(__linux__)
+bool CpuidBit(unsigned leaf, unsigned sub, int reg, int bit) {
+  unsigned r[4] = {0, 0, 0, 0};
+  if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3])) return false;
+  return (r[reg] >> bit) & 1u;
+}
+
+bool DetectAmx() {
+  const char* env = std::getenv("INFERLOOP_ISA");
+  if (env != nullptr && std::strcmp(env, "amx") != 0 && env[0] != '\0') return false;  // avx512, avx2, scalar
+  __builtin_cpu_init();
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                      CpuidBit(1, 0, 2, 29);  // F16C
+  const bool amx = CpuidBit(7, 0, 3, 24) && CpuidBit(7, 0, 3, 25);  // AMX-TILE, AMX-INT8 (EDX)
+  if (!avx512 || !amx) return false;
+  // Linux hands out the 8 KiB tile state only on request (ARCH_REQ_XCOMP_PERM for
+  // XFEATURE_XTILEDATA); the permission then holds for every thread of the process.
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+#else
+bool DetectAmx() { return false; }
+#endif
+
+}  // namespace
+
+bool AmxAvailable() {
+  static const bool available = DetectAmx();
+  return available;
+}
+
+Result<std::unique_ptr<AmxPackedWeight>> AmxPackedWeight::Pack(const WeightMatrix& w) {
+  if ((w.type != GgmlType::kQ8_0 && w.type != GgmlType::kQ4_0) || w.cols % 32 != 0 || w.rows <= 0) {
+    return Status::InvalidArgument("AMX packing takes Q8_0 or Q4_0 weights with a multiple of 32 columns ('" + w.name +
+                                   "' is " + GgmlTypeName(w.type) + ")");
+  }
+  std::unique_ptr<AmxPackedWeight> p(new AmxPackedWeight());
+  p->type_ = w.type;
+  p->rows_ = w.rows;
+  p->cols_ = w.cols;
+  const uint64_t bytes = (p->bytes() + 63) / 64 * 64;
+  p->data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
+  if (p->data_ == nullptr) return Status::ResourceExhausted("out of memory repacking '" + w.name + "' for AMX");
+  std::memset(p->data_.get(), 0, bytes);  // rows past the end of the last group stay zero (scale 0)
+  const bool q8 = w.type == GgmlType::kQ8_0;
+  const int src_block = q8 ? 34 : 18;
+  const int k4_rows = q8 ? 8 : 4;  // 4-byte groups per row and block in the packed values
+  const int64_t nb = p->blocks(), bb = p->block_bytes();
+  for (int64_t g = 0; g < p->groups(); ++g) {
+    uint8_t* dst = p->data_.get() + g * nb * bb;
+    for (int n = 0; n < kGroupRows; ++n) {
+      const int64_t r = g * kGroupRows + n;
+      if (r >= w.rows) break;
+      const uint8_t* row = w.data.data() + r * w.row_bytes;
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* src = row + b * src_block;
+        uint8_t* blk = dst + b * bb;
+        std::memcpy(blk + n * 2, src, 2);  // fp16 scale
+        // Q8_0: 32 int8 values; Q4_0: 16 bytes holding values i (low nibble) and i + 16 (high).
+        for (int k4 = 0; k4 < k4_rows; ++k4) std::memcpy(blk + 32 + k4 * 64 + n * 4, src + 2 + k4 * 4, 4);
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace inferloop::llm
