@@ -57,6 +57,7 @@ void Q8Rows::Resize(int64_t rows, int64_t n) {
   q_.resize(rows * n + 64);
   d_.resize(rows * n / 32);
   sum_.resize(rows * n / 32);
+  qsum_.resize(rows * n / 32);
   if (n % 64 == 0) {
     lane_nsum_.resize(rows * n / 4);
     lane_d_.resize(rows * n / 4);
@@ -70,6 +71,12 @@ void Q8Rows::Quantize(int64_t r, const float* x) {
   int8_t* q = q_.data() + r * n_;
   float* d = d_.data() + r * n_ / 32;
   ActiveLlmKernels().quantize_q8(x, n_, q, d, sum_.data() + r * n_ / 32);
+  int32_t* qs = qsum_.data() + r * n_ / 32;
+  for (int64_t b = 0; b < n_ / 32; ++b) {
+    int32_t s = 0;
+    for (int i = 0; i < 32; ++i) s += q[b * 32 + i];
+    qs[b] = s;
+  }
   if (n_ % 64 != 0) return;
   int32_t* ns = lane_nsum_.data() + r * n_ / 4;
   float* ld = lane_d_.data() + r * n_ / 4;
@@ -99,7 +106,7 @@ void Q8Rows::Quantize(int64_t r, const float* x) {
 }
 
 Q8Row Q8Rows::Row(int64_t r) const {
-  Q8Row row{q_.data() + r * n_, d_.data() + r * n_ / 32, sum_.data() + r * n_ / 32};
+  Q8Row row{q_.data() + r * n_, d_.data() + r * n_ / 32, sum_.data() + r * n_ / 32, qsum_.data() + r * n_ / 32};
   if (n_ % 64 == 0) {
     row.lane_nsum = lane_nsum_.data() + r * n_ / 4;
     row.lane_d = lane_d_.data() + r * n_ / 4;

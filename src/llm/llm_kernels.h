@@ -18,6 +18,7 @@ struct Q8Row {
   const int8_t* q = nullptr;   // n values
   const float* d = nullptr;    // n / 32 block scales
   const float* sum = nullptr;  // n / 32: d * sum(q) of each block (for weight zero offsets)
+  const int32_t* qsum = nullptr;  // n / 32: sum(q) of each block
   // Per pair of blocks (64 values; only when n % 64 == 0), 16 lanes laid out as the 16 int32
   // sums of vpdpbusd: lanes 0-7 belong to the first block, 8-15 to the second.
   const int32_t* lane_nsum = nullptr;  // -sum(q) of the lane's block
@@ -44,6 +45,7 @@ class Q8Rows {
   int64_t rows_ = 0;
   std::vector<int8_t> q_;
   std::vector<float> d_, sum_;
+  std::vector<int32_t> qsum_;
   std::vector<int32_t> lane_nsum_, lane_nsum4_;
   std::vector<float> lane_d_, lane_d4_;
   std::vector<int8_t> q4_;
