@@ -59,7 +59,9 @@ Result<std::unique_ptr<AmxPackedWeight>> AmxPackedWeight::Pack(const WeightMatri
   const uint64_t bytes = (p->bytes() + 63) / 64 * 64;
   p->data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, bytes)));
   if (p->data_ == nullptr) return Status::ResourceExhausted("out of memory repacking '" + w.name + "' for AMX");
-  std::memset(p->data_.get(), 0, bytes);  // rows past the end of the last group stay zero (scale 0)
+  // Rows past the end of the last group are zero (scale 0).
+  const uint64_t full = static_cast<uint64_t>(w.rows / kGroupRows * p->blocks() * p->block_bytes());
+  std::memset(p->data_.get() + full, 0, bytes - full);
   const bool q8 = w.type == GgmlType::kQ8_0;
   const int src_block = q8 ? 34 : 18;
   const int k4_rows = q8 ? 8 : 4;  // 4-byte groups per row and block in the packed values

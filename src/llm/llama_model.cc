@@ -6,6 +6,7 @@
 #include "base/float_types.h"
 #include "base/thread_pool.h"
 #include "llm/llm_kernels.h"
+#include "llm/mapped_file.h"
 
 namespace inferloop::llm {
 namespace {
@@ -81,10 +82,13 @@ Status LlamaModel::Bind() {
   }
   // With AMX, the matrices are repacked into tile groups once here (a tied output matrix too; the
   // embedding lookup keeps reading rows from the file).
+  // The file's copies of packed matrices then leave memory (not the embedding table's).
   for (LlamaLayer& L : layers_) {
-    for (WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) PackForAmx(*w);
+    for (WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
+      if (PackForAmx(*w)) ReleaseMappedPages(w->data);
+    }
   }
-  PackForAmx(output_);
+  if (PackForAmx(output_) && output_.data.data() != tok_embd_.data.data()) ReleaseMappedPages(output_.data);
   rope_inv_freq_.resize(hp_.rope_dims / 2);
   for (uint32_t i = 0; i < hp_.rope_dims / 2; ++i) {
     rope_inv_freq_[i] = std::pow(hp_.rope_freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(hp_.rope_dims));

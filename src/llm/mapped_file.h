@@ -33,4 +33,8 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Lets the pages wholly inside `range` (bytes of a MappedFile) leave this process's memory: for
+// data that was copied elsewhere. The bytes stay readable; a later read maps them in again.
+void ReleaseMappedPages(std::span<const uint8_t> range);
+
 }  // namespace inferloop::llm
