@@ -48,23 +48,32 @@ void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int k
   qr.d = s.qd.data();
   qr.sum = s.qsum.data();
   const size_t head = static_cast<size_t>(kv_head) * nb * kQ8_0BlockBytes;
+  KvBlockPool& pool = *seq.pool();
+  const int bt = pool.shape().block_tokens;
+  const size_t row = pool.shape().row_bytes();
   float m = -INFINITY;  // running maximum score
   float total = 0;      // running softmax denominator, relative to m
   std::fill(out, out + HD, 0.0f);
-  for (int j = 0; j < n; ++j) {
-    const float sc = k.dot_q8_0(seq.KeyRow(layer, j) + head, qr, HD) * scale;
-    float ms = 1.0f;  // rescales what was summed so far when sc is a new maximum
-    float vs = 1.0f;  // exp(sc - m)
-    if (sc > m) {
-      const float old = m;
-      m = sc;
-      ms = std::exp(old - m);
-      for (int d = 0; d < HD; ++d) out[d] *= ms;
-    } else {
-      vs = std::exp(sc - m);
+  // Positions in order, a block of the sequence's table at a time (its rows are row bytes apart).
+  for (int j0 = 0; j0 < n; j0 += bt) {
+    const int block = seq.blocks()[j0 / bt];
+    const uint8_t* krow = pool.KeyRow(block, layer, 0) + head;
+    const uint8_t* vrow = pool.ValueRow(block, layer, 0) + head;
+    for (int j = j0; j < std::min(n, j0 + bt); ++j, krow += row, vrow += row) {
+      const float sc = k.dot_q8_0(krow, qr, HD) * scale;
+      float ms = 1.0f;  // rescales what was summed so far when sc is a new maximum
+      float vs = 1.0f;  // exp(sc - m)
+      if (sc > m) {
+        const float old = m;
+        m = sc;
+        ms = std::exp(old - m);
+        for (int d = 0; d < HD; ++d) out[d] *= ms;
+      } else {
+        vs = std::exp(sc - m);
+      }
+      k.axpy_q8_0(vs, vrow, out, HD);
+      total = total * ms + vs;
     }
-    k.axpy_q8_0(vs, seq.ValueRow(layer, j) + head, out, HD);
-    total = total * ms + vs;
   }
   const float inv = total == 0.0f ? 0.0f : 1.0f / total;
   for (int d = 0; d < HD; ++d) out[d] *= inv;
