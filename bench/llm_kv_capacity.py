@@ -9,7 +9,10 @@ output lengths, and samples the server's inferloop_llm_running_sequences gauge. 
 cache's capacity is computed (KV memory / (context x bytes per token)): it admits that many no
 matter how short the sequences are.
 
-Usage: .venv/bin/python bench/llm_kv_capacity.py [--inferloop build/inferloop] [--reserve-slots 8]
+With --kv-type q8_0 the server stores keys and values in Q8_0 (--llm-kv-type q8_0) in the same KV
+memory (sized from the F16 reservation), and the reserving cache is computed for Q8_0 too.
+
+Usage: .venv/bin/python bench/llm_kv_capacity.py [--inferloop build/inferloop] [--reserve-slots 8] [--kv-type f16|q8_0]
 """
 import argparse
 import json
@@ -27,9 +30,10 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import serve_harness as h  # noqa: E402
 
-# The 'small' shape of make_llm_models.py: 4 layers, 2 KV heads of 32 -> K and V in F16.
+# The 'small' shape of make_llm_models.py: 4 layers, 2 KV heads of 32 -> K and V per token.
 LAYERS, KV_DIM, CONTEXT = 4, 2 * 32, 512
-BYTES_PER_TOKEN = LAYERS * 2 * KV_DIM * 2
+ROW_BYTES = {"f16": KV_DIM * 2, "q8_0": KV_DIM // 32 * 34}  # Q8_0: blocks of 32 int8 + an F16 scale
+F16_BYTES_PER_TOKEN = LAYERS * 2 * ROW_BYTES["f16"]
 
 
 def main():
@@ -38,9 +42,12 @@ def main():
     ap.add_argument("--reserve-slots", type=int, default=8, help="sequences a full-context reservation would hold")
     ap.add_argument("--requests", type=int, default=64)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--kv-type", choices=sorted(ROW_BYTES), default="f16", help="KV cache element type (default f16)")
     args = ap.parse_args()
 
-    kv_bytes = args.reserve_slots * CONTEXT * BYTES_PER_TOKEN
+    BYTES_PER_TOKEN = LAYERS * 2 * ROW_BYTES[args.kv_type]
+    kv_bytes = args.reserve_slots * CONTEXT * F16_BYTES_PER_TOKEN
+    reserve_slots = kv_bytes // (CONTEXT * BYTES_PER_TOKEN)
     kv_mb = kv_bytes / (1 << 20)
     assert kv_mb == int(kv_mb), "choose --reserve-slots so the KV memory is whole MiB"
     tmp = tempfile.mkdtemp(prefix="inferloop_kvcap_")
@@ -50,7 +57,8 @@ def main():
                         os.path.join(tmp, "small", "1", "model.gguf"), "--shape", "small", "--type", "Q8_0"],
                        check=True, stdout=subprocess.DEVNULL)
         server = h.Server(args.inferloop, tmp, "--llm-kv-cache-mb", str(int(kv_mb)), "--llm-max-sequences", "256",
-                          "--llm-max-token-backlog", str(1 << 30))
+                          "--llm-max-token-backlog", str(1 << 30), "--llm-kv-type", args.kv_type)
+        pool_blocks = int(h.metric_value(h.metrics(server.http_port), "inferloop_llm_kv_blocks_free", model="small"))
         rng = random.Random(args.seed)
         # Mixed lengths: prompts of 8..200 words, outputs of 16..300 tokens (all fit the context).
         jobs = []
@@ -90,18 +98,20 @@ def main():
         server.terminate()
         ok = sum(1 for s, _ in results if s == 200)
         tokens = [b["usage"]["prompt_tokens"] + b["usage"]["completion_tokens"] for s, b in results if s == 200]
-        print(f"KV memory {kv_mb:.0f} MiB = {kv_bytes // BYTES_PER_TOKEN} token positions "
-              f"({BYTES_PER_TOKEN} bytes per token, context {CONTEXT})")
+        print(f"KV memory {kv_mb:.0f} MiB in {args.kv_type} = {kv_bytes // BYTES_PER_TOKEN} token positions "
+              f"({BYTES_PER_TOKEN} bytes per token, context {CONTEXT}); the server's pool: {pool_blocks} blocks of 16 "
+              f"= {pool_blocks * 16} positions")
         print(f"requests: {args.requests}, answered 200: {ok}, sequence length min/mean/max "
               f"{min(tokens)}/{sum(tokens) / len(tokens):.0f}/{max(tokens)} tokens, {elapsed:.1f} s")
         print("| cache | concurrent sequences |")
         print("|---|---|")
-        print(f"| reserve the full context per sequence (computed) | {args.reserve_slots} |")
-        print(f"| inferloop paged, 16-token blocks (peak measured) | {peak[0]} |")
-        print(f"ratio: {peak[0] / args.reserve_slots:.2f}x")
+        print(f"| reserve the full context per sequence, {args.kv_type} (computed) | {reserve_slots} |")
+        print(f"| inferloop paged, 16-token blocks, {args.kv_type} (peak measured) | {peak[0]} |")
+        print(f"ratio: {peak[0] / reserve_slots:.2f}x")
         preempt = h.metric_value(m, "inferloop_llm_requests_total", model="small", finish_reason="length")
-        print(json.dumps({"reserve_slots": args.reserve_slots, "paged_peak": peak[0],
-                          "ratio": peak[0] / args.reserve_slots, "answered": ok, "finished_length": preempt}))
+        print(json.dumps({"kv_type": args.kv_type, "kv_mb": kv_mb, "pool_positions": pool_blocks * 16,
+                          "reserve_slots": reserve_slots, "paged_peak": peak[0], "ratio": peak[0] / reserve_slots,
+                          "answered": ok, "finished_length": preempt}))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -20,7 +20,7 @@ Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int3
                                    std::to_string(o.max_tokens) + ") exceeds the model's context of " +
                                    std::to_string(ctx) + " tokens");
   }
-  const KvCacheShape shape = model.kv_shape();
+  const KvCacheShape shape = model.kv_shape(16, o.kv_type);
   const int blocks = static_cast<int>((total + shape.block_tokens - 1) / shape.block_tokens);
   IL_ASSIGN_OR_RETURN(KvBlockPool pool, KvBlockPool::Create(shape, blocks));
   KvSequence seq(&pool);

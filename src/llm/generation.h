@@ -17,6 +17,7 @@ struct GenerationOptions {
   SamplingParams sampling;
   bool stop_at_eog = true;     // end at EOS / EOT
   int threads = 0;             // 0: the CPUs this process may use
+  KvType kv_type = KvType::kF16;  // element type of the KV cache
 };
 
 struct GenerationStats {

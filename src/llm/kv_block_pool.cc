@@ -7,19 +7,43 @@
 
 namespace inferloop::llm {
 
+const char* KvTypeName(KvType t) { return t == KvType::kQ8_0 ? "q8_0" : "f16"; }
+
+Result<KvType> ParseKvType(std::string_view name) {
+  if (name == "f16") return KvType::kF16;
+  if (name == "q8_0") return KvType::kQ8_0;
+  return Status::InvalidArgument("unknown KV cache type '" + std::string(name) + "' (f16 or q8_0)");
+}
+
+size_t KvCacheShape::row_bytes() const {
+  if (type == KvType::kQ8_0) return static_cast<size_t>(kv_dim) / kQ8_0BlockValues * kQ8_0BlockBytes;
+  return static_cast<size_t>(kv_dim) * sizeof(uint16_t);
+}
+
 Result<KvBlockPool> KvBlockPool::Create(const KvCacheShape& shape, int num_blocks) {
-  if (shape.n_layer <= 0 || shape.kv_dim <= 0 || shape.block_tokens <= 0 || num_blocks <= 0) {
+  if (shape.n_layer <= 0 || shape.kv_dim <= 0 || shape.block_tokens <= 0 || num_blocks <= 0 || shape.head_dim < 0) {
     return Status::InvalidArgument("KV cache sizes must be positive (layers " + std::to_string(shape.n_layer) +
                                    ", kv dim " + std::to_string(shape.kv_dim) + ", block tokens " +
                                    std::to_string(shape.block_tokens) + ", blocks " + std::to_string(num_blocks) + ")");
   }
+  const int head_dim = shape.head_dim == 0 ? shape.kv_dim : shape.head_dim;
+  if (shape.kv_dim % head_dim != 0) {
+    return Status::InvalidArgument("KV cache: kv dim " + std::to_string(shape.kv_dim) + " is not a multiple of head dim " +
+                                   std::to_string(head_dim));
+  }
+  if (shape.type == KvType::kQ8_0 && head_dim % kQ8_0BlockValues != 0) {
+    return Status::InvalidArgument("KV cache type q8_0 needs a head dim that is a multiple of 32 (blocks of 32 "
+                                   "values per head); this model's head dim is " + std::to_string(head_dim) +
+                                   ": use KV cache type f16");
+  }
   KvBlockPool p;
   p.shape_ = shape;
-  p.block_elems_ = static_cast<size_t>(shape.n_layer) * 2 * shape.block_tokens * shape.kv_dim;
+  p.row_units_ = shape.row_bytes() / sizeof(uint16_t);
+  p.block_units_ = shape.block_bytes() / sizeof(uint16_t);
   try {
-    p.storage_.assign(p.block_elems_ * num_blocks, 0);
+    p.storage_.assign(p.block_units_ * num_blocks, 0);
   } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted("cannot allocate " + std::to_string(p.block_elems_ * num_blocks * 2) +
+    return Status::ResourceExhausted("cannot allocate " + std::to_string(shape.block_bytes() * num_blocks) +
                                      " bytes for the KV cache");
   }
   p.refs_.assign(num_blocks, 0);
@@ -44,8 +68,8 @@ int KvBlockPool::Take() {
 void KvBlockPool::Retain(int block) { ++refs_[block]; }
 
 void KvBlockPool::CopyBlock(int from, int to) {
-  std::copy_n(storage_.data() + static_cast<size_t>(from) * block_elems_, block_elems_,
-              storage_.data() + static_cast<size_t>(to) * block_elems_);
+  std::copy_n(storage_.data() + static_cast<size_t>(from) * block_units_, block_units_,
+              storage_.data() + static_cast<size_t>(to) * block_units_);
 }
 
 void KvBlockPool::Release(int block) {
@@ -108,6 +132,16 @@ Status KvSequence::PrepareWrite(int pos) {
 void KvSequence::Reset() {
   for (int b : blocks_) pool_->Release(b);
   blocks_.clear();
+}
+
+uint8_t* KvSequence::KeyRow(int layer, int pos) const {
+  const int bt = pool_->shape().block_tokens;
+  return pool_->KeyRow(blocks_[pos / bt], layer, pos % bt);
+}
+
+uint8_t* KvSequence::ValueRow(int layer, int pos) const {
+  const int bt = pool_->shape().block_tokens;
+  return pool_->ValueRow(blocks_[pos / bt], layer, pos % bt);
 }
 
 uint16_t* KvSequence::Key(int layer, int pos) const {

@@ -2,36 +2,61 @@
 // of `block_tokens` consecutive positions of one sequence for every layer. Sequences own blocks
 // through a block table (KvSequence); blocks are taken on demand and returned when released.
 // Blocks are reference-counted so that sequences can share the blocks of a common prefix.
-// Keys and values are stored as IEEE half floats (F16), as llama.cpp does by default.
+// Keys and values are stored in the pool's KV type, chosen when it is created: IEEE half floats
+// (F16, the default, as llama.cpp's default cache) or Q8_0 (each head's row of head_dim values
+// in ggml's q8_0 blocks: 32 int8 values and an F16 scale, 34 bytes, as llama.cpp's q8_0 cache;
+// head_dim must be a multiple of 32). Q8_0 takes 34/64 of F16's bytes, so the same memory holds
+// about 1.9x the positions.
 // Not thread-safe: one scheduler thread owns a pool.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "inferloop/status.h"
 
 namespace inferloop::llm {
 
+// Element type of the cached keys and values.
+enum class KvType { kF16, kQ8_0 };
+// "f16" / "q8_0" (the names the CLI options take).
+const char* KvTypeName(KvType t);
+// Parses "f16" or "q8_0"; InvalidArgument naming the accepted values otherwise.
+Result<KvType> ParseKvType(std::string_view name);
+
+// Q8_0 block layout (ggml's block_q8_0): F16 scale d, then 32 int8 q; value i = d * q[i].
+inline constexpr int kQ8_0BlockValues = 32;
+inline constexpr int kQ8_0BlockBytes = 34;
+
 struct KvCacheShape {
   int n_layer = 0;
   int kv_dim = 0;        // n_head_kv * head_dim: values per position for K (and again for V)
   int block_tokens = 16;
+  KvType type = KvType::kF16;
+  int head_dim = 0;      // values per head (0: kv_dim, one head); Q8_0 needs a multiple of 32
+
+  // Bytes of one position's keys (or values) of one layer: kv_dim values in `type`.
+  size_t row_bytes() const;
+  // Bytes of one block: every layer's keys and values of block_tokens positions.
+  size_t block_bytes() const { return static_cast<size_t>(n_layer) * 2 * block_tokens * row_bytes(); }
 };
 
 class KvBlockPool {
  public:
-  // Storage for `num_blocks` blocks, allocated up front. InvalidArgument for non-positive sizes;
-  // ResourceExhausted when the allocation fails.
+  // Storage for `num_blocks` blocks, allocated up front. InvalidArgument for non-positive sizes
+  // or a Q8_0 shape whose head_dim is not a multiple of 32; ResourceExhausted when the
+  // allocation fails.
   static Result<KvBlockPool> Create(const KvCacheShape& shape, int num_blocks);
 
   const KvCacheShape& shape() const { return shape_; }
   int num_blocks() const { return static_cast<int>(refs_.size()); }
   int free_blocks() const { return static_cast<int>(free_.size()); }
   int used_blocks() const { return num_blocks() - free_blocks(); }
-  size_t bytes_per_block() const { return block_elems_ * sizeof(uint16_t); }
+  KvType type() const { return shape_.type; }
+  size_t bytes_per_block() const { return block_units_ * sizeof(uint16_t); }
 
   // A free block with reference count 1, or -1 when none is left (after asking the evictor).
   int Take();
@@ -48,20 +73,28 @@ class KvBlockPool {
   // Copies every layer's keys and values of block `from` into block `to`.
   void CopyBlock(int from, int to);
 
-  // Keys / values of position slot `slot` (< block_tokens) of `layer` in `block`: kv_dim halves.
+  // Keys / values of position slot `slot` (< block_tokens) of `layer` in `block`: row_bytes()
+  // bytes in the pool's type (F16: kv_dim halves; Q8_0: kv_dim / 32 blocks of 34 bytes, head h
+  // starting at block h * head_dim / 32).
+  uint8_t* KeyRow(int block, int layer, int slot) { return reinterpret_cast<uint8_t*>(At(block, layer, 0, slot)); }
+  uint8_t* ValueRow(int block, int layer, int slot) { return reinterpret_cast<uint8_t*>(At(block, layer, 1, slot)); }
+  // The same as halves, for F16 pools only.
   uint16_t* Key(int block, int layer, int slot) { return At(block, layer, 0, slot); }
   uint16_t* Value(int block, int layer, int slot) { return At(block, layer, 1, slot); }
 
  private:
   KvBlockPool() = default;
+  // Storage is counted in 2-byte units: an F16 row is kv_dim units, a Q8_0 row (an even number
+  // of bytes) row_bytes / 2.
   uint16_t* At(int block, int layer, int kv, int slot) {
-    return storage_.data() + static_cast<size_t>(block) * block_elems_ +
-           (static_cast<size_t>(layer) * 2 + kv) * shape_.block_tokens * shape_.kv_dim +
-           static_cast<size_t>(slot) * shape_.kv_dim;
+    return storage_.data() + static_cast<size_t>(block) * block_units_ +
+           (static_cast<size_t>(layer) * 2 + kv) * shape_.block_tokens * row_units_ +
+           static_cast<size_t>(slot) * row_units_;
   }
 
   KvCacheShape shape_;
-  size_t block_elems_ = 0;
+  size_t row_units_ = 0;
+  size_t block_units_ = 0;
   std::vector<uint16_t> storage_;
   std::vector<int> refs_;
   std::vector<int> free_;  // stack of free block ids
@@ -97,6 +130,9 @@ class KvSequence {
   const std::vector<int>& blocks() const { return blocks_; }
   KvBlockPool* pool() const { return pool_; }
 
+  // Position `pos`'s row of `layer` (see KvBlockPool::KeyRow); Key/Value for F16 pools only.
+  uint8_t* KeyRow(int layer, int pos) const;
+  uint8_t* ValueRow(int layer, int pos) const;
   uint16_t* Key(int layer, int pos) const;
   uint16_t* Value(int layer, int pos) const;
 

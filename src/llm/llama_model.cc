@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "base/float_types.h"
 #include "base/thread_pool.h"
+#include "llm/kv_attention.h"
 #include "llm/llm_kernels.h"
 #include "llm/mapped_file.h"
 
@@ -106,8 +106,9 @@ Status LlamaModel::Bind() {
   return Status::Ok();
 }
 
-KvCacheShape LlamaModel::kv_shape(int block_tokens) const {
-  return {static_cast<int>(hp_.n_layer), static_cast<int>(hp_.n_head_kv * hp_.head_dim), block_tokens};
+KvCacheShape LlamaModel::kv_shape(int block_tokens, KvType type) const {
+  return {static_cast<int>(hp_.n_layer), static_cast<int>(hp_.n_head_kv * hp_.head_dim), block_tokens, type,
+          static_cast<int>(hp_.head_dim)};
 }
 
 uint64_t LlamaModel::weight_bytes() const {
@@ -197,42 +198,21 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
       }
       rope(qt, NH, t);
       rope(kt, NKV, t);
-      k.to_f16(kt, batch[t].seq->Key(l, batch[t].pos), KVD);
-      k.to_f16(vt, batch[t].seq->Value(l, batch[t].pos), KVD);
+      const KvType kv_type = batch[t].seq->pool()->type();
+      StoreKvRow(k, kv_type, kt, KVD, batch[t].seq->KeyRow(l, batch[t].pos));
+      StoreKvRow(k, kv_type, vt, KVD, batch[t].seq->ValueRow(l, batch[t].pos));
     }
-    // Attention of every (token, head) over its sequence's positions [0, pos]. The query and
-    // the attention weights are rounded to half precision before their products with the F16
-    // keys and values, as llama.cpp's CPU attention does (its F16 x F32 products convert the F32
-    // side to F16), so that greedy decoding follows llama.cpp's choices on the same file.
+    // Attention of every (token, head) over its sequence's positions [0, pos], in the cache's
+    // type as llama.cpp computes it for that type (kv_attention.h), so that greedy decoding
+    // follows llama.cpp's choices on the same file.
     auto attend = [&](int64_t begin, int64_t end) {
-      std::vector<float> scores(max_pos + 1);
-      std::vector<uint16_t> q16(HD);
-      std::vector<float> qr(HD);
+      AttentionScratch scratch;
       for (int64_t th = begin; th < end; ++th) {
         const int64_t t = th / NH;
         const int hh = static_cast<int>(th % NH);
         const BatchToken& b = batch[t];
-        const int kvh = hh / group;
-        k.to_f16(q.data() + t * QD + hh * HD, q16.data(), HD);
-        for (int d = 0; d < HD; ++d) qr[d] = HalfToFloat(q16[d]);
-        const float* qh = qr.data();
-        float mx = -INFINITY;
-        for (int j = 0; j <= b.pos; ++j) {
-          scores[j] = k.dot_f16(b.seq->Key(l, j) + kvh * HD, qh, HD) * scale;
-          mx = std::max(mx, scores[j]);
-        }
-        float sum = 0;
-        for (int j = 0; j <= b.pos; ++j) {
-          scores[j] = std::exp(scores[j] - mx);
-          sum += scores[j];
-        }
-        float* oh = att.data() + t * QD + hh * HD;
-        std::fill(oh, oh + HD, 0.0f);
-        const float inv = 1.0f / sum;
-        for (int j = 0; j <= b.pos; ++j) {
-          const float w = HalfToFloat(FloatToHalf(scores[j] * inv));
-          k.axpy_f16(w, b.seq->Value(l, j) + kvh * HD, oh, HD);
-        }
+        AttendHead(k, *b.seq, l, hh / group, HD, q.data() + t * QD + hh * HD, b.pos + 1, scale,
+                   att.data() + t * QD + hh * HD, scratch);
       }
     };
     if (pool != nullptr && pool->num_threads() > 1 && T * NH * (max_pos + 1) * HD >= (1 << 17)) {

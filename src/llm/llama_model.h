@@ -45,7 +45,9 @@ class LlamaModel {
   const LlamaHparams& hparams() const { return hp_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const GgufFile& file() const { return file_; }
-  KvCacheShape kv_shape(int block_tokens = 16) const;
+  // The KV cache shape of this model (a pool of `type` fails to be created when the type does
+  // not fit the model: Q8_0 needs a head dim that is a multiple of 32).
+  KvCacheShape kv_shape(int block_tokens = 16, KvType type = KvType::kF16) const;
   // Bytes of weights read to compute one token (every matrix once).
   uint64_t weight_bytes() const;
 

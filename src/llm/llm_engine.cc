@@ -487,8 +487,8 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::Create(std::shared_ptr<const Llama
   if (o.block_tokens < 1 || o.block_tokens > 1024) return Status::InvalidArgument("block_tokens must be in 1..1024");
   if (o.max_batch_tokens < 1) return Status::InvalidArgument("max_batch_tokens must be >= 1");
   if (o.max_running < 1) return Status::InvalidArgument("max_running must be >= 1");
-  const KvCacheShape shape = model->kv_shape(o.block_tokens);
-  const size_t block_bytes = static_cast<size_t>(shape.n_layer) * 2 * shape.block_tokens * shape.kv_dim * sizeof(uint16_t);
+  const KvCacheShape shape = model->kv_shape(o.block_tokens, o.kv_type);
+  const size_t block_bytes = shape.block_bytes();
   int blocks = o.kv_blocks;
   if (blocks <= 0) blocks = static_cast<int>(std::min<size_t>(o.kv_cache_bytes / block_bytes, 1 << 22));
   if (blocks < 1) {

@@ -33,6 +33,8 @@ struct EngineOptions {
   int kv_blocks = 0;
   size_t kv_cache_bytes = size_t{256} << 20;
   int block_tokens = 16;
+  // Element type of the cached keys and values (Q8_0: ~1.9x the positions in the same bytes).
+  KvType kv_type = KvType::kF16;
   // Tokens computed per step at most (decodes count one each; prompts are cut into chunks).
   int max_batch_tokens = 512;
   // Sequences in the running set at most.

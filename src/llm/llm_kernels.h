@@ -70,6 +70,9 @@ struct LlmKernelTable {
                     int64_t y_stride);
   void (*gemm_q4_0)(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, int64_t T, float* Y,
                     int64_t y_stride);
+  // y += a * x for x in Q8_0 blocks (attention's weighted sum of a Q8_0 KV cache's values),
+  // n % 32 == 0: each value is dequantized to v = d * q in float, then y = fma(v, a, y).
+  void (*axpy_q8_0)(float a, const uint8_t* x, float* y, int64_t n);
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

@@ -88,6 +88,20 @@ void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
 
+void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = x + b * 34;
+    const __m256 d = _mm256_set1_ps(HalfAt(blk));
+    float* yb = y + b * 32;
+    for (int k = 0; k < 4; ++k) {
+      const __m128i q8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 2 + 8 * k));
+      const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q8)), d);
+      _mm256_storeu_ps(yb + 8 * k, _mm256_fmadd_ps(v, av, _mm256_loadu_ps(yb + 8 * k)));
+    }
+  }
+}
+
 void ToF16(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -105,6 +119,7 @@ LlmKernelTable MakeTable() {
   t.dot_q4_0 = DotQ4_0;
   t.axpy_f16 = AxpyF16;
   t.to_f16 = ToF16;
+  t.axpy_q8_0 = AxpyQ8_0;
   return t;
 }
 

@@ -138,6 +138,20 @@ void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
 
+void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
+  const __m512 av = _mm512_set1_ps(a);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = x + b * 34;
+    const __m512 d = _mm512_set1_ps(HalfAt(blk));
+    float* yb = y + b * 32;
+    for (int k = 0; k < 2; ++k) {
+      const __m128i q8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + 16 * k));
+      const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)), d);
+      _mm512_storeu_ps(yb + 16 * k, _mm512_fmadd_ps(v, av, _mm512_loadu_ps(yb + 16 * k)));
+    }
+  }
+}
+
 void ToF16(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -237,6 +251,7 @@ LlmKernelTable MakeTable() {
   t.dot_q4_0 = DotQ4_0;
   t.axpy_f16 = AxpyF16;
   t.to_f16 = ToF16;
+  t.axpy_q8_0 = AxpyQ8_0;
   t.gemm_q8_0 = Gemm<false>;
   t.gemm_q4_0 = Gemm<true>;
   return t;

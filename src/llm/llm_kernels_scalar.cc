@@ -76,11 +76,23 @@ void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * HalfToFloat(x[i]);
 }
 
+void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = x + b * 34;
+    const float d = Half(blk);
+    for (int i = 0; i < 32; ++i) {
+      const float v = d * static_cast<float>(static_cast<int8_t>(blk[2 + i]));
+      y[b * 32 + i] = std::fma(v, a, y[b * 32 + i]);
+    }
+  }
+}
+
 void ToF16(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = FloatToHalf(x[i]);
 }
 
-const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotQ8_0, DotQ4_0, QuantizeQ8, AxpyF16, ToF16, nullptr, nullptr};
+const LlmKernelTable kTable = {"scalar", DotF32,  DotF16,  DotQ8_0, DotQ4_0, QuantizeQ8,
+                               AxpyF16,  ToF16,   nullptr, nullptr, AxpyQ8_0};
 
 }  // namespace
 

@@ -105,8 +105,8 @@ Status LlmTextService::LoadModel(const std::string& name, const std::string& pat
   loaded->model = std::move(model);
   llm::EngineOptions eo = options_.engine;
   if (options_.prefix_cache_bytes >= 0) {
-    const llm::KvCacheShape shape = loaded->model->kv_shape(eo.block_tokens);
-    const int64_t block_bytes = static_cast<int64_t>(shape.n_layer) * 2 * shape.block_tokens * shape.kv_dim * 2;
+    const llm::KvCacheShape shape = loaded->model->kv_shape(eo.block_tokens, eo.kv_type);
+    const int64_t block_bytes = static_cast<int64_t>(shape.block_bytes());
     eo.prefix_cache_blocks = static_cast<int>(std::min<int64_t>(options_.prefix_cache_bytes / block_bytes, 1 << 30));
   }
   IL_ASSIGN_OR_RETURN(loaded->engine, llm::LlmEngine::Create(loaded->model, eo));

@@ -1,0 +1,43 @@
+// Attention over the paged KV cache in its element type (KvType), and the writes of new keys and
+// values into it. Both follow llama.cpp's CPU arithmetic for the same cache type, so that greedy
+// decoding picks what llama.cpp picks on the same file:
+//   F16  - llama.cpp's default attention (no flash attention): the query is rounded to half
+//          precision before its dot products with the F16 keys (ggml's F16 x F32 product converts
+//          the F32 side), softmax in float, and the attention weights are rounded to half
+//          precision before the weighted sum of the F16 values.
+//   Q8_0 - llama.cpp's CPU flash attention, which a quantized V cache requires: the query is
+//          quantized to Q8_0 blocks (as ggml's quantize_row_q8_0) and dotted with the Q8_0 keys
+//          block by block in int32; an online softmax walks the positions in order (rescaling
+//          the float accumulator when a new maximum appears), adding each value row dequantized
+//          to float (d * q) times exp(score - max); the sum is divided by the softmax total at
+//          the end.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "llm/kv_block_pool.h"
+#include "llm/llm_kernels.h"
+
+namespace inferloop::llm {
+
+// Writes `n` floats (one position's keys or values of one layer: n = kv_dim) as a cache row of
+// `type`. F16: rounded to nearest even. Q8_0 (n % 32 == 0): per block of 32, d = max|x| / 127
+// stored as F16 and q = x * 127 / max|x| rounded to nearest even (ggml's quantize_row_q8_0).
+void StoreKvRow(const LlmKernelTable& k, KvType type, const float* x, int n, uint8_t* row);
+
+// Scratch space of AttendHead, reused across calls by one thread.
+struct AttentionScratch {
+  std::vector<float> scores, qf;
+  std::vector<uint16_t> q16;
+  std::vector<int8_t> q8;
+  std::vector<float> qd, qsum;
+};
+
+// out[0, head_dim) = sum_j softmax_j(scale * q . K_j) * V_j over positions j in [0, n) of
+// `seq`'s layer `layer`, key/value head `kv_head` (n >= 1; the rows must have been written).
+// `q` is the query head's head_dim floats. The cache type is the sequence's pool's.
+void AttendHead(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int head_dim, const float* q,
+                int n, float scale, float* out, AttentionScratch& s);
+
+}  // namespace inferloop::llm
