@@ -1,10 +1,13 @@
 #include "llm/llama_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 #include "base/thread_pool.h"
 #include "llm/kv_attention.h"
+#include "llm/amx_matmul.h"
 #include "llm/llm_kernels.h"
 #include "llm/mapped_file.h"
 
@@ -81,14 +84,24 @@ Status LlamaModel::Bind() {
     }
   }
   // With AMX, the matrices are repacked into tile groups once here (a tied output matrix too; the
-  // embedding lookup keeps reading rows from the file).
-  // The file's copies of packed matrices then leave memory (not the embedding table's).
+  // embedding lookup keeps reading rows from the file), by several threads. The file's copies of
+  // packed matrices then leave memory (not the embedding table's).
+  std::vector<WeightMatrix*> mats;
   for (LlamaLayer& L : layers_) {
-    for (WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) {
-      if (PackForAmx(*w)) ReleaseMappedPages(w->data);
-    }
+    for (WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mats.push_back(w);
   }
-  if (PackForAmx(output_) && output_.data.data() != tok_embd_.data.data()) ReleaseMappedPages(output_.data);
+  mats.push_back(&output_);
+  std::atomic<size_t> next{0};
+  auto pack = [&] {
+    for (size_t i = next++; i < mats.size(); i = next++) {
+      if (PackForAmx(*mats[i]) && mats[i]->data.data() != tok_embd_.data.data()) ReleaseMappedPages(mats[i]->data);
+    }
+  };
+  if (AmxAvailable()) {
+    std::vector<std::jthread> helpers(std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), 8) - 1);
+    for (auto& t : helpers) t = std::jthread(pack);
+    pack();
+  }
   rope_inv_freq_.resize(hp_.rope_dims / 2);
   for (uint32_t i = 0; i < hp_.rope_dims / 2; ++i) {
     rope_inv_freq_[i] = std::pow(hp_.rope_freq_base, -2.0f * static_cast<float>(i) / static_cast<float>(hp_.rope_dims));
