@@ -2,13 +2,14 @@
 // -mamx-tile -mamx-int8 and AVX-512 (CMakeLists.txt); only called when AmxAvailable().
 //
 // Tiles: 0-1 activations (M token rows x 32 int8 of one block), 2-3 weights (the packed "B"
-// tile of one block: 8 rows of 16 x 4 int8), 4-5 int32 results (M x 16); two blocks per loop
-// step so that one block's tile work overlaps the other's float work.
+// tile of one block: 8 rows of 16 x 4 int8), 4-7 int32 results (M x 16), two blocks per step
+// and two sets of results in flight.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -33,7 +34,7 @@ void Configure(int m) {
   TileConfig c;
   for (int t : {0, 1}) { c.rows[t] = static_cast<uint8_t>(m); c.colsb[t] = 32; }
   for (int t : {2, 3}) { c.rows[t] = 8; c.colsb[t] = 64; }
-  for (int t : {4, 5}) { c.rows[t] = static_cast<uint8_t>(m); c.colsb[t] = 64; }
+  for (int t : {4, 5, 6, 7}) { c.rows[t] = static_cast<uint8_t>(m); c.colsb[t] = 64; }
   // (GCC 12's _tile_loadconfig declares only a pointer-sized memory operand, so the stores
   // above could be dropped; this operand is the whole configuration.)
   asm volatile("ldtilecfg %0" : : "m"(c));
@@ -88,28 +89,57 @@ void TokenRows(const uint8_t* gp, int64_t nb, int64_t bb, const int8_t* unpacked
       return buf + slot * 512;
     }
   };
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const void* b0 = tile_b(b, 0);
-    const void* b1 = tile_b(b + 1, 1);
+  // Blocks go in pairs, software-pipelined over two sets of result tiles (4-5, 6-7): pair p's
+  // products are issued before pair p-1's results are stored and scaled, so the tile unit
+  // works while the vector units scale. The float order is still block after block.
+  const int64_t pairs = nb / 2;
+  auto issue = [&](auto ca, auto cb, int64_t p) {
+    const int64_t b = 2 * p;
+    const void* b0 = tile_b(b, static_cast<int>(2 * (p & 1)));
+    const void* b1 = tile_b(b + 1, static_cast<int>(2 * (p & 1) + 1));
     CompilerBarrier();
-    _tile_loadd(0, x + b * 32, n);
+    _tile_loadd(0, x + b * 512, 32);
     _tile_loadd(2, b0, 64);
-    _tile_zero(4);
-    _tile_loadd(1, x + (b + 1) * 32, n);
+    _tile_zero(decltype(ca)::value);
+    _tile_loadd(1, x + (b + 1) * 512, 32);
     _tile_loadd(3, b1, 64);
-    _tile_zero(5);
-    _tile_dpbssd(4, 0, 2);
-    _tile_dpbssd(5, 1, 3);
-    _tile_stored(4, c[0], 64);
-    _tile_stored(5, c[1], 64);
+    _tile_zero(decltype(cb)::value);
+    _tile_dpbssd(decltype(ca)::value, 0, 2);
+    _tile_dpbssd(decltype(cb)::value, 1, 3);
+  };
+  auto drain = [&](auto ca, auto cb, int64_t p) {
+    const int64_t b = 2 * p;
+    _tile_stored(decltype(ca)::value, c[0], 64);
+    _tile_stored(decltype(cb)::value, c[1], 64);
     Accumulate<M>(acc, c[0], Scales(gp + b * bb), xd + b, nb);
     Accumulate<M>(acc, c[1], Scales(gp + (b + 1) * bb), xd + b + 1, nb);
+  };
+  using T4 = std::integral_constant<int, 4>;
+  using T5 = std::integral_constant<int, 5>;
+  using T6 = std::integral_constant<int, 6>;
+  using T7 = std::integral_constant<int, 7>;
+  if (pairs > 0) issue(T4{}, T5{}, 0);
+  for (int64_t p = 1; p < pairs; ++p) {
+    if (p & 1) {
+      issue(T6{}, T7{}, p);
+      drain(T4{}, T5{}, p - 1);
+    } else {
+      issue(T4{}, T5{}, p);
+      drain(T6{}, T7{}, p - 1);
+    }
   }
-  if (b < nb) {
+  if (pairs > 0) {
+    if ((pairs - 1) & 1) {
+      drain(T6{}, T7{}, pairs - 1);
+    } else {
+      drain(T4{}, T5{}, pairs - 1);
+    }
+  }
+  if (nb & 1) {
+    const int64_t b = nb - 1;
     const void* b0 = tile_b(b, 0);
     CompilerBarrier();
-    _tile_loadd(0, x + b * 32, n);
+    _tile_loadd(0, x + b * 512, 32);
     _tile_loadd(2, b0, 64);
     _tile_zero(4);
     _tile_dpbssd(4, 0, 2);
@@ -201,7 +231,15 @@ void Run(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t
   }
   // Q4_0 with more than one token group: unpack each weight group once for all of them.
   std::vector<int8_t> unpacked(kQ4 && T > 16 ? nb * 512 : 0);
-  std::vector<int8_t> buf(2 * 512);
+  std::vector<int8_t> buf(4 * 512);
+  // The activations as A tiles: per group of 16 tokens and block, the tokens' 32 values
+  // contiguously (rows 32 bytes apart rather than a whole row apart, which would put a tile's
+  // rows into few L1 sets).
+  std::vector<int8_t> xa(((T + 15) / 16) * 16 * n);
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t t0 = t / 16 * 16, r = t % 16;
+    for (int64_t b = 0; b < nb; ++b) std::memcpy(xa.data() + t0 * n + b * 512 + r * 32, xq + t * n + b * 32, 32);
+  }
   int configured = -1;
   for (int64_t g = g0; g < g1; ++g) {
     const uint8_t* gp = w.group(g);
@@ -215,7 +253,7 @@ void Run(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t
         Configure(m);
         configured = m;
       }
-      kFns[m - 1](gp, nb, bb, unpacked.empty() ? nullptr : unpacked.data(), buf.data(), xq + t0 * n, n,
+      kFns[m - 1](gp, nb, bb, unpacked.empty() ? nullptr : unpacked.data(), buf.data(), xa.data() + t0 * n, n,
                   xd + t0 * nb, Y + t0 * y_stride + g * 16, y_stride, valid);
     }
   }
