@@ -51,6 +51,31 @@ inline void UnpackQ4(const uint8_t* src, int8_t* dst) {
   }
 }
 
+// Result-tile operations on tile C (4-7). The tile intrinsics paste their tile number into the
+// instruction text, so it must be a literal.
+template <int C>
+inline void TileZero() {
+  if constexpr (C == 4) _tile_zero(4);
+  if constexpr (C == 5) _tile_zero(5);
+  if constexpr (C == 6) _tile_zero(6);
+  if constexpr (C == 7) _tile_zero(7);
+}
+// C += A * B with A = tile 0 (B = tile 2) or tile 1 (B = tile 3).
+template <int C, int A>
+inline void TileDot() {
+  if constexpr (C == 4 && A == 0) _tile_dpbssd(4, 0, 2);
+  if constexpr (C == 5 && A == 1) _tile_dpbssd(5, 1, 3);
+  if constexpr (C == 6 && A == 0) _tile_dpbssd(6, 0, 2);
+  if constexpr (C == 7 && A == 1) _tile_dpbssd(7, 1, 3);
+}
+template <int C>
+inline void TileStore(int32_t* dst) {
+  if constexpr (C == 4) _tile_stored(4, dst, 64);
+  if constexpr (C == 5) _tile_stored(5, dst, 64);
+  if constexpr (C == 6) _tile_stored(6, dst, 64);
+  if constexpr (C == 7) _tile_stored(7, dst, 64);
+}
+
 // Stores made by vector code before a tile load reads them: the tile intrinsics are asm
 // statements that do not declare the memory they read.
 inline void CompilerBarrier() { asm volatile("" ::: "memory"); }
@@ -100,17 +125,17 @@ void TokenRows(const uint8_t* gp, int64_t nb, int64_t bb, const int8_t* unpacked
     CompilerBarrier();
     _tile_loadd(0, x + b * 512, 32);
     _tile_loadd(2, b0, 64);
-    _tile_zero(decltype(ca)::value);
+    TileZero<decltype(ca)::value>();
     _tile_loadd(1, x + (b + 1) * 512, 32);
     _tile_loadd(3, b1, 64);
-    _tile_zero(decltype(cb)::value);
-    _tile_dpbssd(decltype(ca)::value, 0, 2);
-    _tile_dpbssd(decltype(cb)::value, 1, 3);
+    TileZero<decltype(cb)::value>();
+    TileDot<decltype(ca)::value, 0>();
+    TileDot<decltype(cb)::value, 1>();
   };
   auto drain = [&](auto ca, auto cb, int64_t p) {
     const int64_t b = 2 * p;
-    _tile_stored(decltype(ca)::value, c[0], 64);
-    _tile_stored(decltype(cb)::value, c[1], 64);
+    TileStore<decltype(ca)::value>(c[0]);
+    TileStore<decltype(cb)::value>(c[1]);
     Accumulate<M>(acc, c[0], Scales(gp + b * bb), xd + b, nb);
     Accumulate<M>(acc, c[1], Scales(gp + (b + 1) * bb), xd + b + 1, nb);
   };
