@@ -78,6 +78,89 @@ float DotQ4_0(const uint8_t* w, const Q8Row& x, int64_t n) {
   return Reduce(acc);
 }
 
+// Q4_K's 12 packed bytes (ggml_types.cc) as 8 sub-block scales (bytes 0-7 of the result) and
+// 8 mins (bytes 8-15), unpacked four at a time as 32-bit words.
+inline __m128i Q4KScalesMins(const uint8_t* p) {
+  uint32_t w[3];
+  std::memcpy(w, p, 12);
+  const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, mn_lo = w[1] & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | ((w[0] >> 2) & 0x30303030u);
+  const uint32_t mn_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
+  return _mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo), static_cast<int>(sc_hi), static_cast<int>(sc_lo));
+}
+
+// Sum of the 8 int32 lanes.
+inline int32_t HsumI32(__m256i v) {
+  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  const __m128i s2 = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 0xB1)));
+}
+
+// Q4_K: nibbles (0..15) are unsigned, so vpmaddubsw takes them directly (pair sums <= 2*15*127);
+// vpmaddwd then applies the sub-block's scale. The mins term uses the activation's 16-value sums.
+float DotQ4K(const uint8_t* w, const Q8KRow& x, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  float accm = 0;
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* blk = w + b * 144;
+    const int8_t* xq = x.q + b * 256;
+    alignas(16) uint8_t sm[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(sm), Q4KScalesMins(blk + 4));
+    __m256i sumi = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
+      const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+      const __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * c)));
+      const __m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * c + 32)));
+      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(plo, _mm256_set1_epi16(sm[2 * c])));
+      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(phi, _mm256_set1_epi16(sm[2 * c + 1])));
+    }
+    // Each min applies to two 16-value sums: mins as int16, each repeated twice.
+    const __m128i mn8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8));
+    const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsum + b * 16));
+    const int32_t summ = HsumI32(_mm256_madd_epi16(bs, mn16));
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(x.d[b] * HalfAt(blk)), _mm256_cvtepi32_ps(sumi), acc);
+    accm += x.d[b] * HalfAt(blk + 2) * static_cast<float>(summ);
+  }
+  return Reduce(acc) - accm;
+}
+
+// Q6_K: the 6-bit values (0..63) unsigned through vpmaddubsw (pair sums <= 2*63*127), scaled per
+// 16 values with vpmaddwd; the offset of 32 is taken back as 32 * sum_g scale_g * sum(q_x of g).
+float DotQ6K(const uint8_t* w, const Q8KRow& x, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* blk = w + b * 210;
+    const int8_t* xq = x.q + b * 256;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
+    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsum + b * 16));
+    __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+    for (int h = 0; h < 2; ++h) {
+      const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h));
+      const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32));
+      const __m256i hb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
+      const __m256i q[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m2)),
+          _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m2)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2)),
+      };
+      for (int k = 0; k < 4; ++k) {
+        const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 128 * h + 32 * k)));
+        const int g = 8 * h + 2 * k;
+        const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
+      }
+    }
+    acc = _mm256_fmadd_ps(_mm256_set1_ps(x.d[b] * HalfAt(blk + 208)), _mm256_cvtepi32_ps(sumi), acc);
+  }
+  return Reduce(acc);
+}
+
 void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   const __m256 av = _mm256_set1_ps(a);
   int64_t i = 0;
@@ -103,6 +186,8 @@ LlmKernelTable MakeTable() {
   t.dot_f16 = DotF16;
   t.dot_q8_0 = DotQ8_0;
   t.dot_q4_0 = DotQ4_0;
+  t.dot_q4_k = DotQ4K;
+  t.dot_q6_k = DotQ6K;
   t.axpy_f16 = AxpyF16;
   t.to_f16 = ToF16;
   return t;

@@ -228,6 +228,150 @@ void Gemm(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, i
   }
 }
 
+// --- K-quants times Q8_K activations ---
+// Both unpack a weight super-block into unsigned bytes (Q4_K: 0..15, Q6_K: 0..63) once, then per
+// activation row multiply with vpmaddubsw (pair sums fit int16: 2*63*127 < 32767) and apply the
+// sub-block scales with vpdpwssd (VNNI) into int32 lanes. Every integer sum equals llama.cpp's;
+// per super-block the int32 lanes are scaled in float.
+
+// Q4_K's 12 packed bytes (ggml_types.cc) as 8 sub-block scales (bytes 0-7) and 8 mins (8-15).
+inline __m128i Q4KScalesMins(const uint8_t* p) {
+  uint32_t w[3];
+  std::memcpy(w, p, 12);
+  const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, mn_lo = w[1] & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | ((w[0] >> 2) & 0x30303030u);
+  const uint32_t mn_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
+  return _mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo), static_cast<int>(sc_hi), static_cast<int>(sc_lo));
+}
+
+// Index vectors for vpermw: 32 int16 lanes, lane i taking element base + i / span.
+inline __m512i SpreadIndex(int base, int span) {
+  alignas(64) int16_t idx[32];
+  for (int i = 0; i < 32; ++i) idx[i] = static_cast<int16_t>(base + i / span);
+  return _mm512_load_si512(idx);
+}
+
+// Q4_K row times NT Q8_K rows. Per 64 values (32 bytes of nibbles: low = sub-block 2c, high =
+// 2c+1) one vector of 64 unsigned bytes in element order; its 32 int16 pair sums take scale 2c in
+// lanes 0-15 and 2c+1 in lanes 16-31. The mins term, d_x * dmin * sum_g min_(g/2) * bsum_g, is
+// subtracted per super-block from the activation's 16-value sums (in acc's lanes 0-7).
+template <int NT>
+void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
+  __m512 acc[NT];
+  for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m512i idx[4] = {SpreadIndex(0, 16), SpreadIndex(2, 16), SpreadIndex(4, 16), SpreadIndex(6, 16)};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk = wr + b * 144;
+    const __m128i sm = Q4KScalesMins(blk + 4);
+    const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));  // lanes 0-7 scales, 8-15 mins
+    // Mins as int16, each repeated twice (one per 16-value sum).
+    const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+    __m512i sumi[NT];
+    for (int j = 0; j < NT; ++j) sumi[j] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
+      const __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
+                                            _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
+      const __m512i scv = _mm512_permutexvar_epi16(idx[c], sc16);
+      for (int j = 0; j < NT; ++j) {
+        const __m512i p = _mm512_maddubs_epi16(wq, _mm512_loadu_si512(xr[j].q + b * 256 + 64 * c));
+        sumi[j] = _mm512_dpwssd_epi32(sumi[j], p, scv);
+      }
+    }
+    const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
+    for (int j = 0; j < NT; ++j) {
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
+      const __m512 mins = _mm512_cvtepi32_ps(_mm512_zextsi256_si512(_mm256_madd_epi16(bs, mn16)));
+      const float dx = xr[j].d[b];
+      acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(dx * d), _mm512_cvtepi32_ps(sumi[j]), acc[j]);
+      acc[j] = _mm512_fnmadd_ps(_mm512_set1_ps(dx * dmin), mins, acc[j]);
+    }
+  }
+  for (int j = 0; j < NT; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+}
+
+// Q6_K row times NT Q8_K rows. Per half of 128 values, 64 bytes of low bits L and 32 bytes of
+// high bits H; with H2 = [H, H >> 2]: values 0-63 = (L & 15) | ((H2 << 4) & 0x30), values 64-127 =
+// (L >> 4 & 15) | (H2 & 0x30). Scales apply per 16 values: 8 int16 pair-sum lanes each. The offset
+// of 32 is taken back per super-block as 32 * sum_g scale_g * bsum_g.
+template <int NT>
+void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
+  __m512 acc[NT];
+  for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
+  const __m512i idx[4] = {SpreadIndex(0, 8), SpreadIndex(4, 8), SpreadIndex(8, 8), SpreadIndex(12, 8)};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk = wr + b * 210;
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+    const __m512i sc512 = _mm512_castsi256_si512(sc16);
+    __m512i sumi[NT];
+    for (int j = 0; j < NT; ++j) {
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
+      sumi[j] = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5)));
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m512i L = _mm512_loadu_si512(blk + 64 * h);
+      const __m256i H = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
+      const __m512i H2 = _mm512_inserti64x4(_mm512_castsi256_si512(H), _mm256_srli_epi16(H, 2), 1);
+      const __m512i q0 = _mm512_or_si512(_mm512_and_si512(L, m4), _mm512_and_si512(_mm512_slli_epi16(H2, 4), m2));
+      const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4), _mm512_and_si512(H2, m2));
+      const __m512i s0 = _mm512_permutexvar_epi16(idx[2 * h], sc512);
+      const __m512i s1 = _mm512_permutexvar_epi16(idx[2 * h + 1], sc512);
+      for (int j = 0; j < NT; ++j) {
+        const int8_t* xq = xr[j].q + b * 256 + 128 * h;
+        sumi[j] = _mm512_dpwssd_epi32(sumi[j], _mm512_maddubs_epi16(q0, _mm512_loadu_si512(xq)), s0);
+        sumi[j] = _mm512_dpwssd_epi32(sumi[j], _mm512_maddubs_epi16(q1, _mm512_loadu_si512(xq + 64)), s1);
+      }
+    }
+    const float d = HalfAt(blk + 208);
+    for (int j = 0; j < NT; ++j) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(xr[j].d[b] * d), _mm512_cvtepi32_ps(sumi[j]), acc[j]);
+  }
+  for (int j = 0; j < NT; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+}
+
+template <bool kQ6>
+float DotK(const uint8_t* w, const Q8KRow& x, int64_t n) {
+  float out;
+  if constexpr (kQ6) {
+    Q6KTile<1>(w, n / 256, &x, &out);
+  } else {
+    Q4KTile<1>(w, n / 256, &x, &out);
+  }
+  return out;
+}
+
+template <bool kQ6, int NT>
+void KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
+  if constexpr (kQ6) {
+    Q6KTile<NT>(wr, blocks, xr, out);
+  } else {
+    Q4KTile<NT>(wr, blocks, xr, out);
+  }
+}
+
+// Up to 4 activation rows per pass over a weight row (more would spill the accumulators).
+template <bool kQ6>
+void GemmK(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride) {
+  const int64_t blocks = x.n() / 256;
+  Q8KRow xr[4];
+  float out[4];
+  for (int64_t t0 = 0; t0 < T; t0 += 4) {
+    const int nt = static_cast<int>(std::min<int64_t>(4, T - t0));
+    for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* wr = w + r * row_bytes;
+      switch (nt) {
+        case 4: KTile<kQ6, 4>(wr, blocks, xr, out); break;
+        case 3: KTile<kQ6, 3>(wr, blocks, xr, out); break;
+        case 2: KTile<kQ6, 2>(wr, blocks, xr, out); break;
+        default: KTile<kQ6, 1>(wr, blocks, xr, out); break;
+      }
+      for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
+    }
+  }
+}
+
 LlmKernelTable MakeTable() {
   LlmKernelTable t = *ScalarLlmKernels();
   t.name = "avx512_vnni";
@@ -239,6 +383,10 @@ LlmKernelTable MakeTable() {
   t.to_f16 = ToF16;
   t.gemm_q8_0 = Gemm<false>;
   t.gemm_q4_0 = Gemm<true>;
+  t.dot_q4_k = DotK<false>;
+  t.dot_q6_k = DotK<true>;
+  t.gemm_q4_k = GemmK<false>;
+  t.gemm_q6_k = GemmK<true>;
   return t;
 }
 

@@ -72,6 +72,71 @@ void QuantizeQ8(const float* x, int64_t n, int8_t* q, float* d, float* sum) {
   }
 }
 
+// Q4_K's 12 packed bytes as eight 6-bit sub-block scales and eight 6-bit mins (ggml_types.cc
+// documents the packing).
+void Q4KScalesMins(const uint8_t* p, uint8_t* sc, uint8_t* mn) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = p[j] & 63;
+    mn[j] = p[j + 4] & 63;
+    sc[j + 4] = (p[j + 8] & 0x0F) | ((p[j] >> 6) << 4);
+    mn[j + 4] = (p[j + 8] >> 4) | ((p[j + 4] >> 6) << 4);
+  }
+}
+
+// Per super-block: d * d_x * sum_j scale_j * sum(q * q_x) - dmin * d_x * sum_j min_j * sum(q_x).
+float DotQ4K(const uint8_t* w, const Q8KRow& x, int64_t n) {
+  float s = 0;
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* blk = w + b * 144;
+    const int8_t* xq = x.q + b * 256;
+    const int16_t* bs = x.bsum + b * 16;
+    uint8_t sc[8], mn[8];
+    Q4KScalesMins(blk + 4, sc, mn);
+    int32_t sumi = 0, summ = 0;
+    for (int c = 0; c < 4; ++c) {
+      const uint8_t* qs = blk + 16 + 32 * c;
+      int32_t lo = 0, hi = 0;
+      for (int l = 0; l < 32; ++l) {
+        lo += (qs[l] & 0x0F) * xq[64 * c + l];
+        hi += (qs[l] >> 4) * xq[64 * c + 32 + l];
+      }
+      sumi += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+    }
+    for (int j = 0; j < 8; ++j) summ += mn[j] * (bs[2 * j] + bs[2 * j + 1]);
+    s += x.d[b] * Half(blk) * static_cast<float>(sumi) - x.d[b] * Half(blk + 2) * static_cast<float>(summ);
+  }
+  return s;
+}
+
+// Per super-block: d * d_x * sum over groups of 16 of scale_g * sum((q - 32) * q_x).
+float DotQ6K(const uint8_t* w, const Q8KRow& x, int64_t n) {
+  float s = 0;
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* blk = w + b * 210;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    const int8_t* xq = x.q + b * 256;
+    int32_t sumi = 0;
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = blk + 64 * h;
+      const uint8_t* qh = blk + 128 + 32 * h;
+      for (int k = 0; k < 4; ++k) {      // quarter of the half: 32 values
+        for (int g = 0; g < 2; ++g) {    // group of 16
+          int32_t acc = 0;
+          for (int i = 0; i < 16; ++i) {
+            const int l = 16 * g + i;
+            const int lo = ((k % 2 == 0 ? ql[l] : ql[l + 32]) >> (k < 2 ? 0 : 4)) & 0x0F;
+            const int hi = (qh[l] >> (2 * k)) & 3;
+            acc += ((lo | (hi << 4)) - 32) * xq[128 * h + 32 * k + l];
+          }
+          sumi += sc[8 * h + 2 * k + g] * acc;
+        }
+      }
+    }
+    s += x.d[b] * Half(blk + 208) * static_cast<float>(sumi);
+  }
+  return s;
+}
+
 void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * HalfToFloat(x[i]);
 }
@@ -80,7 +145,8 @@ void ToF16(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = FloatToHalf(x[i]);
 }
 
-const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotQ8_0, DotQ4_0, QuantizeQ8, AxpyF16, ToF16, nullptr, nullptr};
+const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotQ8_0, DotQ4_0, QuantizeQ8, AxpyF16, ToF16, nullptr, nullptr,
+                               DotQ4K, DotQ6K, nullptr, nullptr};
 
 }  // namespace
 

@@ -5,7 +5,12 @@ of strings (Unicode, whitespace, special tokens) and greedy generations token fo
 Models: the real stories260k (shared/models; SentencePiece vocab) in F32 and requantized to Q8_0
 and Q4_0, and small random-weight models made by scripts/make_llm_models.py: llama with a 'gpt2'
 BPE vocab (Llama 3 pre-tokenizer) and Llama 3.1 RoPE frequency factors, qwen2 (attention biases, NeoX RoPE) with a Qwen2 BPE vocab.
-Random models use weights of std 0.5 so that greedy choices are not near-ties.
+Random models use weights of std 0.5 so that greedy choices are not near-ties. The K-quant model
+('llama-q4km': Q4_K for most matrices, Q6_K for output, ffn_down and attn_v of the last layer) is
+llama.cpp's own Q4_K_M quantization (llama_model_quantize) of a random F32 'tiny256' model (rows of
+256 and 512 values, as K-quants need), with weights of std 0.25: at that width std 0.5 makes a
+model so sensitive that one activation rounded to the other int8 neighbour (a last-bit float
+difference) changes a later greedy choice.
 
 Usage: test_llama_cpp.py --inferloop BUILD/inferloop [unittest args]
 Exit status: 0 passed, 1 a failure, 77 skipped (llama_cpp not installed: scripts/setup_llama_cpp.sh,
@@ -60,6 +65,17 @@ def make(args, out):
     return out
 
 
+def quantize_q4_k_m(src, out):
+    """llama.cpp's quantizer (the one behind llama-quantize) to Q4_K_M; returns out."""
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
+    params.nthread = 1
+    rc = llama_cpp.llama_model_quantize(src.encode(), out.encode(), params)
+    if rc != 0:
+        raise RuntimeError(f"llama_model_quantize({src}) failed: {rc}")
+    return out
+
+
 class TestAgainstLlamaCpp(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -80,6 +96,9 @@ class TestAgainstLlamaCpp(unittest.TestCase):
             p = os.path.join(t, f"{name}.gguf")
             make(["random", p, "--shape", "tiny", "--std", "0.5", "--seed", "3"] + extra, p)
             cls.models[name] = p
+        p32 = make(["random", os.path.join(t, "llama-256-f32.gguf"), "--shape", "tiny256", "--type", "F32", "--std", "0.25",
+                    "--seed", "3"], os.path.join(t, "llama-256-f32.gguf"))
+        cls.models["llama-q4km"] = quantize_q4_k_m(p32, os.path.join(t, "llama-q4km.gguf"))
         cls.llms = {}
 
     @classmethod
@@ -133,7 +152,7 @@ class TestAgainstLlamaCpp(unittest.TestCase):
 
     def test_greedy_generation_matches(self):
         prompts = ["Once upon a time", "The little dog", "Lily and Ben went to the park. They"]
-        for name in ("stories", "stories-Q8_0", "stories-Q4_0", "llama-bpe", "qwen2-bpe", "llama-spm-q4"):
+        for name in ("stories", "stories-Q8_0", "stories-Q4_0", "llama-bpe", "qwen2-bpe", "llama-spm-q4", "llama-q4km"):
             llm = self.llm(name)
             for p in prompts:
                 ids = llm.tokenize(p.encode(), add_bos=True, special=False)
@@ -141,11 +160,20 @@ class TestAgainstLlamaCpp(unittest.TestCase):
                     self.assertEqual(self.greedy_inferloop(name, ids, 48), self.greedy_llama_cpp(name, ids, 48))
 
     def test_greedy_generation_matches_on_every_isa(self):
-        ids = self.llm("stories-Q4_0").tokenize(b"Once upon a time", add_bos=True, special=False)
-        want = self.greedy_llama_cpp("stories-Q4_0", ids, 32)
-        for isa in ("avx2", "scalar"):
-            with self.subTest(isa=isa):
-                self.assertEqual(self.greedy_inferloop("stories-Q4_0", ids, 32, isa), want)
+        for name in ("stories-Q4_0", "llama-q4km"):
+            ids = self.llm(name).tokenize(b"Once upon a time", add_bos=True, special=False)
+            want = self.greedy_llama_cpp(name, ids, 32)
+            for isa in ("avx2", "scalar"):
+                with self.subTest(model=name, isa=isa):
+                    self.assertEqual(self.greedy_inferloop(name, ids, 32, isa), want)
+
+    def test_q4_k_m_fixture_holds_both_k_quants(self):
+        # The greedy tests above cover the Q4_K and Q6_K kernels only if the quantizer used both.
+        import gguf
+        types = {t.tensor_type.name for t in gguf.GGUFReader(self.models["llama-q4km"]).tensors}
+        self.assertIn("Q4_K", types)
+        self.assertIn("Q6_K", types)
+        self.assertLessEqual(types, {"Q4_K", "Q6_K", "F32"})
 
 
 def main():
