@@ -3,6 +3,7 @@
 // pairwise sums stay below 2 * 127 * 127 and cannot saturate. Built with -mavx2 -mfma -mf16c.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "llm/llm_kernels.h"
@@ -96,49 +97,68 @@ inline int32_t HsumI32(__m256i v) {
   return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 0xB1)));
 }
 
-// Q4_K: nibbles (0..15) are unsigned, so vpmaddubsw takes them directly (pair sums <= 2*15*127);
-// vpmaddwd then applies the sub-block's scale. The mins term uses the activation's 16-value sums.
-float DotQ4K(const uint8_t* w, const Q8KRow& x, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
-  float accm = 0;
+// Q4_K row times NT Q8_K rows: nibbles (0..15) are unsigned, so vpmaddubsw takes them directly
+// (pair sums <= 2*15*127); vpmaddwd then applies the sub-block's scale. The mins term uses the
+// activation's 16-value sums. Each weight block is unpacked once for the NT rows; per row the
+// arithmetic is the same whatever NT is.
+template <int NT>
+void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
+  __m256 acc[NT];
+  float accm[NT];
+  for (int j = 0; j < NT; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    accm[j] = 0;
+  }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  for (int64_t b = 0; b < n / 256; ++b) {
+  for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk = w + b * 144;
-    const int8_t* xq = x.q + b * 256;
     alignas(16) uint8_t sm[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(sm), Q4KScalesMins(blk + 4));
-    __m256i sumi = _mm256_setzero_si256();
+    __m256i sumi[NT];
+    for (int j = 0; j < NT; ++j) sumi[j] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
       const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-      const __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * c)));
-      const __m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 64 * c + 32)));
-      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(plo, _mm256_set1_epi16(sm[2 * c])));
-      sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(phi, _mm256_set1_epi16(sm[2 * c + 1])));
+      const __m256i slo = _mm256_set1_epi16(sm[2 * c]), shi = _mm256_set1_epi16(sm[2 * c + 1]);
+      for (int j = 0; j < NT; ++j) {
+        const int8_t* xq = xr[j].q + b * 256 + 64 * c;
+        const __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+        const __m256i phi = _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 32)));
+        sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(plo, slo));
+        sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(phi, shi));
+      }
     }
     // Each min applies to two 16-value sums: mins as int16, each repeated twice.
     const __m128i mn8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8));
     const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
-    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsum + b * 16));
-    const int32_t summ = HsumI32(_mm256_madd_epi16(bs, mn16));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(x.d[b] * HalfAt(blk)), _mm256_cvtepi32_ps(sumi), acc);
-    accm += x.d[b] * HalfAt(blk + 2) * static_cast<float>(summ);
+    const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
+    for (int j = 0; j < NT; ++j) {
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
+      const int32_t summ = HsumI32(_mm256_madd_epi16(bs, mn16));
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(xr[j].d[b] * d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
+      accm[j] += xr[j].d[b] * dmin * static_cast<float>(summ);
+    }
   }
-  return Reduce(acc) - accm;
+  for (int j = 0; j < NT; ++j) out[j] = Reduce(acc[j]) - accm[j];
 }
 
-// Q6_K: the 6-bit values (0..63) unsigned through vpmaddubsw (pair sums <= 2*63*127), scaled per
-// 16 values with vpmaddwd; the offset of 32 is taken back as 32 * sum_g scale_g * sum(q_x of g).
-float DotQ6K(const uint8_t* w, const Q8KRow& x, int64_t n) {
-  __m256 acc = _mm256_setzero_ps();
+// Q6_K row times NT Q8_K rows: the 6-bit values (0..63) unsigned through vpmaddubsw (pair sums
+// <= 2*63*127), scaled per 16 values with vpmaddwd; the offset of 32 is taken back as
+// 32 * sum_g scale_g * sum(q_x of g).
+template <int NT>
+void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
+  __m256 acc[NT];
+  for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
-  for (int64_t b = 0; b < n / 256; ++b) {
+  for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk = w + b * 210;
-    const int8_t* xq = x.q + b * 256;
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
-    const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsum + b * 16));
-    __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+    __m256i sumi[NT];
+    for (int j = 0; j < NT; ++j) {
+      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
+      sumi[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+    }
     for (int h = 0; h < 2; ++h) {
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h));
       const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32));
@@ -150,15 +170,57 @@ float DotQ6K(const uint8_t* w, const Q8KRow& x, int64_t n) {
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2)),
       };
       for (int k = 0; k < 4; ++k) {
-        const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq + 128 * h + 32 * k)));
         const int g = 8 * h + 2 * k;
         const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
-        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p, s));
+        for (int j = 0; j < NT; ++j) {
+          const int8_t* xq = xr[j].q + b * 256 + 128 * h + 32 * k;
+          const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+          sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(p, s));
+        }
       }
     }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(x.d[b] * HalfAt(blk + 208)), _mm256_cvtepi32_ps(sumi), acc);
+    const float d = HalfAt(blk + 208);
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(xr[j].d[b] * d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
   }
-  return Reduce(acc);
+  for (int j = 0; j < NT; ++j) out[j] = Reduce(acc[j]);
+}
+
+template <bool kQ6, int NT>
+void KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
+  if constexpr (kQ6) {
+    Q6KTile<NT>(wr, blocks, xr, out);
+  } else {
+    Q4KTile<NT>(wr, blocks, xr, out);
+  }
+}
+
+template <bool kQ6>
+float DotK(const uint8_t* w, const Q8KRow& x, int64_t n) {
+  float out;
+  KTile<kQ6, 1>(w, n / 256, &x, &out);
+  return out;
+}
+
+// Up to 4 activation rows per pass over a weight row.
+template <bool kQ6>
+void GemmK(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride) {
+  const int64_t blocks = x.n() / 256;
+  Q8KRow xr[4];
+  float out[4];
+  for (int64_t t0 = 0; t0 < T; t0 += 4) {
+    const int nt = static_cast<int>(std::min<int64_t>(4, T - t0));
+    for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* wr = w + r * row_bytes;
+      switch (nt) {
+        case 4: KTile<kQ6, 4>(wr, blocks, xr, out); break;
+        case 3: KTile<kQ6, 3>(wr, blocks, xr, out); break;
+        case 2: KTile<kQ6, 2>(wr, blocks, xr, out); break;
+        default: KTile<kQ6, 1>(wr, blocks, xr, out); break;
+      }
+      for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
+    }
+  }
 }
 
 void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
@@ -186,8 +248,10 @@ LlmKernelTable MakeTable() {
   t.dot_f16 = DotF16;
   t.dot_q8_0 = DotQ8_0;
   t.dot_q4_0 = DotQ4_0;
-  t.dot_q4_k = DotQ4K;
-  t.dot_q6_k = DotQ6K;
+  t.dot_q4_k = DotK<false>;
+  t.dot_q6_k = DotK<true>;
+  t.gemm_q4_k = GemmK<false>;
+  t.gemm_q6_k = GemmK<true>;
   t.axpy_f16 = AxpyF16;
   t.to_f16 = ToF16;
   return t;
