@@ -105,6 +105,7 @@ template <int NT>
 void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
   __m256 acc[NT];
   float accm[NT];
+  #pragma GCC unroll 8
   for (int j = 0; j < NT; ++j) {
     acc[j] = _mm256_setzero_ps();
     accm[j] = 0;
@@ -115,11 +116,14 @@ void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
     alignas(16) uint8_t sm[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(sm), Q4KScalesMins(blk + 4));
     __m256i sumi[NT];
+    #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) sumi[j] = _mm256_setzero_si256();
+    #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
       const __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
       const __m256i slo = _mm256_set1_epi16(sm[2 * c]), shi = _mm256_set1_epi16(sm[2 * c + 1]);
+      #pragma GCC unroll 8
       for (int j = 0; j < NT; ++j) {
         const int8_t* xq = xr[j].q + b * 256 + 64 * c;
         const __m256i plo = _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
@@ -132,6 +136,7 @@ void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
     const __m128i mn8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8));
     const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
     const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
+    #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
       const int32_t summ = HsumI32(_mm256_madd_epi16(bs, mn16));
@@ -139,6 +144,7 @@ void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
       accm[j] += xr[j].d[b] * dmin * static_cast<float>(summ);
     }
   }
+  #pragma GCC unroll 8
   for (int j = 0; j < NT; ++j) out[j] = Reduce(acc[j]) - accm[j];
 }
 
@@ -148,6 +154,7 @@ void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
 template <int NT>
 void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
   __m256 acc[NT];
+  #pragma GCC unroll 8
   for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
   for (int64_t b = 0; b < blocks; ++b) {
@@ -155,10 +162,12 @@ void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
     __m256i sumi[NT];
+    #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
       sumi[j] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
     }
+    #pragma GCC unroll 4
     for (int h = 0; h < 2; ++h) {
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h));
       const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h + 32));
@@ -169,9 +178,11 @@ void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m2)),
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(hb, 2), m2)),
       };
+      #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const int g = 8 * h + 2 * k;
         const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
+        #pragma GCC unroll 8
         for (int j = 0; j < NT; ++j) {
           const int8_t* xq = xr[j].q + b * 256 + 128 * h + 32 * k;
           const __m256i p = _mm256_maddubs_epi16(q[k], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
@@ -180,8 +191,10 @@ void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
       }
     }
     const float d = HalfAt(blk + 208);
+    #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(xr[j].d[b] * d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
   }
+  #pragma GCC unroll 8
   for (int j = 0; j < NT; ++j) out[j] = Reduce(acc[j]);
 }
 
@@ -201,24 +214,29 @@ float DotK(const uint8_t* w, const Q8KRow& x, int64_t n) {
   return out;
 }
 
-// Up to 4 activation rows per pass over a weight row.
+// Up to 4 activation rows per pass over a weight row. Weight rows are taken 8 at a time, and each
+// group is multiplied with every tile of activation rows while it is in L1: the weights are read
+// from memory once per product, not once per tile.
 template <bool kQ6>
 void GemmK(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride) {
   const int64_t blocks = x.n() / 256;
   Q8KRow xr[4];
   float out[4];
-  for (int64_t t0 = 0; t0 < T; t0 += 4) {
-    const int nt = static_cast<int>(std::min<int64_t>(4, T - t0));
-    for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
-    for (int64_t r = 0; r < rows; ++r) {
-      const uint8_t* wr = w + r * row_bytes;
-      switch (nt) {
-        case 4: KTile<kQ6, 4>(wr, blocks, xr, out); break;
-        case 3: KTile<kQ6, 3>(wr, blocks, xr, out); break;
-        case 2: KTile<kQ6, 2>(wr, blocks, xr, out); break;
-        default: KTile<kQ6, 1>(wr, blocks, xr, out); break;
+  for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+    const int64_t r1 = std::min<int64_t>(rows, r0 + 8);
+    for (int64_t t0 = 0; t0 < T; t0 += 4) {
+      const int nt = static_cast<int>(std::min<int64_t>(4, T - t0));
+      for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* wr = w + r * row_bytes;
+        switch (nt) {
+          case 4: KTile<kQ6, 4>(wr, blocks, xr, out); break;
+          case 3: KTile<kQ6, 3>(wr, blocks, xr, out); break;
+          case 2: KTile<kQ6, 2>(wr, blocks, xr, out); break;
+          default: KTile<kQ6, 1>(wr, blocks, xr, out); break;
+        }
+        for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
       }
-      for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
     }
   }
 }

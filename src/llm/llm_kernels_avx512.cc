@@ -258,6 +258,7 @@ inline __m512i SpreadIndex(int base, int span) {
 template <int NT>
 void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
   __m512 acc[NT];
+  #pragma GCC unroll 8
   for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m512i idx[4] = {SpreadIndex(0, 16), SpreadIndex(2, 16), SpreadIndex(4, 16), SpreadIndex(6, 16)};
@@ -268,18 +269,22 @@ void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
     // Mins as int16, each repeated twice (one per 16-value sum).
     const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
     __m512i sumi[NT];
+    #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) sumi[j] = _mm512_setzero_si512();
+    #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 16 + 32 * c));
       const __m512i wq = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_and_si256(v, m4)),
                                             _mm256_and_si256(_mm256_srli_epi16(v, 4), m4), 1);
       const __m512i scv = _mm512_permutexvar_epi16(idx[c], sc16);
+      #pragma GCC unroll 8
       for (int j = 0; j < NT; ++j) {
         const __m512i p = _mm512_maddubs_epi16(wq, _mm512_loadu_si512(xr[j].q + b * 256 + 64 * c));
         sumi[j] = _mm512_dpwssd_epi32(sumi[j], p, scv);
       }
     }
     const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
+    #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
       const __m512 mins = _mm512_cvtepi32_ps(_mm512_zextsi256_si512(_mm256_madd_epi16(bs, mn16)));
@@ -288,6 +293,7 @@ void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
       acc[j] = _mm512_fnmadd_ps(_mm512_set1_ps(dx * dmin), mins, acc[j]);
     }
   }
+  #pragma GCC unroll 8
   for (int j = 0; j < NT; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
 }
 
@@ -298,6 +304,7 @@ void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
 template <int NT>
 void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
   __m512 acc[NT];
+  #pragma GCC unroll 8
   for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
   const __m512i idx[4] = {SpreadIndex(0, 8), SpreadIndex(4, 8), SpreadIndex(8, 8), SpreadIndex(12, 8)};
@@ -306,10 +313,12 @@ void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
     const __m512i sc512 = _mm512_castsi256_si512(sc16);
     __m512i sumi[NT];
+    #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
       sumi[j] = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5)));
     }
+    #pragma GCC unroll 4
     for (int h = 0; h < 2; ++h) {
       const __m512i L = _mm512_loadu_si512(blk + 64 * h);
       const __m256i H = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 128 + 32 * h));
@@ -318,6 +327,7 @@ void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
       const __m512i q1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(L, 4), m4), _mm512_and_si512(H2, m2));
       const __m512i s0 = _mm512_permutexvar_epi16(idx[2 * h], sc512);
       const __m512i s1 = _mm512_permutexvar_epi16(idx[2 * h + 1], sc512);
+      #pragma GCC unroll 8
       for (int j = 0; j < NT; ++j) {
         const int8_t* xq = xr[j].q + b * 256 + 128 * h;
         sumi[j] = _mm512_dpwssd_epi32(sumi[j], _mm512_maddubs_epi16(q0, _mm512_loadu_si512(xq)), s0);
@@ -325,8 +335,10 @@ void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
       }
     }
     const float d = HalfAt(blk + 208);
+    #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(xr[j].d[b] * d), _mm512_cvtepi32_ps(sumi[j]), acc[j]);
   }
+  #pragma GCC unroll 8
   for (int j = 0; j < NT; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
 }
 
@@ -350,24 +362,33 @@ void KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
   }
 }
 
-// Up to 4 activation rows per pass over a weight row (more would spill the accumulators).
+// Up to 8 activation rows per pass over a weight row. Weight rows are taken 8 at a time, and each
+// group is multiplied with every tile of activation rows while it is in L1: the weights are read
+// from memory once per product, not once per tile.
 template <bool kQ6>
 void GemmK(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride) {
   const int64_t blocks = x.n() / 256;
-  Q8KRow xr[4];
-  float out[4];
-  for (int64_t t0 = 0; t0 < T; t0 += 4) {
-    const int nt = static_cast<int>(std::min<int64_t>(4, T - t0));
-    for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
-    for (int64_t r = 0; r < rows; ++r) {
-      const uint8_t* wr = w + r * row_bytes;
-      switch (nt) {
-        case 4: KTile<kQ6, 4>(wr, blocks, xr, out); break;
-        case 3: KTile<kQ6, 3>(wr, blocks, xr, out); break;
-        case 2: KTile<kQ6, 2>(wr, blocks, xr, out); break;
-        default: KTile<kQ6, 1>(wr, blocks, xr, out); break;
+  Q8KRow xr[8];
+  float out[8];
+  for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+    const int64_t r1 = std::min<int64_t>(rows, r0 + 8);
+    for (int64_t t0 = 0; t0 < T; t0 += 8) {
+      const int nt = static_cast<int>(std::min<int64_t>(8, T - t0));
+      for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* wr = w + r * row_bytes;
+        switch (nt) {
+          case 8: KTile<kQ6, 8>(wr, blocks, xr, out); break;
+          case 7: KTile<kQ6, 7>(wr, blocks, xr, out); break;
+          case 6: KTile<kQ6, 6>(wr, blocks, xr, out); break;
+          case 5: KTile<kQ6, 5>(wr, blocks, xr, out); break;
+          case 4: KTile<kQ6, 4>(wr, blocks, xr, out); break;
+          case 3: KTile<kQ6, 3>(wr, blocks, xr, out); break;
+          case 2: KTile<kQ6, 2>(wr, blocks, xr, out); break;
+          default: KTile<kQ6, 1>(wr, blocks, xr, out); break;
+        }
+        for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
       }
-      for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
     }
   }
 }

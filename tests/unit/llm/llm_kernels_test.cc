@@ -239,7 +239,7 @@ TEST(LlmKernels, KQuantGemmEqualsDots) {
         row_bytes = row.size();
         w.insert(w.end(), row.begin(), row.end());
       }
-      for (int64_t T : {1, 2, 3, 4, 5, 9}) {
+      for (int64_t T : {1, 2, 3, 4, 5, 8, 9, 17}) {
         std::vector<float> x(T * n);
         for (float& v : x) v = nd(g);
         Q8KRows xk;
