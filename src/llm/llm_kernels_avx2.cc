@@ -90,13 +90,6 @@ inline __m128i Q4KScalesMins(const uint8_t* p) {
   return _mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo), static_cast<int>(sc_hi), static_cast<int>(sc_lo));
 }
 
-// Sum of the 8 int32 lanes.
-inline int32_t HsumI32(__m256i v) {
-  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  const __m128i s2 = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  return _mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, 0xB1)));
-}
-
 // Software prefetch of the weight bytes `kPrefetchAhead` ahead of a block about to be used (rows
 // are contiguous, so this runs into the next rows): decoding one token streams every weight once,
 // and the hardware prefetcher alone left the K-quant dots waiting on memory (measured: about 1.4x
@@ -110,22 +103,24 @@ inline void PrefetchBlock(const uint8_t* blk, int bytes) {
 // Q4_K row times NT Q8_K rows: nibbles (0..15) are unsigned, so vpmaddubsw takes them directly
 // (pair sums <= 2*15*127); vpmaddwd then applies the sub-block's scale. The mins term uses the
 // activation's 16-value sums. Each weight block is unpacked once for the NT rows; per row the
-// arithmetic is the same whatever NT is.
+// arithmetic is the same whatever NT is. Float terms are added in llama.cpp's order
+// (llm_kernels_scalar.cc says which): eight lanes for the scaled sums, four for the mins.
 template <int NT>
 void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
   __m256 acc[NT];
-  float accm[NT];
+  __m128 accm[NT];
   #pragma GCC unroll 8
   for (int j = 0; j < NT; ++j) {
     acc[j] = _mm256_setzero_ps();
-    accm[j] = 0;
+    accm[j] = _mm_setzero_ps();
   }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* blk = w + b * 144;
     PrefetchBlock(blk, 144);
     alignas(16) uint8_t sm[16];
-    _mm_store_si128(reinterpret_cast<__m128i*>(sm), Q4KScalesMins(blk + 4));
+    const __m128i sm128 = Q4KScalesMins(blk + 4);
+    _mm_store_si128(reinterpret_cast<__m128i*>(sm), sm128);
     __m256i sumi[NT];
     #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) sumi[j] = _mm256_setzero_si256();
@@ -143,25 +138,31 @@ void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
         sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(phi, shi));
       }
     }
-    // Each min applies to two 16-value sums: mins as int16, each repeated twice.
-    const __m128i mn8 = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8));
-    const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mn8, mn8));
+    // Mins as 8 int16 against the 32-value sums (pairs of 16-value sums): 4 int32 lanes.
+    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm128, 8));
     const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
     #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
-      const int32_t summ = HsumI32(_mm256_madd_epi16(bs, mn16));
-      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(xr[j].d[b] * d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
-      accm[j] += xr[j].d[b] * dmin * static_cast<float>(summ);
+      const __m128i s32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      const __m128i prod = _mm_madd_epi16(mn16, s32);
+      const float dx = xr[j].d[b];
+      accm[j] = _mm_fmadd_ps(_mm_set1_ps(-dx * dmin), _mm_cvtepi32_ps(prod), accm[j]);
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
     }
   }
   #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) out[j] = Reduce(acc[j]) - accm[j];
+  for (int j = 0; j < NT; ++j) {
+    __m128 m = _mm_add_ps(accm[j], _mm_movehl_ps(accm[j], accm[j]));
+    m = _mm_add_ss(m, _mm_movehdup_ps(m));
+    out[j] = Reduce(acc[j]) + _mm_cvtss_f32(m);
+  }
 }
 
 // Q6_K row times NT Q8_K rows: the 6-bit values (0..63) unsigned through vpmaddubsw (pair sums
 // <= 2*63*127), scaled per 16 values with vpmaddwd; the offset of 32 is taken back as
-// 32 * sum_g scale_g * sum(q_x of g).
+// 32 * scale_g * (16-value sum g), lane l starting from -32 * (that of groups 2l and 2l+1): each
+// int32 lane holds what llama.cpp's lane holds.
 template <int NT>
 void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
   __m256 acc[NT];

@@ -231,8 +231,19 @@ void Gemm(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, i
 // --- K-quants times Q8_K activations ---
 // Both unpack a weight super-block into unsigned bytes (Q4_K: 0..15, Q6_K: 0..63) once, then per
 // activation row multiply with vpmaddubsw (pair sums fit int16: 2*63*127 < 32767) and apply the
-// sub-block scales with vpdpwssd (VNNI) into int32 lanes. Every integer sum equals llama.cpp's;
-// per super-block the int32 lanes are scaled in float.
+// sub-block scales with vpdpwssd (VNNI) into int32 lanes. The 16 lanes are folded to the 8 of
+// llama.cpp's AVX2 kernels (lane l + lane l + 8: the same integers), and the float terms are added
+// in that kernel's order (llm_kernels_scalar.cc says which), so the results are llama.cpp's bit
+// for bit.
+
+// Sum of 8 float lanes as llama.cpp's AVX2 kernels sum them.
+inline float SumLanes8(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+  const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+inline __m256i Fold16(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
 
 // Q4_K's 12 packed bytes (ggml_types.cc) as 8 sub-block scales (bytes 0-7) and 8 mins (8-15).
 inline __m128i Q4KScalesMins(const uint8_t* p) {
@@ -263,13 +274,17 @@ inline void PrefetchBlock(const uint8_t* blk, int bytes) {
 
 // Q4_K row times NT Q8_K rows. Per 64 values (32 bytes of nibbles: low = sub-block 2c, high =
 // 2c+1) one vector of 64 unsigned bytes in element order; its 32 int16 pair sums take scale 2c in
-// lanes 0-15 and 2c+1 in lanes 16-31. The mins term, d_x * dmin * sum_g min_(g/2) * bsum_g, is
-// subtracted per super-block from the activation's 16-value sums (in acc's lanes 0-7).
+// lanes 0-15 and 2c+1 in lanes 16-31. The mins term, d_x * dmin * sum_g min_(g/2) * bsum_g, comes
+// from the activation's 16-value sums, in four float lanes (pairs of sub-blocks).
 template <int NT>
 void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
-  __m512 acc[NT];
+  __m256 acc[NT];
+  __m128 accm[NT];
   #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+  for (int j = 0; j < NT; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    accm[j] = _mm_setzero_ps();
+  }
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m512i idx[4] = {SpreadIndex(0, 16), SpreadIndex(2, 16), SpreadIndex(4, 16), SpreadIndex(6, 16)};
   for (int64_t b = 0; b < blocks; ++b) {
@@ -277,8 +292,8 @@ void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
     PrefetchBlock(blk, 144);
     const __m128i sm = Q4KScalesMins(blk + 4);
     const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));  // lanes 0-7 scales, 8-15 mins
-    // Mins as int16, each repeated twice (one per 16-value sum).
-    const __m256i mn16 = _mm256_cvtepu8_epi16(_mm_unpackhi_epi8(sm, sm));
+    // Mins as 8 int16 against the 32-value sums (pairs of 16-value sums): 4 int32 lanes.
+    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
     __m512i sumi[NT];
     #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) sumi[j] = _mm512_setzero_si512();
@@ -298,25 +313,31 @@ void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
     #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) {
       const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
-      const __m512 mins = _mm512_cvtepi32_ps(_mm512_zextsi256_si512(_mm256_madd_epi16(bs, mn16)));
+      const __m128i s32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+      const __m128i prod = _mm_madd_epi16(mn16, s32);
       const float dx = xr[j].d[b];
-      acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(dx * d), _mm512_cvtepi32_ps(sumi[j]), acc[j]);
-      acc[j] = _mm512_fnmadd_ps(_mm512_set1_ps(dx * dmin), mins, acc[j]);
+      accm[j] = _mm_fmadd_ps(_mm_set1_ps(-dx * dmin), _mm_cvtepi32_ps(prod), accm[j]);
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d), _mm256_cvtepi32_ps(Fold16(sumi[j])), acc[j]);
     }
   }
   #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+  for (int j = 0; j < NT; ++j) {
+    __m128 m = _mm_add_ps(accm[j], _mm_movehl_ps(accm[j], accm[j]));
+    m = _mm_add_ss(m, _mm_movehdup_ps(m));
+    out[j] = SumLanes8(acc[j]) + _mm_cvtss_f32(m);
+  }
 }
 
 // Q6_K row times NT Q8_K rows. Per half of 128 values, 64 bytes of low bits L and 32 bytes of
 // high bits H; with H2 = [H, H >> 2]: values 0-63 = (L & 15) | ((H2 << 4) & 0x30), values 64-127 =
-// (L >> 4 & 15) | (H2 & 0x30). Scales apply per 16 values: 8 int16 pair-sum lanes each. The offset
-// of 32 is taken back per super-block as 32 * sum_g scale_g * bsum_g.
+// (L >> 4 & 15) | (H2 & 0x30). Scales apply per 16 values (8 int16 pair-sum lanes each). The
+// offset of 32 is taken back as 32 * scale_g * (16-value sum g), folded lane l starting from -32 *
+// that of groups 2l and 2l+1: each folded int32 lane holds what llama.cpp's lane holds.
 template <int NT>
 void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
-  __m512 acc[NT];
+  __m256 acc[NT];
   #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) acc[j] = _mm512_setzero_ps();
+  for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
   const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
   const __m512i idx[4] = {SpreadIndex(0, 8), SpreadIndex(4, 8), SpreadIndex(8, 8), SpreadIndex(12, 8)};
   for (int64_t b = 0; b < blocks; ++b) {
@@ -348,10 +369,12 @@ void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
     }
     const float d = HalfAt(blk + 208);
     #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) acc[j] = _mm512_fmadd_ps(_mm512_set1_ps(xr[j].d[b] * d), _mm512_cvtepi32_ps(sumi[j]), acc[j]);
+    for (int j = 0; j < NT; ++j) {
+      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(xr[j].d[b] * d), _mm256_cvtepi32_ps(Fold16(sumi[j])), acc[j]);
+    }
   }
   #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) out[j] = _mm512_reduce_add_ps(acc[j]);
+  for (int j = 0; j < NT; ++j) out[j] = SumLanes8(acc[j]);
 }
 
 template <bool kQ6>

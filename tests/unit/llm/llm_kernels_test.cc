@@ -218,6 +218,9 @@ TEST(LlmKernels, KQuantDotsMatchDequantizedReference) {
         ASSERT_NE(t->dot_q4_k, nullptr) << t->name;
         ASSERT_NE(t->dot_q6_k, nullptr) << t->name;
         EXPECT_NEAR(KDot(*t, type, w.data(), row, n), want, 1e-5 * mag + 1e-6) << t->name << " " << GgmlTypeName(type) << " n=" << n;
+        // Every table adds the same terms in the same order (llama.cpp's): equal bit for bit.
+        EXPECT_EQ(KDot(*t, type, w.data(), row, n), KDot(*ScalarLlmKernels(), type, w.data(), row, n))
+            << t->name << " " << GgmlTypeName(type) << " n=" << n;
       }
     }
   }
