@@ -14,10 +14,12 @@
 // Q8Row's blocks of 32 with half-precision scales round differently from Q8_K's blocks of 256
 // with a float scale, and on a Q4_K_M file that changes argmax choices within a few tokens
 // (measured: the float reference path, also different, departs from llama.cpp after 3-8 tokens on
-// tests/e2e's Q4_K_M fixture). With Q8_K every integer sum equals llama.cpp's exactly; only the
-// order of the float additions of per-super-block results differs (last-bit effects, as for Q8_0).
-// Q8_K quantization is one scalar function shared by every ISA (Q8KRows::Quantize), so all tables
-// see the same int8 values.
+// tests/e2e's Q4_K_M fixture). With Q8_K every integer sum equals llama.cpp's exactly, and the
+// K-quant dots of every table also add their float terms in the order of llama.cpp's x86 kernels
+// (llm_kernels_scalar.cc describes it), so they equal llama.cpp's results bit for bit
+// (tests/unit/llm/kquant_llama_cpp_test.cc checks against llama.cpp's own library). Q8_K
+// quantization is one scalar function shared by every ISA (Q8KRows::Quantize), so all tables see
+// the same int8 values.
 #pragma once
 
 #include <cstdint>
