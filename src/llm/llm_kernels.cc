@@ -144,8 +144,10 @@ void Q8KRows::Quantize(int64_t r, const float* x) {
     const float iscale = -127.0f / m;
     for (int i = 0; i < 256; ++i) {
       // Round to nearest, ties to even (the default rounding mode), as llama.cpp's nearest_int.
-      const int v = static_cast<int>(std::nearbyint(iscale * xb[i]));
-      qb[i] = static_cast<int8_t>(std::min(127, v));
+      // Finite inputs give -127..127; the bounds (and NaN -> 0) only keep an infinite or NaN
+      // activation from an undefined float-to-int conversion.
+      const float r = std::nearbyint(iscale * xb[i]);
+      qb[i] = static_cast<int8_t>(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? static_cast<int>(r) : 0);
     }
     for (int j = 0; j < 16; ++j) {
       int s = 0;

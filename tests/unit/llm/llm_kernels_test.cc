@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -183,6 +184,19 @@ TEST(LlmKernels, Q8KQuantizationFollowsLlamaCpp) {
   EXPECT_EQ(q.Row(0).d[0], 1.0f / (-127.0f / 3.0f));
   EXPECT_EQ(q.Row(0).q[9], -127);
   EXPECT_EQ(q.Row(0).q[0], static_cast<int>(std::nearbyint(-127.0f / 3.0f * 0.25f)));
+}
+
+TEST(LlmKernels, Q8KQuantizationOfNonFiniteValuesIsDefined) {
+  std::vector<float> x(256, 1.0f);
+  x[3] = std::numeric_limits<float>::infinity();
+  x[7] = std::numeric_limits<float>::quiet_NaN();
+  Q8KRows q;
+  q.Resize(1, 256);
+  q.Quantize(0, x.data());  // no undefined conversion (UBSan); values bounded
+  for (int i = 0; i < 256; ++i) {
+    ASSERT_GE(q.Row(0).q[i], -127);
+    ASSERT_LE(q.Row(0).q[i], 127);
+  }
 }
 
 TEST(LlmKernels, KQuantDotsMatchDequantizedReference) {
