@@ -7,7 +7,8 @@ aggregate tokens/s of 16 concurrent streams.
                                         [--models bench/models/llm/tinyllama-random-Q4_0.gguf ...]
 
 Models default to TinyLlama-1.1B-shaped random-weight files in Q4_0 and Q8_0, made with
-scripts/make_llm_models.py when missing. Both engines use --threads threads and greedy decoding
+scripts/make_llm_models.py when missing (bench/models/llm/tinyllama-random-Q4_K_M.gguf, when
+named, is made by llama.cpp's quantizer from a random F16 file). Both engines use --threads threads and greedy decoding
 of the same prompt token ids. Rounds alternate between the engines; the table shows medians.
 
 - inferloop single stream: `inferloop generate MODEL --prompt-ids ... -n N --ignore-eos`, its own
@@ -73,6 +74,19 @@ def ensure_models(paths):
             sys.exit(f"missing model {p}")
         os.makedirs(os.path.dirname(p), exist_ok=True)
         print(f"making {p} ...", file=sys.stderr)
+        if m.group(1) == "Q4_K_M":
+            # llama.cpp's own quantizer (llama_model_quantize) from a random F16 file made first.
+            import llama_cpp
+            f16 = p + ".f16.tmp"
+            run([sys.executable, os.path.join(ROOT, "scripts", "make_llm_models.py"), "random", f16, "--shape",
+                 "tinyllama", "--type", "F16"])
+            params = llama_cpp.llama_model_quantize_default_params()
+            params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
+            rc = llama_cpp.llama_model_quantize(f16.encode(), p.encode(), params)
+            os.remove(f16)
+            if rc != 0:
+                sys.exit(f"llama_model_quantize failed for {p}: {rc}")
+            continue
         run([sys.executable, os.path.join(ROOT, "scripts", "make_llm_models.py"), "random", p, "--shape", "tinyllama",
              "--type", m.group(1)])
 

@@ -16,7 +16,7 @@ namespace {
 
 void RmsNorm(const float* x, const std::vector<float>& g, float eps, int n, float* out) {
   double ss = 0;
-  for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);  // float squares, double sum: as llama.cpp
   const float inv = 1.0f / std::sqrt(static_cast<float>(ss / n) + eps);
   for (int i = 0; i < n; ++i) out[i] = x[i] * inv * g[i];
 }

@@ -1,11 +1,25 @@
-// Vector kernels of the LLM engine: dot products of one stored weight row (F32, F16, Q8_0, Q4_0)
-// with an activation row, in AVX-512 VNNI, AVX2 and scalar versions chosen once from CPUID.
+// Vector kernels of the LLM engine: dot products of one stored weight row (F32, F16, Q8_0, Q4_0,
+// Q4_K, Q6_K) with an activation row, in AVX-512 VNNI, AVX2 and scalar versions chosen once from CPUID.
 // INFERLOOP_ISA=avx512|avx2|scalar lowers the choice (as for the tensor kernels), so tests cover
 // every path on one machine.
 //
 // Quantized weights are multiplied with activations quantized to int8 in blocks of 32 (Q8Row):
 // per block, x ~= d * q with d = max|x| / 127, so a block's dot is d_w * d_x * sum(q_w * q_x),
 // computed in int32.
+//
+// Q4_K and Q6_K weights (super-blocks of 256, sub-block scales of 32 resp. 16 values) are
+// multiplied with activations quantized as llama.cpp's Q8_K instead (Q8KRow): one float scale per
+// 256 values and the sums of each 16 values. Why not Q8Row: llama.cpp pairs these weight types
+// with Q8_K, and what a greedy generation picks depends on how the activations were rounded:
+// Q8Row's blocks of 32 with half-precision scales round differently from Q8_K's blocks of 256
+// with a float scale, and on a Q4_K_M file that changes argmax choices within a few tokens
+// (measured: the float reference path, also different, departs from llama.cpp after 3-8 tokens on
+// tests/e2e's Q4_K_M fixture). With Q8_K every integer sum equals llama.cpp's exactly, and the
+// K-quant dots of every table also add their float terms in the order of llama.cpp's x86 kernels
+// (llm_kernels_scalar.cc describes it), so they equal llama.cpp's results bit for bit
+// (tests/unit/llm/kquant_llama_cpp_test.cc checks against llama.cpp's own library). Q8_K
+// quantization is one scalar function shared by every ISA (Q8KRows::Quantize), so all tables see
+// the same int8 values.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +65,33 @@ class Q8Rows {
   std::vector<int8_t> q4_;
 };
 
+// One activation row quantized as llama.cpp's Q8_K, for Q4_K / Q6_K weights (n a multiple of 256).
+// Per block of 256: m = the value of largest magnitude (the first one), q = round(-127 / m * x)
+// (ties to even, at most 127), d = 1 / (-127 / m), so x ~= d * q; an all-zero block has d = 0.
+struct Q8KRow {
+  const int8_t* q = nullptr;      // n values
+  const float* d = nullptr;       // n / 256 block scales
+  const int16_t* bsum = nullptr;  // n / 16: sum of each 16 consecutive q
+};
+
+// Owns the storage of `rows` Q8_K rows of `n` values each (n % 256 == 0).
+class Q8KRows {
+ public:
+  void Resize(int64_t rows, int64_t n);
+  // Quantizes row `r` from `x` (n floats). The same scalar code for every ISA.
+  void Quantize(int64_t r, const float* x);
+  Q8KRow Row(int64_t r) const { return {q_.data() + r * n_, d_.data() + r * n_ / 256, bsum_.data() + r * n_ / 16}; }
+  int64_t n() const { return n_; }
+  int64_t rows() const { return rows_; }
+
+ private:
+  int64_t n_ = 0;
+  int64_t rows_ = 0;
+  std::vector<int8_t> q_;
+  std::vector<float> d_;
+  std::vector<int16_t> bsum_;
+};
+
 struct LlmKernelTable {
   const char* name;
   float (*dot_f32)(const float* w, const float* x, int64_t n);
@@ -73,6 +114,14 @@ struct LlmKernelTable {
   // y += a * x for x in Q8_0 blocks (attention's weighted sum of a Q8_0 KV cache's values),
   // n % 32 == 0: each value is dequantized to v = d * q in float, then y = fma(v, a, y).
   void (*axpy_q8_0)(float a, const uint8_t* x, float* y, int64_t n);
+  // K-quant weights times Q8_K activations (n % 256 == 0): one row, and the batched form as above
+  // (null when the table has none; then the dots are used per row and activation row).
+  float (*dot_q4_k)(const uint8_t* w, const Q8KRow& x, int64_t n);
+  float (*dot_q6_k)(const uint8_t* w, const Q8KRow& x, int64_t n);
+  void (*gemm_q4_k)(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x, int64_t T, float* Y,
+                    int64_t y_stride);
+  void (*gemm_q6_k)(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x, int64_t T, float* Y,
+                    int64_t y_stride);
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

@@ -72,6 +72,93 @@ void QuantizeQ8(const float* x, int64_t n, int8_t* q, float* d, float* sum) {
   }
 }
 
+// Q4_K's 12 packed bytes as eight 6-bit sub-block scales and eight 6-bit mins (ggml_types.cc
+// documents the packing).
+void Q4KScalesMins(const uint8_t* p, uint8_t* sc, uint8_t* mn) {
+  for (int j = 0; j < 4; ++j) {
+    sc[j] = p[j] & 63;
+    mn[j] = p[j + 4] & 63;
+    sc[j + 4] = (p[j + 8] & 0x0F) | ((p[j] >> 6) << 4);
+    mn[j + 4] = (p[j + 8] >> 4) | ((p[j + 4] >> 6) << 4);
+  }
+}
+
+// The K-quant dots add their float terms in one fixed order, that of llama.cpp's AVX2 kernels
+// (the ones its x86 builds run), so that every table gives llama.cpp's results bit for bit:
+// per super-block eight int32 lane sums (lane l holds values 4l..4l+3 of each 32-value piece,
+// scaled by their sub-block scale), each added into its own float lane with a fused
+// multiply-add by d_x * d; the eight lanes are summed as (l0+l4 + l2+l6) + (l1+l5 + l3+l7).
+// Q4_K's mins go into four lanes (pairs of sub-blocks) the same way, summed as (m0+m2)+(m1+m3)
+// and added last.
+float SumLanes8(const float* a) {
+  const float r0 = a[4] + a[0], r1 = a[5] + a[1], r2 = a[6] + a[2], r3 = a[7] + a[3];
+  return (r0 + r2) + (r1 + r3);
+}
+
+float DotQ4K(const uint8_t* w, const Q8KRow& x, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, accm[4] = {0, 0, 0, 0};
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* blk = w + b * 144;
+    const int8_t* xq = x.q + b * 256;
+    const int16_t* bs = x.bsum + b * 16;
+    uint8_t sc[8], mn[8];
+    Q4KScalesMins(blk + 4, sc, mn);
+    int32_t sumi[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int c = 0; c < 4; ++c) {
+      const uint8_t* qs = blk + 16 + 32 * c;
+      for (int l = 0; l < 8; ++l) {
+        int32_t lo = 0, hi = 0;
+        for (int i = 4 * l; i < 4 * l + 4; ++i) {
+          lo += (qs[i] & 0x0F) * xq[64 * c + i];
+          hi += (qs[i] >> 4) * xq[64 * c + 32 + i];
+        }
+        sumi[l] += sc[2 * c] * lo + sc[2 * c + 1] * hi;
+      }
+    }
+    const float d = x.d[b] * Half(blk), dmin = -x.d[b] * Half(blk + 2);
+    for (int k = 0; k < 4; ++k) {
+      // Sub-blocks 2k and 2k+1, each 32 values = two 16-value sums.
+      const int32_t prod = mn[2 * k] * (bs[4 * k] + bs[4 * k + 1]) + mn[2 * k + 1] * (bs[4 * k + 2] + bs[4 * k + 3]);
+      accm[k] = std::fma(dmin, static_cast<float>(prod), accm[k]);
+    }
+    for (int l = 0; l < 8; ++l) acc[l] = std::fma(d, static_cast<float>(sumi[l]), acc[l]);
+  }
+  return SumLanes8(acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]));
+}
+
+// Lane l of each 32-value quarter: values 4l..4l+3, scale of the first 16 (l < 4) or the second;
+// the offset of 32 enters lane l as -32 * scale_g * (16-value sum g) for groups g = 2l, 2l+1.
+float DotQ6K(const uint8_t* w, const Q8KRow& x, int64_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const uint8_t* blk = w + b * 210;
+    const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
+    const int8_t* xq = x.q + b * 256;
+    const int16_t* bs = x.bsum + b * 16;
+    int32_t sumi[8];
+    for (int l = 0; l < 8; ++l) sumi[l] = -32 * (bs[2 * l] * sc[2 * l] + bs[2 * l + 1] * sc[2 * l + 1]);
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = blk + 64 * h;
+      const uint8_t* qh = blk + 128 + 32 * h;
+      for (int k = 0; k < 4; ++k) {  // quarter of the half: 32 values
+        const int quarter = 4 * h + k;
+        for (int l = 0; l < 8; ++l) {
+          int32_t lane = 0;
+          for (int i = 4 * l; i < 4 * l + 4; ++i) {
+            const int lo = ((k % 2 == 0 ? ql[i] : ql[i + 32]) >> (k < 2 ? 0 : 4)) & 0x0F;
+            const int hi = (qh[i] >> (2 * k)) & 3;
+            lane += (lo | (hi << 4)) * xq[32 * quarter + i];
+          }
+          sumi[l] += sc[2 * quarter + (l < 4 ? 0 : 1)] * lane;
+        }
+      }
+    }
+    const float d = x.d[b] * Half(blk + 208);
+    for (int l = 0; l < 8; ++l) acc[l] = std::fma(d, static_cast<float>(sumi[l]), acc[l]);
+  }
+  return SumLanes8(acc);
+}
+
 void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += a * HalfToFloat(x[i]);
 }
@@ -91,8 +178,8 @@ void ToF16(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = FloatToHalf(x[i]);
 }
 
-const LlmKernelTable kTable = {"scalar", DotF32,  DotF16,  DotQ8_0, DotQ4_0, QuantizeQ8,
-                               AxpyF16,  ToF16,   nullptr, nullptr, AxpyQ8_0};
+const LlmKernelTable kTable = {"scalar", DotF32,  DotF16,  DotQ8_0,  DotQ4_0, QuantizeQ8, AxpyF16, ToF16,
+                               nullptr,  nullptr, AxpyQ8_0, DotQ4K,  DotQ6K,     nullptr, nullptr};
 
 }  // namespace
 

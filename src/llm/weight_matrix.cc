@@ -74,7 +74,8 @@ void ReadRow(const WeightMatrix& w, int64_t r, float* out) {
 namespace {
 
 // Rows [begin, end) of `w` times the T activation rows.
-void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, int64_t T, float* Y, int64_t begin, int64_t end) {
+void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, const Q8KRows& xk, int64_t T, float* Y,
+               int64_t begin, int64_t end) {
   const LlmKernelTable& k = ActiveLlmKernels();
   const int64_t n = w.cols;
   // Unpack each weight block once for all activation rows. Used for one row too, so that a
@@ -83,6 +84,12 @@ void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, int64_t 
     auto gemm = w.type == GgmlType::kQ4_0 ? k.gemm_q4_0 : w.type == GgmlType::kQ8_0 ? k.gemm_q8_0 : nullptr;
     if (gemm != nullptr) {
       gemm(w.Row(begin).data(), w.row_bytes, end - begin, xq, T, Y + begin, w.rows);
+      return;
+    }
+    // K-quants with Q8_K activations (n % 256 == 0 for these types).
+    auto gemm_k = w.type == GgmlType::kQ4_K ? k.gemm_q4_k : w.type == GgmlType::kQ6_K ? k.gemm_q6_k : nullptr;
+    if (gemm_k != nullptr) {
+      gemm_k(w.Row(begin).data(), w.row_bytes, end - begin, xk, T, Y + begin, w.rows);
       return;
     }
   }
@@ -102,6 +109,12 @@ void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, int64_t 
       case GgmlType::kQ4_0:
         for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_q4_0(wr, xq.Row(t), n);
         break;
+      case GgmlType::kQ4_K:
+        for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_q4_k(wr, xk.Row(t), n);
+        break;
+      case GgmlType::kQ6_K:
+        for (int64_t t = 0; t < T; ++t) Y[t * w.rows + r] = k.dot_q6_k(wr, xk.Row(t), n);
+        break;
       default:
         row.resize(n);
         ReadRow(w, r, row.data());
@@ -112,6 +125,7 @@ void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, int64_t 
 }
 
 bool NeedsInt8(GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0; }
+bool NeedsQ8K(GgmlType t) { return t == GgmlType::kQ4_K || t == GgmlType::kQ6_K; }
 
 constexpr int64_t kUnitRows = AmxPackedWeight::kGroupRows;
 
@@ -122,16 +136,22 @@ void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t
   if (ws.empty()) return;
   const int64_t n = ws[0]->cols;
   Q8Rows xq;
-  bool int8 = false;
+  Q8KRows xk;
+  bool int8 = false, q8k = false;
   int64_t total = 0, units = 0;
   for (const WeightMatrix* w : ws) {
     int8 = int8 || NeedsInt8(w->type);
+    q8k = q8k || NeedsQ8K(w->type);
     total += w->rows;
     units += (w->rows + kUnitRows - 1) / kUnitRows;
   }
   if (int8) {
     xq.Resize(T, n);
     for (int64_t t = 0; t < T; ++t) xq.Quantize(t, X + t * n);
+  }
+  if (q8k) {
+    xk.Resize(T, n);
+    for (int64_t t = 0; t < T; ++t) xk.Quantize(t, X + t * n);
   }
   // Work is split in units of 16 rows of one weight (an AMX group); global unit u runs through
   // the weights in order.
@@ -145,7 +165,7 @@ void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t
         if (w.amx != nullptr) {
           AmxMatMul(*w.amx, xq, T, Ys[i], w.rows, b, e);
         } else {
-          RowsTimes(w, X, xq, T, Ys[i], b * kUnitRows, std::min(w.rows, e * kUnitRows));
+          RowsTimes(w, X, xq, xk, T, Ys[i], b * kUnitRows, std::min(w.rows, e * kUnitRows));
         }
       }
       base += units_i;

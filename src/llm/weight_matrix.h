@@ -39,9 +39,9 @@ struct WeightMatrix {
 Result<WeightMatrix> ViewWeight(const GgufFile& file, const std::string& name, int64_t rows, int64_t cols);
 
 // Y[t][r] = dot(row r of w, X[t]) for T activation rows X (T x w.cols, row-major) into Y
-// (T x w.rows). Q8_0 and Q4_0 weights are multiplied in int8 with X quantized to 8-bit blocks
-// (llm_kernels.h); F32/F16 in float; other types expand each weight row to floats once for all
-// T rows. Weight rows are split over `pool` (nullptr: this thread).
+// (T x w.rows). Q8_0 and Q4_0 weights are multiplied in int8 with X quantized to 8-bit blocks,
+// Q4_K and Q6_K with X quantized as Q8_K (llm_kernels.h); F32/F16 in float; other types expand
+// each weight row to floats once for all T rows. Weight rows are split over `pool` (nullptr: this thread).
 void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool);
 // Several products of the same activations in one parallel region (e.g. Q, K and V): Y[i] =
 // X * ws[i]^T. All weights must have the same cols.

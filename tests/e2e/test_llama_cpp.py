@@ -7,7 +7,12 @@ and Q4_0, and small random-weight models made by scripts/make_llm_models.py: lla
 BPE vocab (Llama 3 pre-tokenizer) and Llama 3.1 RoPE frequency factors, qwen2 (attention biases, NeoX RoPE) with a Qwen2 BPE vocab.
 With a Q8_0 KV cache on both sides (llama.cpp: type_k = type_v = Q8_0, flash attention): greedy
 generations on random head-dim-32 models (shape tiny-hd32); stories260k (head dim 8) is refused by both.
-Random models use weights of std 0.5 so that greedy choices are not near-ties.
+Random models use weights of std 0.5 so that greedy choices are not near-ties. The K-quant model
+('llama-q4km': Q4_K for most matrices, Q6_K for output, ffn_down and attn_v of the last layer) is
+llama.cpp's own Q4_K_M quantization (llama_model_quantize) of a random F32 'tiny256' model (rows of
+256 and 512 values, as K-quants need), with weights of std 0.25: at that width std 0.5 makes a
+model so sensitive that one activation rounded to the other int8 neighbour (a last-bit float
+difference) changes a later greedy choice.
 
 Usage: test_llama_cpp.py --inferloop BUILD/inferloop [unittest args]
 Exit status: 0 passed, 1 a failure, 77 skipped (llama_cpp not installed: scripts/setup_llama_cpp.sh,
@@ -62,6 +67,17 @@ def make(args, out):
     return out
 
 
+def quantize_q4_k_m(src, out):
+    """llama.cpp's quantizer (the one behind llama-quantize) to Q4_K_M; returns out."""
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
+    params.nthread = 1
+    rc = llama_cpp.llama_model_quantize(src.encode(), out.encode(), params)
+    if rc != 0:
+        raise RuntimeError(f"llama_model_quantize({src}) failed: {rc}")
+    return out
+
+
 class TestAgainstLlamaCpp(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -87,6 +103,9 @@ class TestAgainstLlamaCpp(unittest.TestCase):
             p = os.path.join(t, f"llama-hd32-{seed}.gguf")
             make(["random", p, "--shape", "tiny-hd32", "--type", "Q8_0", "--std", "0.5", "--seed", str(seed)], p)
             cls.models[f"llama-hd32-{seed}"] = p
+        p32 = make(["random", os.path.join(t, "llama-256-f32.gguf"), "--shape", "tiny256", "--type", "F32", "--std", "0.25",
+                    "--seed", "3"], os.path.join(t, "llama-256-f32.gguf"))
+        cls.models["llama-q4km"] = quantize_q4_k_m(p32, os.path.join(t, "llama-q4km.gguf"))
         cls.llms = {}
 
     @classmethod
@@ -119,10 +138,14 @@ class TestAgainstLlamaCpp(unittest.TestCase):
                 with self.subTest(model=name, text=s, special=True):
                     self.assertEqual(self.inferloop_ids(name, s, True), llm.tokenize(s.encode(), add_bos=True, special=True))
 
-    def greedy_llama_cpp(self, name, ids, n, kv_type="f16"):
+    def greedy_llama_cpp(self, name, ids, n, kv_type="f16", prompt_one_by_one=False):
         llm = self.llm(name, kv_type)
         llm.reset()
-        llm.eval(ids)
+        if prompt_one_by_one:
+            for t in ids:
+                llm.eval([t])
+        else:
+            llm.eval(ids)
         out = []
         for _ in range(n):
             logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
@@ -143,7 +166,7 @@ class TestAgainstLlamaCpp(unittest.TestCase):
 
     def test_greedy_generation_matches(self):
         prompts = ["Once upon a time", "The little dog", "Lily and Ben went to the park. They"]
-        for name in ("stories", "stories-Q8_0", "stories-Q4_0", "llama-bpe", "qwen2-bpe", "llama-spm-q4"):
+        for name in ("stories", "stories-Q8_0", "stories-Q4_0", "llama-bpe", "qwen2-bpe", "llama-spm-q4", "llama-q4km"):
             llm = self.llm(name)
             for p in prompts:
                 ids = llm.tokenize(p.encode(), add_bos=True, special=False)
@@ -151,11 +174,33 @@ class TestAgainstLlamaCpp(unittest.TestCase):
                     self.assertEqual(self.greedy_inferloop(name, ids, 48), self.greedy_llama_cpp(name, ids, 48))
 
     def test_greedy_generation_matches_on_every_isa(self):
-        ids = self.llm("stories-Q4_0").tokenize(b"Once upon a time", add_bos=True, special=False)
-        want = self.greedy_llama_cpp("stories-Q4_0", ids, 32)
-        for isa in ("avx512", "avx2", "scalar"):
-            with self.subTest(isa=isa):
-                self.assertEqual(self.greedy_inferloop("stories-Q4_0", ids, 32, isa), want)
+        for name in ("stories-Q4_0", "llama-q4km"):
+            ids = self.llm(name).tokenize(b"Once upon a time", add_bos=True, special=False)
+            want = self.greedy_llama_cpp(name, ids, 32)
+            for isa in ("avx512", "avx2", "scalar"):
+                with self.subTest(model=name, isa=isa):
+                    self.assertEqual(self.greedy_inferloop(name, ids, 32, isa), want)
+
+    def test_q4_k_m_prompt_one_token_at_a_time_on_every_isa(self):
+        # inferloop's Q4_K/Q6_K products equal llama.cpp's bit for bit (llm_unit_tests
+        # LlamaCppKQuant), and its logits on this model mostly do too when llama.cpp also computes
+        # the prompt one token at a time: llama.cpp's several-token prompt path rounds differently
+        # from its own one-token path, while inferloop's numbers are the same either way. (Some
+        # other operation still differs in the last bit now and then: not located yet.)
+        for p in ["Once upon a time", "The little dog", "Lily and Ben went to the park. They"]:
+            ids = self.llm("llama-q4km").tokenize(p.encode(), add_bos=True, special=False)
+            want = self.greedy_llama_cpp("llama-q4km", ids, 48, prompt_one_by_one=True)
+            for isa in (None, "avx2", "scalar"):
+                with self.subTest(prompt=p, isa=isa or "best"):
+                    self.assertEqual(self.greedy_inferloop("llama-q4km", ids, 48, isa), want)
+
+    def test_q4_k_m_fixture_holds_both_k_quants(self):
+        # The greedy tests above cover the Q4_K and Q6_K kernels only if the quantizer used both.
+        import gguf
+        types = {t.tensor_type.name for t in gguf.GGUFReader(self.models["llama-q4km"]).tensors}
+        self.assertIn("Q4_K", types)
+        self.assertIn("Q6_K", types)
+        self.assertLessEqual(types, {"Q4_K", "Q6_K", "F32"})
 
     def test_greedy_generation_matches_with_q8_0_kv_cache(self):
         # KV cache in Q8_0 on both sides (llama.cpp: type_k = type_v = Q8_0 with flash attention).

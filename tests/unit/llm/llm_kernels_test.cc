@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -121,6 +123,159 @@ TEST(LlmKernels, GemmEqualsDots) {
       }
     }
   }
+}
+
+// Random Q4_K / Q6_K super-blocks: random quantized bytes and sub-block scales (any 6-bit / int8
+// values), half-precision super-block scales of a realistic size.
+std::vector<uint8_t> RandomKBlocks(GgmlType type, int64_t n, std::mt19937& g) {
+  const int bytes = type == GgmlType::kQ4_K ? 144 : 210;
+  std::vector<uint8_t> w(n / 256 * bytes);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.005f);
+  for (int64_t b = 0; b < n / 256; ++b) {
+    uint8_t* blk = w.data() + b * bytes;
+    for (int i = 0; i < bytes; ++i) blk[i] = static_cast<uint8_t>(byte(g));
+    const uint16_t d = FloatToHalf(scale(g)), dmin = FloatToHalf(scale(g));
+    if (type == GgmlType::kQ4_K) {
+      std::memcpy(blk, &d, 2);
+      std::memcpy(blk + 2, &dmin, 2);
+    } else {
+      std::memcpy(blk + 208, &d, 2);
+    }
+  }
+  return w;
+}
+
+float KDot(const LlmKernelTable& t, GgmlType type, const uint8_t* w, const Q8KRow& x, int64_t n) {
+  return type == GgmlType::kQ4_K ? t.dot_q4_k(w, x, n) : t.dot_q6_k(w, x, n);
+}
+
+TEST(LlmKernels, Q8KQuantizationFollowsLlamaCpp) {
+  // The value of largest magnitude is -127: iscale = -127 / -127 = 1, so q = round(x), ties to even.
+  std::vector<float> x(512, 0.0f);
+  x[0] = 2.5f;
+  x[1] = 3.5f;
+  x[2] = -0.5f;
+  x[3] = -127.0f;
+  x[4] = 127.0f;  // same magnitude, later: the first one sets the sign
+  x[20] = 1.49f;
+  // The second block is all zero.
+  Q8KRows q;
+  q.Resize(1, 512);
+  q.Quantize(0, x.data());
+  const Q8KRow r = q.Row(0);
+  EXPECT_EQ(r.d[0], 1.0f);
+  EXPECT_EQ(r.q[0], 2);
+  EXPECT_EQ(r.q[1], 4);
+  EXPECT_EQ(r.q[2], 0);
+  EXPECT_EQ(r.q[3], -127);
+  EXPECT_EQ(r.q[4], 127);
+  EXPECT_EQ(r.q[20], 1);
+  EXPECT_EQ(r.bsum[0], 2 + 4 + 0 - 127 + 127);
+  EXPECT_EQ(r.bsum[1], 1);
+  EXPECT_EQ(r.d[1], 0.0f);
+  for (int i = 256; i < 512; ++i) ASSERT_EQ(r.q[i], 0);
+  for (int j = 16; j < 32; ++j) EXPECT_EQ(r.bsum[j], 0);
+  // A positive maximum gives a negative scale: d = 1 / (-127 / m).
+  std::vector<float> y(256, 0.25f);
+  y[9] = 3.0f;
+  q.Resize(1, 256);
+  q.Quantize(0, y.data());
+  EXPECT_EQ(q.Row(0).d[0], 1.0f / (-127.0f / 3.0f));
+  EXPECT_EQ(q.Row(0).q[9], -127);
+  EXPECT_EQ(q.Row(0).q[0], static_cast<int>(std::nearbyint(-127.0f / 3.0f * 0.25f)));
+}
+
+TEST(LlmKernels, Q8KQuantizationOfNonFiniteValuesIsDefined) {
+  std::vector<float> x(256, 1.0f);
+  x[3] = std::numeric_limits<float>::infinity();
+  x[7] = std::numeric_limits<float>::quiet_NaN();
+  Q8KRows q;
+  q.Resize(1, 256);
+  q.Quantize(0, x.data());  // no undefined conversion (UBSan); values bounded
+  for (int i = 0; i < 256; ++i) {
+    ASSERT_GE(q.Row(0).q[i], -127);
+    ASSERT_LE(q.Row(0).q[i], 127);
+  }
+}
+
+TEST(LlmKernels, KQuantDotsMatchDequantizedReference) {
+  std::mt19937 g(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const auto tables = AvailableLlmKernels();
+  for (int64_t n : {256, 512, 768, 2048, 5632}) {
+    std::vector<float> x(n);
+    for (float& v : x) v = nd(g);
+    if (n >= 512) std::fill(x.begin() + 256, x.begin() + 512, 0.0f);  // an all-zero activation block
+    Q8KRows xk;
+    xk.Resize(1, n);
+    xk.Quantize(0, x.data());
+    const Q8KRow row = xk.Row(0);
+    std::vector<float> xd(n);
+    for (int64_t i = 0; i < n; ++i) {
+      xd[i] = row.d[i / 256] * row.q[i];
+      ASSERT_LE(std::fabs(xd[i] - x[i]), std::fabs(row.d[i / 256]) * 0.5001f + 1e-6f) << i;
+    }
+    for (int64_t j = 0; j < n / 16; ++j) {
+      int s = 0;
+      for (int i = 0; i < 16; ++i) s += row.q[j * 16 + i];
+      ASSERT_EQ(row.bsum[j], s);
+    }
+    for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+      const auto w = RandomKBlocks(type, n, g);
+      std::vector<float> wd(n);
+      ASSERT_TRUE(DequantizeRow(type, w, wd).ok());
+      const double want = Dot(wd, xd);
+      double mag = 0;
+      for (int64_t i = 0; i < n; ++i) mag += std::fabs(static_cast<double>(wd[i]) * xd[i]);
+      for (const LlmKernelTable* t : tables) {
+        ASSERT_NE(t->dot_q4_k, nullptr) << t->name;
+        ASSERT_NE(t->dot_q6_k, nullptr) << t->name;
+        EXPECT_NEAR(KDot(*t, type, w.data(), row, n), want, 1e-5 * mag + 1e-6) << t->name << " " << GgmlTypeName(type) << " n=" << n;
+        // Every table adds the same terms in the same order (llama.cpp's): equal bit for bit.
+        EXPECT_EQ(KDot(*t, type, w.data(), row, n), KDot(*ScalarLlmKernels(), type, w.data(), row, n))
+            << t->name << " " << GgmlTypeName(type) << " n=" << n;
+      }
+    }
+  }
+}
+
+TEST(LlmKernels, KQuantGemmEqualsDots) {
+  std::mt19937 g(13);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 512, rows = 5;
+  int checked = 0;
+  for (const LlmKernelTable* t : AvailableLlmKernels()) {
+    for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+      auto gemm = type == GgmlType::kQ4_K ? t->gemm_q4_k : t->gemm_q6_k;
+      if (gemm == nullptr) continue;
+      std::vector<uint8_t> w;
+      uint64_t row_bytes = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        auto row = RandomKBlocks(type, n, g);
+        row_bytes = row.size();
+        w.insert(w.end(), row.begin(), row.end());
+      }
+      for (int64_t T : {1, 2, 3, 4, 5, 8, 9, 17}) {
+        std::vector<float> x(T * n);
+        for (float& v : x) v = nd(g);
+        Q8KRows xk;
+        xk.Resize(T, n);
+        for (int64_t i = 0; i < T; ++i) xk.Quantize(i, x.data() + i * n);
+        std::vector<float> y(T * rows, -1.0f);
+        gemm(w.data(), row_bytes, rows, xk, T, y.data(), rows);
+        for (int64_t i = 0; i < T; ++i) {
+          for (int64_t r = 0; r < rows; ++r) {
+            // The same arithmetic per activation row whatever the tile: equal, not just close.
+            EXPECT_EQ(y[i * rows + r], KDot(*t, type, w.data() + r * row_bytes, xk.Row(i), n))
+                << t->name << " " << GgmlTypeName(type) << " T=" << T << " r=" << r;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no table on this CPU has a batched K-quant kernel";
 }
 
 TEST(LlmKernels, QuantizeZeroBlock) {
