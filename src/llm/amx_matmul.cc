@@ -21,6 +21,8 @@ namespace {
 
 // Up to this many tokens the VNNI form is faster than tiles (bench/llm_matmul.cc).
 constexpr int kVnniMaxTokens = 8;
+// How far ahead (in blocks of a 16-row group) the VNNI form prefetches weights.
+constexpr int64_t kPrefetchBlocks = 8;
 
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
@@ -190,6 +192,8 @@ void VnniTokenRows(const uint8_t* gp, int64_t nb, int64_t bb, const int8_t* x, i
   const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), low = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* vals = gp + b * bb + 32;
+    // Decode streams the weights from memory once: ask for them a few blocks ahead.
+    for (int64_t off = 0; off < bb; off += 64) _mm_prefetch(reinterpret_cast<const char*>(gp + (b + kPrefetchBlocks) * bb + off), _MM_HINT_T0);
     __m512i w[8];
     if constexpr (kQ4) {
 #pragma GCC unroll 4
