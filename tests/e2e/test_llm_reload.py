@@ -12,7 +12,8 @@ out, every step awaited through the server's events (never a bare sleep):
   gets the new file's output, the old engine is then freed, and the LLM metrics keep counting under
   the same series;
 - a broken file in a higher version folder is refused with llm_model_load_failed and the previous
-  file keeps serving; a valid file there then replaces it (the highest version wins);
+  file keeps serving; a valid file there then replaces it (the highest version wins), and when
+  that version folder is deleted, version 1 serves again;
 - the folder removed: the model is unloaded, requests get the OpenAI-shaped 404 and its metric
   series are gone.
 
@@ -214,11 +215,18 @@ class TestLlmReload(unittest.TestCase):
         status, _, body = self.complete(N)
         self.assertEqual((status, body["choices"][0]["text"]), (200, self.generate(3, N)))
         self.wait("llm_model_unloaded", v1)
+        # Version 2 deleted: version 1 (seed 2's file) is the highest again and serves.
+        self.set_mark()
+        shutil.rmtree(os.path.dirname(v2))
+        self.assertEqual(self.wait("llm_model_loaded", v1)["reload"], "true")
+        status, _, body = self.complete(N)
+        self.assertEqual((status, body["choices"][0]["text"]), (200, new_text))
+        self.wait("llm_model_unloaded", v2)
 
         # Removed: unloaded, then 404 in the OpenAI shape and no series left.
         self.set_mark()
         shutil.rmtree(os.path.join(self.repo, "m"))
-        self.wait("llm_model_unloaded", v2)
+        self.wait("llm_model_unloaded", v1)
         status, _, body = self.complete(4)
         self.assertEqual(status, 404, body)
         self.assertEqual(body["error"]["code"], "model_not_found")
