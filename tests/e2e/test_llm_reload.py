@@ -73,7 +73,7 @@ class TestLlmReload(unittest.TestCase):
                             cls.path(seed), "--shape", "small", "--type", "Q8_0", "--std", "0.5",
                             "--seed", str(seed)], check=True, stdout=subprocess.DEVNULL)
         cls.server = h.Server(INFERLOOP, cls.repo, "--model-control-mode", "poll", "--repository-poll-secs", "0.2",
-                              "--llm-max-sequences", "1")
+                              "--llm-max-sequences", "1", "--llm-kv-cache-mb", "16")
 
     @classmethod
     def tearDownClass(cls):
