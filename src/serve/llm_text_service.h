@@ -16,7 +16,9 @@
 // Reload and unload without downtime: LoadModel of a name already served loads the new file
 // beside the serving engine, then swaps it in (new requests go to it); the replaced engine, like
 // an unloaded one, is retired: it refuses new requests, finishes every request it accepted
-// (streams in flight complete) and is freed, on the service's retire thread. Thread-safe.
+// (streams in flight complete) and is freed, on the service's retire thread. A request that
+// found the old engine just as it began refusing is sent to the one serving the name now.
+// Thread-safe.
 #pragma once
 
 #include <chrono>
