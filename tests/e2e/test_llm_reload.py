@@ -104,16 +104,24 @@ class TestLlmReload(unittest.TestCase):
         os.replace(tmp, os.path.join(d, "model.gguf"))
 
     def wait(self, event, path=None):
-        """The first `event` for model m (and file `path`) logged after the mark."""
+        """The first `event` for model m (and file `path`) logged after the mark and not returned before.
+
+        Events of one step may come in either order (an engine drained and freed before the poller
+        logs the load that replaced it), so every wait searches from the mark."""
         while True:
-            e = self.server.wait_event(event, timeout=120, after=self.mark)
-            self.mark = self.server.events.index(e) + 1
-            if e.get("model") == "m" and (path is None or e.get("path") == path):
-                return e
+            with self.server.lock:
+                seen = len(self.server.events)
+                for i, e in enumerate(self.server.events[self.mark:], self.mark):
+                    if (e.get("event") == event and e.get("model") == "m" and (path is None or e.get("path") == path)
+                            and i not in self.consumed):
+                        self.consumed.add(i)
+                        return e
+            self.server.wait_event(event, timeout=120, after=seen)  # the next one of that name
 
     def set_mark(self):
         with self.server.lock:
             self.mark = len(self.server.events)
+        self.consumed = set()
 
     def metric(self, name, **labels):
         return h.metric_value(h.metrics(self.server.metrics_port), name, model="m", **labels)
