@@ -20,6 +20,7 @@
 #include "serve/event_log.h"
 #include "frontends/openai_handler.h"
 #include "serve/inference_server.h"
+#include "serve/llm_model_poller.h"
 #include "serve/llm_text_service.h"
 #include "serve/model_repository_layout.h"
 
@@ -113,6 +114,7 @@ int RunServe(const ServeArgs& a) {
   lo.engine.threads = a.threads;
   lo.max_token_backlog = a.llm_max_token_backlog;
   lo.prefix_cache_bytes = a.llm_prefix_cache_mb < 0 ? -1 : a.llm_prefix_cache_mb << 20;
+  lo.log = &log;
   serve::LlmTextService llm(lo, &llm_metrics);
   frontends::OpenAiHandler openai(llm);
 
@@ -182,21 +184,10 @@ int RunServe(const ServeArgs& a) {
                                 {"model_repository", a.repository},
                                 {"model_control_mode", a.control_mode}});
 
-  for (const auto& [name, path] : serve::ScanLlmModels(a.repository)) {
-    log.Info("llm_model_loading", {{"model", name}, {"path", path}});
-    const auto t0 = std::chrono::steady_clock::now();
-    if (Status st = llm.LoadModel(name, path); !st.ok()) {
-      log.Error("llm_model_load_failed", {{"model", name}, {"reason", st.message()}});
-      continue;
-    }
-    const auto* engine = llm.Engine(name);
-    log.Info("llm_model_loaded",
-             {{"model", name},
-              {"seconds", std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count())},
-              {"kv_blocks", std::to_string(engine->kv_blocks())},
-              {"kv_block_tokens", std::to_string(engine->options().block_tokens)},
-              {"kv_type", llm::KvTypeName(engine->options().kv_type)}});
-  }
+  // LLM models load at start; in poll mode they follow the repository (serve/llm_model_poller.h).
+  auto llm_poller = std::make_unique<serve::LlmModelPoller>(llm, a.repository, &log);
+  llm_poller->Poll();
+  if (mode.value() == serve::ModelControlMode::kPoll) llm_poller->Start(so.manager.poll_interval);
 
   Status loaded = server->LoadStartupModels();
   if (loaded.ok()) {
@@ -211,6 +202,7 @@ int RunServe(const ServeArgs& a) {
                       {"inflight", std::to_string(server->InflightRequests())}});
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_seconds * 1000));
+  llm_poller.reset();
   if (http) http->StopAccepting();
   server->BeginShutdown();
   const bool idle = server->WaitIdle(deadline) && llm.WaitIdle(deadline);

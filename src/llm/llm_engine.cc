@@ -92,6 +92,11 @@ struct LlmEngine::Impl {
   std::condition_variable cv;
   std::deque<std::shared_ptr<RequestState>> inbox;
   bool stopping = false;
+  bool draining = false;  // Submit refuses (Drain was called)
+  // No request is queued, waiting or running and every callback has returned. Set by the worker
+  // after a step, cleared by Submit; Drain waits on idle_cv for it.
+  bool quiet = true;
+  std::condition_variable idle_cv;
   uint64_t next_arrival = 0;
   EngineStats stats;
   std::function<void(const EngineStats&)> step_observer;
@@ -467,6 +472,12 @@ struct LlmEngine::Impl {
         if (stopping) break;
       }
       Step();
+      const bool empty = running.empty() && waiting.empty();
+      {
+        std::lock_guard<std::mutex> l(mu);
+        quiet = empty && inbox.empty();
+      }
+      idle_cv.notify_all();
     }
     DrainInbox();
     for (auto* list : {&running, &waiting}) {
@@ -515,6 +526,7 @@ LlmEngine::~LlmEngine() {
     impl_->stopping = true;
   }
   impl_->cv.notify_all();
+  impl_->idle_cv.notify_all();
   if (impl_->worker.joinable()) impl_->worker.join();
 }
 
@@ -551,6 +563,8 @@ Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
   {
     std::lock_guard<std::mutex> l(impl_->mu);
     if (impl_->stopping) return Status::Unavailable("the engine is stopping");
+    if (impl_->draining) return Status::Unavailable("the engine is draining (its model is being replaced or unloaded)");
+    impl_->quiet = false;
     rs->arrival = impl_->next_arrival++;
     impl_->inbox.push_back(std::move(rs));
     impl_->stats.waiting += 1;
@@ -558,6 +572,12 @@ Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
   }
   impl_->cv.notify_all();
   return h;
+}
+
+bool LlmEngine::Drain(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> l(impl_->mu);
+  impl_->draining = true;
+  return impl_->idle_cv.wait_until(l, deadline, [&] { return impl_->quiet; });
 }
 
 EngineStats LlmEngine::stats() const {

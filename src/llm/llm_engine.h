@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -117,7 +118,8 @@ struct EngineStats {
 class LlmEngine {
  public:
   static Result<std::unique_ptr<LlmEngine>> Create(std::shared_ptr<const LlamaModel> model, EngineOptions options);
-  // Cancels everything still queued or running (on_finish with kCancelled) and stops.
+  // Cancels everything still queued or running (on_finish with kCancelled) and stops. To end
+  // without cancelling, Drain() first.
   ~LlmEngine();
   LlmEngine(const LlmEngine&) = delete;
   LlmEngine& operator=(const LlmEngine&) = delete;
@@ -127,6 +129,12 @@ class LlmEngine {
   // beyond the model's context, or a request whose blocks could not fit in the whole cache;
   // Unavailable once the engine is stopping.
   Result<RequestHandle> Submit(EngineRequest request);
+
+  // Stops accepting requests (Submit: Unavailable from now on) and blocks until every request
+  // already accepted has finished (its last on_finish has returned) or `deadline` passes; true
+  // when all have. Requests end on their own terms (max_tokens, stop, or their cancel flag):
+  // nothing accepted is cancelled by it. May be called again (e.g. in a loop with short deadlines).
+  bool Drain(std::chrono::steady_clock::time_point deadline);
 
   EngineStats stats() const;
   // Called on the engine thread after every step with the current figures (for gauges). Set

@@ -27,10 +27,15 @@ struct LlmTextService::Families {
   GaugeFamily* running = nullptr;
   GaugeFamily* waiting = nullptr;
   GaugeFamily* backlog = nullptr;
+
+  void RemoveModel(const std::string& name);  // every series of model `name`
 };
 
 struct LlmTextService::Loaded {
+  ~Loaded() { engine.reset(); }  // the engine's callbacks use the members below: stop it first
+
   std::string name;
+  std::string path;
   int64_t created = 0;
   std::shared_ptr<const llm::LlamaModel> model;
   std::unique_ptr<llm::LlmEngine> engine;
@@ -57,6 +62,7 @@ std::vector<double> LatencyBuckets() {
 
 LlmTextService::LlmTextService(LlmServiceOptions options, MetricsRegistry* registry)
     : options_(std::move(options)), registry_(registry), families_(std::make_unique<Families>()) {
+  retirer_ = std::thread([this] { RetireLoop(); });
   if (registry_ == nullptr) return;
   auto& f = *families_;
   auto h = [&](const char* name, const char* help) {
@@ -87,17 +93,36 @@ LlmTextService::LlmTextService(LlmServiceOptions options, MetricsRegistry* regis
   f.backlog = g("inferloop_llm_token_backlog", "Prompt tokens waiting to be computed.");
 }
 
+void LlmTextService::Families::RemoveModel(const std::string& name) {
+  for (auto* h : {ttft, tpot, queue}) {
+    if (h) h->RemoveWhere("model", name);
+  }
+  for (auto* c : {prompt_tokens, generation_tokens, prefix_hits, requests}) {
+    if (c) c->RemoveWhere("model", name);
+  }
+  for (auto* g : {blocks_used, blocks_free, blocks_cached, running, waiting, backlog}) {
+    if (g) g->RemoveWhere("model", name);
+  }
+}
+
 LlmTextService::~LlmTextService() {
-  for (auto& m : models_) m->engine.reset();  // stop engines (cancelling their work) first
+  {
+    std::lock_guard<std::mutex> l(retire_mu_);
+    stopping_ = true;
+  }
+  retire_cv_.notify_all();
+  if (retirer_.joinable()) retirer_.join();
+  // Engines stop (cancelling what they still run) as their Loaded goes.
+  retiring_.clear();
+  std::lock_guard<std::mutex> l(mu_);
+  models_.clear();
 }
 
 Status LlmTextService::LoadModel(const std::string& name, const std::string& path) {
-  for (const auto& m : models_) {
-    if (m->name == name) return Status::InvalidArgument("LLM model '" + name + "' is already loaded");
-  }
   IL_ASSIGN_OR_RETURN(std::unique_ptr<llm::LlamaModel> model, llm::LlamaModel::Load(path));
-  auto loaded = std::make_unique<Loaded>();
+  auto loaded = std::make_shared<Loaded>();
   loaded->name = name;
+  loaded->path = path;
   loaded->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto chat = llm::ChatFormatOf(model->file());
   if (!chat.ok()) return chat.status().WithContext("'" + path + "'");
@@ -110,46 +135,136 @@ Status LlmTextService::LoadModel(const std::string& name, const std::string& pat
     eo.prefix_cache_blocks = static_cast<int>(std::min<int64_t>(options_.prefix_cache_bytes / block_bytes, 1 << 30));
   }
   IL_ASSIGN_OR_RETURN(loaded->engine, llm::LlmEngine::Create(loaded->model, eo));
-  const Families& f = *families_;
-  const std::vector<std::string> l = {name};
-  loaded->ttft = Child(Histogram(), f.ttft, l);
-  loaded->tpot = Child(Histogram(), f.tpot, l);
-  loaded->queue = Child(Histogram(), f.queue, l);
-  loaded->prompt_tokens = Child(Counter(), f.prompt_tokens, l);
-  loaded->generation_tokens = Child(Counter(), f.generation_tokens, l);
-  loaded->prefix_hits = Child(Counter(), f.prefix_hits, l);
-  loaded->finished_stop = Child(Counter(), f.requests, {name, "stop"});
-  loaded->finished_length = Child(Counter(), f.requests, {name, "length"});
-  loaded->finished_cancelled = Child(Counter(), f.requests, {name, "cancelled"});
-  loaded->finished_error = Child(Counter(), f.requests, {name, "error"});
-  Gauge used = Child(Gauge(), f.blocks_used, l), free_blocks = Child(Gauge(), f.blocks_free, l),
-        cached = Child(Gauge(), f.blocks_cached, l), running = Child(Gauge(), f.running, l),
-        waiting = Child(Gauge(), f.waiting, l), backlog = Child(Gauge(), f.backlog, l);
-  loaded->engine->SetStepObserver([=](const llm::EngineStats& s) mutable {
-    used.Set(s.kv_blocks_used);
-    free_blocks.Set(s.kv_blocks_total - s.kv_blocks_used);
-    cached.Set(s.kv_blocks_cached_idle);
-    running.Set(s.running);
-    waiting.Set(s.waiting);
-    backlog.Set(static_cast<double>(s.token_backlog));
-  });
-  free_blocks.Set(loaded->engine->kv_blocks());
-  models_.push_back(std::move(loaded));
+  std::shared_ptr<Loaded> old;
+  {
+    // Under mu_, so that the retire thread's removal of an unloaded model's series cannot race
+    // with binding them here.
+    std::lock_guard<std::mutex> lock(mu_);
+    const Families& f = *families_;
+    const std::vector<std::string> l = {name};
+    loaded->ttft = Child(Histogram(), f.ttft, l);
+    loaded->tpot = Child(Histogram(), f.tpot, l);
+    loaded->queue = Child(Histogram(), f.queue, l);
+    loaded->prompt_tokens = Child(Counter(), f.prompt_tokens, l);
+    loaded->generation_tokens = Child(Counter(), f.generation_tokens, l);
+    loaded->prefix_hits = Child(Counter(), f.prefix_hits, l);
+    loaded->finished_stop = Child(Counter(), f.requests, {name, "stop"});
+    loaded->finished_length = Child(Counter(), f.requests, {name, "length"});
+    loaded->finished_cancelled = Child(Counter(), f.requests, {name, "cancelled"});
+    loaded->finished_error = Child(Counter(), f.requests, {name, "error"});
+    Gauge used = Child(Gauge(), f.blocks_used, l), free_blocks = Child(Gauge(), f.blocks_free, l),
+          cached = Child(Gauge(), f.blocks_cached, l), running = Child(Gauge(), f.running, l),
+          waiting = Child(Gauge(), f.waiting, l), backlog = Child(Gauge(), f.backlog, l);
+    auto publish = [=](const llm::EngineStats& s) mutable {
+      used.Set(s.kv_blocks_used);
+      free_blocks.Set(s.kv_blocks_total - s.kv_blocks_used);
+      cached.Set(s.kv_blocks_cached_idle);
+      running.Set(s.running);
+      waiting.Set(s.waiting);
+      backlog.Set(static_cast<double>(s.token_backlog));
+    };
+    publish(loaded->engine->stats());
+    loaded->engine->SetStepObserver(std::move(publish));
+    std::shared_ptr<Loaded>& slot = models_[name];
+    old = std::move(slot);
+    slot = loaded;
+    // The gauges follow the serving engine from now on.
+    if (old) old->engine->SetStepObserver(nullptr);
+  }
+  if (old) Retire(std::move(old));
   return Status::Ok();
 }
 
+Status LlmTextService::UnloadModel(const std::string& name) {
+  std::shared_ptr<Loaded> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = models_.find(name);
+    if (it == models_.end()) return Status::NotFound("LLM model '" + name + "' is not loaded");
+    old = std::move(it->second);
+    models_.erase(it);
+    old->engine->SetStepObserver(nullptr);
+  }
+  Retire(std::move(old));
+  return Status::Ok();
+}
+
+void LlmTextService::Retire(std::shared_ptr<Loaded> old) {
+  if (options_.log) {
+    const llm::EngineStats s = old->engine->stats();
+    options_.log->Info("llm_model_draining", {{"model", old->name},
+                                              {"path", old->path},
+                                              {"running", std::to_string(s.running)},
+                                              {"waiting", std::to_string(s.waiting)}});
+  }
+  {
+    std::lock_guard<std::mutex> l(retire_mu_);
+    retiring_.push_back(std::move(old));
+  }
+  retire_cv_.notify_all();
+}
+
+void LlmTextService::RetireLoop() {
+  for (;;) {
+    std::shared_ptr<Loaded> m;
+    {
+      std::unique_lock<std::mutex> l(retire_mu_);
+      retire_cv_.wait(l, [&] { return stopping_ || !retiring_.empty(); });
+      if (stopping_) return;
+      m = retiring_.front();
+    }
+    const auto t0 = Clock::now();
+    // Every accepted request finishes; checked in short waits so that shutdown is not held up.
+    while (!m->engine->Drain(Clock::now() + std::chrono::milliseconds(100))) {
+      std::lock_guard<std::mutex> l(retire_mu_);
+      if (stopping_) return;
+    }
+    const llm::EngineStats s = m->engine->stats();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!models_.count(m->name)) families_->RemoveModel(m->name);
+    }
+    if (options_.log) {
+      options_.log->Info("llm_model_unloaded",
+                         {{"model", m->name},
+                          {"path", m->path},
+                          {"drain_seconds", std::to_string(std::chrono::duration<double>(Clock::now() - t0).count())},
+                          {"generated_tokens", std::to_string(s.generated_tokens)}});
+    }
+    {
+      std::lock_guard<std::mutex> l(retire_mu_);
+      retiring_.pop_front();
+    }
+    m.reset();  // frees the engine and the model (a Generate racing the swap may hold it briefly)
+  }
+}
+
+std::shared_ptr<LlmTextService::Loaded> LlmTextService::Find(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = models_.find(name);
+  return it == models_.end() ? nullptr : it->second;
+}
+
 std::vector<TextGenerationService::ModelInfo> LlmTextService::ListModels() const {
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<ModelInfo> out;
-  for (const auto& m : models_) out.push_back({m->name, m->created, m->model->hparams().n_ctx_train});
+  for (const auto& [name, m] : models_) out.push_back({m->name, m->created, m->model->hparams().n_ctx_train});
   return out;
 }
 
 bool LlmTextService::WaitIdle(std::chrono::steady_clock::time_point deadline) const {
   for (;;) {
     bool idle = true;
-    for (const auto& m : models_) {
-      const llm::EngineStats s = m->engine->stats();
-      if (s.running > 0 || s.waiting > 0) idle = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [name, m] : models_) {
+        const llm::EngineStats s = m->engine->stats();
+        if (s.running > 0 || s.waiting > 0) idle = false;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> l(retire_mu_);
+      if (!retiring_.empty()) idle = false;
     }
     if (idle) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
@@ -157,11 +272,11 @@ bool LlmTextService::WaitIdle(std::chrono::steady_clock::time_point deadline) co
   }
 }
 
-const llm::LlmEngine* LlmTextService::Engine(const std::string& name) const {
-  for (const auto& m : models_) {
-    if (m->name == name) return m->engine.get();
-  }
-  return nullptr;
+std::shared_ptr<const llm::LlmEngine> LlmTextService::Engine(const std::string& name) const {
+  std::shared_ptr<Loaded> m = Find(name);
+  if (m == nullptr) return nullptr;
+  const llm::LlmEngine* e = m->engine.get();
+  return std::shared_ptr<const llm::LlmEngine>(std::move(m), e);
 }
 
 namespace {
@@ -185,11 +300,20 @@ struct Generation {
 
 Status LlmTextService::Generate(TextGenerationRequest req, std::function<void(const TextPiece&)> on_piece,
                                 std::function<void(const TextGenerationResult&)> on_done) {
-  Loaded* m = nullptr;
-  for (const auto& l : models_) {
-    if (l->name == req.model) m = l.get();
+  for (int attempt = 0;; ++attempt) {
+    std::shared_ptr<Loaded> m = Find(req.model);
+    if (m == nullptr) return Status::NotFound("model '" + req.model + "' does not exist");
+    Status st = SubmitTo(m, req, on_piece, on_done);
+    // A reload or unload swapped the engine out between Find and Submit (it refuses once
+    // draining): the request goes to what serves the name now.
+    if (st.code() != StatusCode::kUnavailable || attempt >= 3 || Find(req.model) == m) return st;
   }
-  if (m == nullptr) return Status::NotFound("model '" + req.model + "' does not exist");
+}
+
+Status LlmTextService::SubmitTo(const std::shared_ptr<Loaded>& loaded, const TextGenerationRequest& req,
+                                const std::function<void(const TextPiece&)>& on_piece,
+                                const std::function<void(const TextGenerationResult&)>& on_done) {
+  Loaded* m = loaded.get();
   const llm::Tokenizer& tok = m->model->tokenizer();
   std::vector<int32_t> prompt;
   if (req.chat) {
@@ -210,8 +334,8 @@ Status LlmTextService::Generate(TextGenerationRequest req, std::function<void(co
   }
   auto g = std::make_shared<Generation>();
   g->model = m;
-  g->on_piece = std::move(on_piece);
-  g->on_done = std::move(on_done);
+  g->on_piece = on_piece;
+  g->on_done = on_done;
   g->remaining = req.n;
   g->want_logprobs = req.logprobs >= 0;
   for (int i = 0; i < req.n; ++i) {

@@ -20,17 +20,6 @@ Result<ModelControlMode> ParseModelControlMode(const std::string& s) {
   return Status::InvalidArgument("model control mode '" + s + "': expected none, poll or explicit");
 }
 
-namespace {
-
-// Size and modification time of a file ("" when absent): what poll mode compares.
-std::string FileStamp(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "";
-  return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
-}
-
-}  // namespace
-
 ModelManager::ModelManager(ModelManagerOptions options) : options_(std::move(options)) {}
 
 Result<std::unique_ptr<ModelManager>> ModelManager::Create(ModelManagerOptions options) {

@@ -1,5 +1,7 @@
 #include "serve/model_repository_layout.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -148,6 +150,12 @@ Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& reposito
     models.push_back(ScanModelFolder(d.string()));
   }
   return models;
+}
+
+std::string FileStamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
 }
 
 std::string FindLlmModelFile(const std::string& model_dir) {

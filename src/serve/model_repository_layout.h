@@ -50,6 +50,9 @@ struct ModelLayout {
 // that fits int64. False, with *out untouched, otherwise.
 bool ParseVersion(const std::string& s, int64_t* out);
 
+// Size and modification time of a file ("" when absent): what poll mode compares.
+std::string FileStamp(const std::string& path);
+
 // Largest config.pbtxt read; a larger one is an error for its model.
 inline constexpr size_t kMaxConfigFileBytes = size_t{4} << 20;
 

@@ -288,5 +288,55 @@ TEST(LlmEngine, LogprobsAreNormalized) {
   }
 }
 
+TEST(LlmEngine, DrainFinishesEveryAcceptedRequestThenRefuses) {
+  REQUIRE_STORIES(m);
+  EngineOptions o;
+  o.max_running = 1;  // one runs, the others wait: Drain must see the waiting ones through too
+  auto e = LlmEngine::Create(m, o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  Collector c;
+  // Request 0 holds the engine at its first token until `open`, so that the others are
+  // still queued when Drain starts (no timing assumption).
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  bool open = false;
+  EngineRequest first = c.Make(0, m->tokenizer().Encode(kPrompts[0], true), 20);
+  first.stop_at_eog = false;
+  auto inner = first.on_token;
+  first.on_token = [&, inner](int idx, const GeneratedToken& g) {
+    std::unique_lock<std::mutex> l(gate_mu);
+    gate_cv.wait(l, [&] { return open; });
+    return inner(idx, g);
+  };
+  ASSERT_TRUE((*e)->Submit(std::move(first)).ok());
+  for (int i = 1; i < 4; ++i) {
+    EngineRequest r = c.Make(i, m->tokenizer().Encode(kPrompts[i], true), 20);
+    r.stop_at_eog = false;
+    ASSERT_TRUE((*e)->Submit(std::move(r)).ok());
+  }
+  // Held: not drained by a deadline already passed, and no new request is accepted any more.
+  EXPECT_FALSE((*e)->Drain(std::chrono::steady_clock::now()));
+  auto refused = (*e)->Submit(c.Make(9, m->tokenizer().Encode(kPrompts[9], true), 5));
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+  {
+    std::lock_guard<std::mutex> l(gate_mu);
+    open = true;
+  }
+  gate_cv.notify_all();
+  EXPECT_TRUE((*e)->Drain(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
+  // Every accepted request ran to its end (none cancelled) with the tokens it gets alone, and
+  // its on_finish returned before Drain did.
+  {
+    std::lock_guard<std::mutex> l(c.mu);
+    ASSERT_EQ(c.results.size(), 4u);  // request 9 was never accepted
+  }
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(c.Res(i, 0).reason, FinishReason::kLength) << i;
+    EXPECT_EQ(c.Tok(i, 0), Alone(*m, m->tokenizer().Encode(kPrompts[i], true), 20)) << i;
+  }
+  EXPECT_EQ((*e)->stats().running + (*e)->stats().waiting, 0);
+  EXPECT_TRUE((*e)->Drain(std::chrono::steady_clock::now()));  // again: still drained
+}
+
 }  // namespace
 }  // namespace inferloop::llm
