@@ -3,14 +3,17 @@
 The server is started with every port 0 (free ports); its "server_listening" log line says which
 ports it got. Its stderr (one JSON line per lifecycle event) is kept for the tests to read.
 """
+import argparse
 import http.client
 import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
+import unittest
 
 
 class Server:
@@ -162,3 +165,21 @@ def raw_socket_send(port, data):
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(data)
     return s
+
+
+def run_tests(set_inferloop, skipped_is_failure=False):
+    """The e2e scripts' main: parses --inferloop (passed to set_inferloop), runs the calling
+    module's unittest cases (the rest of argv goes to unittest) and exits 0 when all passed, 1 on
+    a failure or error, and 77 when some were skipped (ctest's SKIP_RETURN_CODE: a skipped check
+    is not a pass), or 1 then if skipped_is_failure."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--inferloop", required=True)
+    args, rest = ap.parse_known_args()
+    set_inferloop(args.inferloop)
+    result = unittest.main(module="__main__", argv=[sys.argv[0]] + rest, exit=False, verbosity=2).result
+    if result.failures or result.errors:
+        sys.exit(1)
+    if result.skipped:
+        print(f"{len(result.skipped)} test(s) skipped: exit {1 if skipped_is_failure else 77}", file=sys.stderr)
+        sys.exit(1 if skipped_is_failure else 77)
+    sys.exit(0)

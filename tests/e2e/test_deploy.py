@@ -17,7 +17,6 @@ Exit status: 0 all passed, 1 a failure, 77 none failed but some were skipped.
 Needs only the standard library; the YAML files are parsed with PyYAML when the venv has it
 (scripts/requirements-dev.txt), and those checks are reported as skipped without it.
 """
-import argparse
 import copy
 import json
 import os
@@ -33,7 +32,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_harness import Server, metric_value, metrics, post_json, request  # noqa: E402
+from serve_harness import Server, metric_value, metrics, post_json, request, run_tests  # noqa: E402
 
 try:
     import yaml
@@ -567,14 +566,10 @@ class TestQueriesInPrometheus(unittest.TestCase):
         self.assertEqual({r["metric"]["model"] for r in result}, {"simple", "tiny_cnn"})
 
 
+def set_inferloop(path):
+    global INFERLOOP
+    INFERLOOP = os.path.abspath(path)
+
+
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inferloop", required=True)
-    args, rest = ap.parse_known_args()
-    INFERLOOP = os.path.abspath(args.inferloop)
-    result = unittest.main(argv=[sys.argv[0]] + rest, verbosity=2, exit=False).result
-    if not result.wasSuccessful():
-        sys.exit(1)
-    if result.skipped:  # a skipped check is not a pass: ctest shows the test as skipped (SKIP_RETURN_CODE)
-        print(f"{len(result.skipped)} check(s) skipped: exit 77", file=sys.stderr)
-        sys.exit(77)
+    run_tests(set_inferloop)

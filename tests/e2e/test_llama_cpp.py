@@ -18,7 +18,6 @@ Usage: test_llama_cpp.py --inferloop BUILD/inferloop [unittest args]
 Exit status: 0 passed, 1 a failure, 77 skipped (llama_cpp not installed: scripts/setup_llama_cpp.sh,
 or stories260k absent).
 """
-import argparse
 import os
 import shutil
 import subprocess
@@ -30,6 +29,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 STORIES = os.path.join(ROOT, "..", "shared", "models", "stories260k.gguf")
 INFERLOOP = None
+sys.path.insert(0, HERE)
+import serve_harness  # noqa: E402  (run_tests)
 
 try:
     import numpy as np
@@ -233,21 +234,10 @@ class TestAgainstLlamaCpp(unittest.TestCase):
         self.assertIn(b"head dim is 8", r.stderr)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inferloop", required=True)
-    args, rest = ap.parse_known_args()
+def set_inferloop(path):
     global INFERLOOP
-    INFERLOOP = args.inferloop
-    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    result = prog.result
-    if result.failures or result.errors:
-        sys.exit(1)
-    if result.skipped:
-        print(f"{len(result.skipped)} test(s) skipped: exit 77", file=sys.stderr)
-        sys.exit(77)
-    sys.exit(0)
+    INFERLOOP = path
 
 
 if __name__ == "__main__":
-    main()
+    serve_harness.run_tests(set_inferloop)

@@ -11,7 +11,6 @@ sequence. (Token equality with llama.cpp's Q8_0 cache: test_llama_cpp.py.)
 Usage: test_llm_kv_type.py --inferloop BUILD/inferloop [unittest args]
 Exit status: 0 passed, 1 a failure.
 """
-import argparse
 import os
 import shutil
 import subprocess
@@ -112,16 +111,10 @@ class TestKvTypeQ8(unittest.TestCase):
         self.assertGreater(self.gauge(self.server, "inferloop_llm_kv_blocks_cached_idle"), 0)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inferloop", required=True)
-    args, rest = ap.parse_known_args()
+def set_inferloop(path):
     global INFERLOOP
-    INFERLOOP = args.inferloop
-    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    result = prog.result
-    sys.exit(1 if result.failures or result.errors or result.skipped else 0)
+    INFERLOOP = path
 
 
 if __name__ == "__main__":
-    main()
+    h.run_tests(set_inferloop, skipped_is_failure=True)

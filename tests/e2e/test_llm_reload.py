@@ -20,7 +20,6 @@ out, every step awaited through the server's events (never a bare sleep):
 Usage: test_llm_reload.py --inferloop BUILD/inferloop [unittest args]
 Exit status: 0 passed, 1 a failure.
 """
-import argparse
 import json
 import os
 import shutil
@@ -245,16 +244,10 @@ class TestLlmReload(unittest.TestCase):
         self.assertEqual(self.server.find_events("raw"), [])
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inferloop", required=True)
-    args, rest = ap.parse_known_args()
+def set_inferloop(path):
     global INFERLOOP
-    INFERLOOP = args.inferloop
-    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    result = prog.result
-    sys.exit(1 if result.failures or result.errors or result.skipped else 0)
+    INFERLOOP = path
 
 
 if __name__ == "__main__":
-    main()
+    h.run_tests(set_inferloop, skipped_is_failure=True)

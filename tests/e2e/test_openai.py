@@ -9,7 +9,6 @@ shared/models/README.md; streamed text against non-streamed text.
 Usage: test_openai.py --inferloop BUILD/inferloop [unittest args]
 Exit status: 0 passed, 1 a failure, 77 skipped (stories260k not present).
 """
-import argparse
 import json
 import os
 import shutil
@@ -293,21 +292,10 @@ class TestOpenAiLoad(OpenAiTestBase):
         self.assertEqual(used, idle)  # only the prefix cache holds blocks
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inferloop", required=True)
-    args, rest = ap.parse_known_args()
+def set_inferloop(path):
     global INFERLOOP
-    INFERLOOP = args.inferloop
-    prog = unittest.main(argv=[sys.argv[0]] + rest, exit=False, verbosity=2)
-    result = prog.result
-    if result.failures or result.errors:
-        sys.exit(1)
-    if result.skipped:
-        print(f"{len(result.skipped)} test(s) skipped: exit 77", file=sys.stderr)
-        sys.exit(77)
-    sys.exit(0)
+    INFERLOOP = path
 
 
 if __name__ == "__main__":
-    main()
+    h.run_tests(set_inferloop)
