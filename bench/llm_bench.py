@@ -34,25 +34,13 @@ import time
 
 import numpy as np
 
-try:
-    import llama_cpp.llama_cpp as _llama_cpp_c
-
-    # llama.cpp's weight-repacking buffers (on by default) make llama_decode crash in this build
-    # on this machine for Q4_0/Q8_0 files (tests/e2e/test_llama_cpp.py says more): llama.cpp runs
-    # with its standard quantized kernels (use_extra_bufts = false).
-    _default_model_params = _llama_cpp_c.llama_model_default_params
-
-    def _model_params_without_repack():
-        p = _default_model_params()
-        p.use_extra_bufts = False
-        return p
-
-    _llama_cpp_c.llama_model_default_params = _model_params_without_repack
-except ImportError:
-    sys.exit("llama_cpp is not installed: scripts/setup_llama_cpp.sh")
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import llama_cpp_anchor  # noqa: E402
+
+if llama_cpp_anchor.load() is None:
+    sys.exit("llama_cpp is not installed: scripts/setup_llama_cpp.sh")
 
 
 class _Done:
@@ -166,7 +154,7 @@ class LlamaCpp:
         """16 sequences in one llama_batch per step, as llama-server's slots are scheduled."""
         L = self.L
         mp = L.llama_model_default_params()
-        mp.use_extra_bufts = False  # see the note at the top
+        mp.use_extra_bufts = False  # see scripts/llama_cpp_anchor.py
         model = L.llama_model_load_from_file(self.model.encode(), mp)
         cp = L.llama_context_default_params()
         cp.n_ctx = streams * 256  # a multiple of n_seq_max; 256 positions per sequence

@@ -25,22 +25,13 @@ import time
 
 import numpy as np
 
-try:
-    import llama_cpp
-    import llama_cpp.llama_cpp as _c
-
-    _default_model_params = _c.llama_model_default_params
-
-    def _model_params_without_repack():  # see tests/e2e/test_llama_cpp.py
-        p = _default_model_params()
-        p.use_extra_bufts = False
-        return p
-
-    _c.llama_model_default_params = _model_params_without_repack
-except ImportError:
-    sys.exit("llama_cpp is not installed: scripts/setup_llama_cpp.sh")
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import llama_cpp_anchor  # noqa: E402
+
+llama_cpp = llama_cpp_anchor.load()
+if llama_cpp is None:
+    sys.exit("llama_cpp is not installed: scripts/setup_llama_cpp.sh")
 
 
 def inferloop_decode(inferloop, model, ids, n, threads, kv):

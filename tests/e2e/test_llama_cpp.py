@@ -32,23 +32,12 @@ INFERLOOP = None
 sys.path.insert(0, HERE)
 import serve_harness  # noqa: E402  (run_tests)
 
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import llama_cpp_anchor  # noqa: E402
+
 try:
     import numpy as np
-    import llama_cpp
-    import llama_cpp.llama_cpp as llama_cpp_c
-
-    # llama.cpp's weight-repacking buffers ("extra buffer types", on by default) make
-    # llama_decode crash with a segmentation fault in this build on this machine for every
-    # Q4_0/Q8_0 file tried (TinyLlama-shaped ones included; F16/F32 run): llama.cpp runs with its
-    # standard quantized kernels instead (model params use_extra_bufts = false).
-    _default_model_params = llama_cpp_c.llama_model_default_params
-
-    def _model_params_without_repack():
-        p = _default_model_params()
-        p.use_extra_bufts = False
-        return p
-
-    llama_cpp_c.llama_model_default_params = _model_params_without_repack
+    llama_cpp = llama_cpp_anchor.load()
 except ImportError:  # reported as a skip below
     llama_cpp = None
 
