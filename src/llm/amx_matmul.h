@@ -49,7 +49,7 @@ class AmxPackedWeight {
   std::unique_ptr<uint8_t[], Free> data_;
 };
 
-// True when this CPU has AMX-INT8 (and AVX-512), the OS granted this process the tile state
+// True when this CPU has AMX-INT8 (and AVX-512 VNNI), the OS granted this process the tile state
 // (Linux arch_prctl), and INFERLOOP_ISA does not lower the choice below "amx".
 bool AmxAvailable();
 

@@ -1,52 +1,15 @@
-// AMX availability and the repacking of Q8_0 / Q4_0 weights into 16-row tile groups
+// The repacking of Q8_0 / Q4_0 weights into 16-row tile groups
 // (layout: amx_matmul.h).
 #include <cstring>
 
 #include "llm/amx_matmul.h"
 #include "llm/weight_matrix.h"
 
-#if defined(__x86_64__) && defined(__linux__)
-#include <cpuid.h>
+#if defined(__linux__)
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #endif
 
 namespace inferloop::llm {
-namespace {
-
-#if defined(__x86_64__) && defined(__linux__)
-bool CpuidBit(unsigned leaf, unsigned sub, int reg, int bit) {
-  unsigned r[4] = {0, 0, 0, 0};
-  if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3])) return false;
-  return (r[reg] >> bit) & 1u;
-}
-
-bool DetectAmx() {
-  const char* env = std::getenv("INFERLOOP_ISA");
-  if (env != nullptr && std::strcmp(env, "amx") != 0 && env[0] != '\0') return false;  // avx512, avx2, scalar
-  __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                      CpuidBit(1, 0, 2, 29);  // F16C
-  const bool amx = CpuidBit(7, 0, 3, 24) && CpuidBit(7, 0, 3, 25);  // AMX-TILE, AMX-INT8 (EDX)
-  if (!avx512 || !amx) return false;
-  // Linux hands out the 8 KiB tile state only on request (ARCH_REQ_XCOMP_PERM for
-  // XFEATURE_XTILEDATA); the permission then holds for every thread of the process.
-  constexpr long kArchReqXcompPerm = 0x1023;
-  constexpr long kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-}
-#else
-bool DetectAmx() { return false; }
-#endif
-
-}  // namespace
-
-bool AmxAvailable() {
-  static const bool available = DetectAmx();
-  return available;
-}
 
 Result<std::unique_ptr<AmxPackedWeight>> AmxPackedWeight::Pack(const WeightMatrix& w) {
   if ((w.type != GgmlType::kQ8_0 && w.type != GgmlType::kQ4_0) || w.cols % 32 != 0 || w.rows <= 0) {

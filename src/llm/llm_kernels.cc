@@ -1,7 +1,13 @@
 #include "llm/llm_kernels.h"
 
+#include "llm/amx_matmul.h"
+
 #if defined(__x86_64__)
 #include <cpuid.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include <algorithm>
@@ -41,11 +47,32 @@ bool HasAvx512Vnni() {
 #endif
 }
 
-const LlmKernelTable* Choose() {
+// INFERLOOP_ISA as a cap on the kernels chosen: 3 amx (the default, also when unset or
+// unrecognised), 2 avx512, 1 avx2, 0 scalar.
+int IsaCap() {
   const char* env = std::getenv("INFERLOOP_ISA");
-  int cap = 2;
-  if (env != nullptr && std::strcmp(env, "avx2") == 0) cap = 1;
-  if (env != nullptr && std::strcmp(env, "scalar") == 0) cap = 0;
+  if (env == nullptr) return 3;
+  if (std::strcmp(env, "avx512") == 0) return 2;
+  if (std::strcmp(env, "avx2") == 0) return 1;
+  if (std::strcmp(env, "scalar") == 0) return 0;
+  return 3;
+}
+
+bool HasAmxInt8() {
+#if defined(__x86_64__) && defined(__linux__)
+  if (!HasAvx512Vnni() || !CpuidBit(7, 0, 3, 24) || !CpuidBit(7, 0, 3, 25)) return false;  // AMX-TILE, AMX-INT8
+  // Linux hands out the 8 KiB tile state only on request (ARCH_REQ_XCOMP_PERM for
+  // XFEATURE_XTILEDATA); the permission then holds for every thread of the process.
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
+const LlmKernelTable* Choose() {
+  const int cap = IsaCap();
   if (cap >= 2 && HasAvx512Vnni() && Avx512VnniLlmKernels() != nullptr) return Avx512VnniLlmKernels();
   if (cap >= 1 && HasAvx2() && Avx2LlmKernels() != nullptr) return Avx2LlmKernels();
   return ScalarLlmKernels();
@@ -163,6 +190,12 @@ void Q8KRows::Quantize(int64_t r, const float* x) {
     }
     d[b] = 1.0f / iscale;
   }
+}
+
+bool AmxAvailable() {
+  // AMX products do their decode steps with AVX-512 VNNI (HasAmxInt8 requires it).
+  static const bool available = IsaCap() >= 3 && HasAmxInt8();
+  return available;
 }
 
 const LlmKernelTable& ActiveLlmKernels() {
