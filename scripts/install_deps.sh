@@ -14,6 +14,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target
   libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
   libicu-dev                    # ICU: Unicode classes for the LLM tokenizers' BPE pre-tokenizers
+  universal-ctags               # scripts/check_structure.py: function extents for the length budget
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
