@@ -39,7 +39,7 @@ LOWER = {
     "tools": ["base", "graph", "compute", "optimizer", "runtime"],
     "serve_core": ["base"],
     "serve": ["base", "llm", "runtime", "serve_core"],
-    "frontends": ["base", "llm", "serve_core"],
+    "frontends": ["base", "serve_core"],
     "perf": ["base", "serve_core", "frontends"],
     "cli": ["base", "llm", "graph", "compute", "optimizer", "runtime", "tools", "serve_core", "serve",
             "frontends", "perf"],
