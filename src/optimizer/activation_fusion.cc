@@ -5,11 +5,12 @@
 // Every attribute of P is carried over. Only for float32 and when the registry has the op.
 #include "optimizer/fusion_util.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
 
-bool FuseOne(GraphEditor& ed, int ai) {
+bool FuseActivation(GraphEditor& ed, int ai) {
   const Node& act_node = ed.node(ai);
   Activation act;
   if (!ActivationOf(ed, act_node, &act)) return false;
@@ -43,22 +44,10 @@ bool FuseOne(GraphEditor& ed, int ai) {
   return true;
 }
 
-class ActivationFusion : public GraphPass {
- public:
-  std::string name() const override { return "ActivationFusion"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i)
-      if (!ed.removed(i) && FuseOne(ed, i)) ++rewrites;
-    ed.Commit();
-    return rewrites;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeActivationFusionPass() { return std::make_unique<ActivationFusion>(); }
+std::unique_ptr<GraphPass> MakeActivationFusionPass() {
+  return MakeRewritePass("ActivationFusion", {{{}, FuseActivation}});
+}
 
 }  // namespace inferloop

@@ -16,6 +16,7 @@
 
 #include "optimizer/fusion_util.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
@@ -257,7 +258,7 @@ bool FuseFrom(GraphEditor& ed, int smi, std::string s, int cur, const std::strin
   return true;
 }
 
-bool FuseOne(GraphEditor& ed, int smi) {
+bool FuseAttention(GraphEditor& ed, int smi) {
   const Node& sm = ed.node(smi);
   if (sm.inputs.size() != 1 || sm.outputs.size() != 1) return false;
   const int64_t axis = AttrInt(sm, "axis", ed.Opset("") >= 13 ? -1 : 1);
@@ -277,22 +278,10 @@ bool FuseOne(GraphEditor& ed, int smi) {
   return FuseFrom(ed, smi, s, smi, "", {smi});
 }
 
-class AttentionFusion : public GraphPass {
- public:
-  std::string name() const override { return "AttentionFusion"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i)
-      if (NodeIs(ed, i, "Softmax") && FuseOne(ed, i)) ++rewrites;
-    ed.Commit();
-    return rewrites;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeAttentionFusionPass() { return std::make_unique<AttentionFusion>(); }
+std::unique_ptr<GraphPass> MakeAttentionFusionPass() {
+  return MakeRewritePass("AttentionFusion", {{{"Softmax"}, FuseAttention}});
+}
 
 }  // namespace inferloop

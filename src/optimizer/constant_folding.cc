@@ -9,6 +9,7 @@
 #include "optimizer/graph_editor.h"
 #include "optimizer/node_evaluator.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
@@ -73,69 +74,54 @@ bool FoldCastLike(GraphEditor& ed, int i, const PassContext& ctx) {
   return true;
 }
 
-class ConstantFolding : public GraphPass {
- public:
-  std::string name() const override { return "ConstantFolding"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i) {
-      const Node& n = ed.node(i);
-      if (Nondeterministic(n) || HasSubgraph(n)) continue;
-      bool blocked = false, any_used = false;
-      for (const auto& o : n.outputs) {
-        if (o.empty()) continue;
-        if (ed.IsGraphOutput(o)) blocked = true;
-        if (!ed.Unused(o)) any_used = true;
-      }
-      if (blocked || !any_used) continue;
-      if (FoldShapeOf(ed, i) || FoldCastLike(ed, i, ctx)) {
-        ++rewrites;
-        continue;
-      }
-      if (n.inputs.empty() && n.op_type != "Constant") continue;
-      std::vector<const Tensor*> inputs;
-      size_t in_bytes = 0;
-      for (const auto& in : n.inputs) {
-        if (in.empty()) {
-          inputs.push_back(nullptr);
-          continue;
-        }
-        const Tensor* t = ed.Constant(in);
-        if (!t) {
-          blocked = true;
-          break;
-        }
-        in_bytes += t->nbytes();
-        inputs.push_back(t);
-      }
-      const int64_t opset = ed.Opset(n.domain);
-      if (blocked || opset < 0) continue;
-      const size_t cap = in_bytes + ctx.max_folding_growth_bytes;
-      auto outs = EvaluateNode(n, opset, inputs, ed.registry(), cap);
-      if (!outs.ok()) continue;
-      size_t out_bytes = 0;
-      bool all_tensors = true;
-      for (size_t k = 0; k < n.outputs.size(); ++k) {
-        if (n.outputs[k].empty()) continue;
-        if (!(*outs)[k].is_tensor()) all_tensors = false;
-        else out_bytes += (*outs)[k].tensor().nbytes();
-      }
-      if (!all_tensors || (n.op_type != "Constant" && out_bytes > cap)) continue;
-      const std::vector<std::string> names = n.outputs;
-      ed.RemoveNode(i);
-      for (size_t k = 0; k < names.size(); ++k)
-        if (!names[k].empty() && !ed.Unused(names[k])) ed.AddNamedInitializer(names[k], std::move((*outs)[k].tensor()));
-      ++rewrites;
-    }
-    ed.Commit();
-    return rewrites;
+// Node i replaced by constants: Shape / Size, CastLike, or run with all inputs constant.
+bool FoldNode(GraphEditor& ed, int i) {
+  const PassContext& ctx = ed.context();
+  const Node& n = ed.node(i);
+  if (Nondeterministic(n) || HasSubgraph(n)) return false;
+  bool blocked = false, any_used = false;
+  for (const auto& o : n.outputs) {
+    if (o.empty()) continue;
+    if (ed.IsGraphOutput(o)) blocked = true;
+    if (!ed.Unused(o)) any_used = true;
   }
-};
+  if (blocked || !any_used) return false;
+  if (FoldShapeOf(ed, i) || FoldCastLike(ed, i, ctx)) return true;
+  if (n.inputs.empty() && n.op_type != "Constant") return false;
+  std::vector<const Tensor*> inputs;
+  size_t in_bytes = 0;
+  for (const auto& in : n.inputs) {
+    if (in.empty()) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    const Tensor* t = ed.Constant(in);
+    if (!t) return false;
+    in_bytes += t->nbytes();
+    inputs.push_back(t);
+  }
+  const int64_t opset = ed.Opset(n.domain);
+  if (opset < 0) return false;
+  const size_t cap = in_bytes + ctx.max_folding_growth_bytes;
+  auto outs = EvaluateNode(n, opset, inputs, ed.registry(), cap);
+  if (!outs.ok()) return false;
+  size_t out_bytes = 0;
+  bool all_tensors = true;
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    if (n.outputs[k].empty()) continue;
+    if (!(*outs)[k].is_tensor()) all_tensors = false;
+    else out_bytes += (*outs)[k].tensor().nbytes();
+  }
+  if (!all_tensors || (n.op_type != "Constant" && out_bytes > cap)) return false;
+  const std::vector<std::string> names = n.outputs;
+  ed.RemoveNode(i);
+  for (size_t k = 0; k < names.size(); ++k)
+    if (!names[k].empty() && !ed.Unused(names[k])) ed.AddNamedInitializer(names[k], std::move((*outs)[k].tensor()));
+  return true;
+}
 
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeConstantFoldingPass() { return std::make_unique<ConstantFolding>(); }
+std::unique_ptr<GraphPass> MakeConstantFoldingPass() { return MakeRewritePass("ConstantFolding", {{{}, FoldNode}}); }
 
 }  // namespace inferloop

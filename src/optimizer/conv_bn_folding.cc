@@ -9,6 +9,7 @@
 
 #include "optimizer/graph_editor.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
@@ -21,7 +22,7 @@ const Tensor* FloatVector(GraphEditor& ed, const std::string& name, int64_t len)
   return t;
 }
 
-bool FoldOne(GraphEditor& ed, int bi) {
+bool FoldBatchNorm(GraphEditor& ed, int bi) {
   const Node& bn = ed.node(bi);
   if (!bn.domain.empty() || bn.op_type != "BatchNormalization" || bn.inputs.size() < 5) return false;
   for (size_t k = 1; k < bn.outputs.size(); ++k)
@@ -72,22 +73,10 @@ bool FoldOne(GraphEditor& ed, int bi) {
   return true;
 }
 
-class ConvBatchNormFolding : public GraphPass {
- public:
-  std::string name() const override { return "ConvBatchNormFolding"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i)
-      if (!ed.removed(i) && FoldOne(ed, i)) ++rewrites;
-    ed.Commit();
-    return rewrites;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeConvBatchNormFoldingPass() { return std::make_unique<ConvBatchNormFolding>(); }
+std::unique_ptr<GraphPass> MakeConvBatchNormFoldingPass() {
+  return MakeRewritePass("ConvBatchNormFolding", {{{"BatchNormalization"}, FoldBatchNorm}});
+}
 
 }  // namespace inferloop

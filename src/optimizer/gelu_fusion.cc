@@ -10,6 +10,7 @@
 
 #include "optimizer/fusion_util.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
@@ -125,7 +126,7 @@ int ProductTail(GraphEditor& ed, const std::string& a, const std::string& x, std
   return -1;
 }
 
-bool FuseOne(GraphEditor& ed, int ei) {
+bool FuseGelu(GraphEditor& ed, int ei) {
   const Node& e = ed.node(ei);
   if (e.inputs.size() != 1 || e.outputs.size() != 1) return false;
   const bool is_erf = e.op_type == "Erf";
@@ -147,22 +148,10 @@ bool FuseOne(GraphEditor& ed, int ei) {
   return true;
 }
 
-class GeluFusion : public GraphPass {
- public:
-  std::string name() const override { return "GeluFusion"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i)
-      if ((NodeIs(ed, i, "Erf") || NodeIs(ed, i, "Tanh")) && FuseOne(ed, i)) ++rewrites;
-    ed.Commit();
-    return rewrites;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeGeluFusionPass() { return std::make_unique<GeluFusion>(); }
+std::unique_ptr<GraphPass> MakeGeluFusionPass() {
+  return MakeRewritePass("GeluFusion", {{{"Erf", "Tanh"}, FuseGelu}});
+}
 
 }  // namespace inferloop

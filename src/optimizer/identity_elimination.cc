@@ -4,6 +4,7 @@
 // when the input is a graph input or initializer (or itself a graph output) the node stays.
 #include "optimizer/graph_editor.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
@@ -19,28 +20,17 @@ bool IsInferenceDropout(GraphEditor& ed, const Node& n) {
   return true;
 }
 
-class IdentityElimination : public GraphPass {
- public:
-  std::string name() const override { return "IdentityElimination"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i) {
-      const Node& n = ed.node(i);
-      if (!n.domain.empty() || n.inputs.empty() || n.inputs[0].empty() || n.outputs.empty() || n.outputs[0].empty())
-        continue;
-      const bool identity = n.op_type == "Identity" || IsInferenceDropout(ed, n);
-      if (!identity) continue;
-      if (ed.BypassNode(i, n.inputs[0])) ++rewrites;
-    }
-    ed.Commit();
-    return rewrites;
-  }
-};
+bool BypassIdentity(GraphEditor& ed, int i) {
+  const Node& n = ed.node(i);
+  if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.empty() || n.outputs[0].empty()) return false;
+  if (n.op_type != "Identity" && !IsInferenceDropout(ed, n)) return false;
+  return ed.BypassNode(i, n.inputs[0]);
+}
 
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeIdentityEliminationPass() { return std::make_unique<IdentityElimination>(); }
+std::unique_ptr<GraphPass> MakeIdentityEliminationPass() {
+  return MakeRewritePass("IdentityElimination", {{{"Identity", "Dropout"}, BypassIdentity}});
+}
 
 }  // namespace inferloop

@@ -12,6 +12,7 @@
 
 #include "optimizer/fusion_util.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
@@ -26,6 +27,12 @@ bool UsesOp(const Graph& g, const std::string& op) {
     }
   }
   return false;
+}
+
+// The model is at ai.onnx opset >= 17, or may be raised to it: 13..16 without RoiAlign.
+bool CanRaiseOpsetTo17(GraphEditor& ed) {
+  const int64_t opset = ed.Opset("");
+  return opset >= 17 || (opset >= 13 && !UsesOp(ed.graph(), "RoiAlign"));
 }
 
 // Normalized axes of a ReduceMean (sorted, non-negative) for input rank r; false if unknown.
@@ -77,7 +84,7 @@ Tensor AffineParam(GraphEditor& ed, const std::string& name, const std::vector<i
   return std::move(out).value();
 }
 
-bool FuseOne(GraphEditor& ed, int di, bool opset_ok) {
+bool FuseLayerNorm(GraphEditor& ed, int di) {
   const Node& div = ed.node(di);
   if (div.inputs.size() != 2 || div.outputs.size() != 1) return false;
   const std::string d = div.inputs[0], s = div.inputs[1];
@@ -154,7 +161,7 @@ bool FuseOne(GraphEditor& ed, int di, bool opset_ok) {
   if (!ed.IsFloat32(out) && !ed.IsFloat32(div.outputs[0])) return false;
   // Opset: LayerNormalization is ai.onnx 17.
   const int64_t opset = std::max<int64_t>(ed.Opset(""), 17);
-  if ((ed.Opset("") < 17 && !opset_ok) || !ed.HasKernel("", "LayerNormalization", opset)) return false;
+  if (!CanRaiseOpsetTo17(ed) || !ed.HasKernel("", "LayerNormalization", opset)) return false;
   ed.model().opsets[""] = opset;
   if (!gamma.defined()) {
     auto ones = Tensor::Create(DataType::kFloat, norm_dims);
@@ -175,24 +182,10 @@ bool FuseOne(GraphEditor& ed, int di, bool opset_ok) {
   return true;
 }
 
-class LayerNormFusion : public GraphPass {
- public:
-  std::string name() const override { return "LayerNormFusion"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    const int64_t opset = ed.Opset("");
-    const bool opset_ok = opset >= 17 || (opset >= 13 && !UsesOp(model.graph, "RoiAlign"));
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i)
-      if (NodeIs(ed, i, "Div") && FuseOne(ed, i, opset_ok)) ++rewrites;
-    ed.Commit();
-    return rewrites;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeLayerNormFusionPass() { return std::make_unique<LayerNormFusion>(); }
+std::unique_ptr<GraphPass> MakeLayerNormFusionPass() {
+  return MakeRewritePass("LayerNormFusion", {{{"Div"}, FuseLayerNorm}});
+}
 
 }  // namespace inferloop

@@ -6,6 +6,7 @@
 // The MatMul output must be read only by the Add.
 #include "optimizer/fusion_util.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
@@ -25,7 +26,7 @@ std::string BiasVector(GraphEditor& ed, const std::string& bias, int64_t n, int 
   return ed.AddInitializer(bias + "_vec", flat->Clone());
 }
 
-bool FuseOne(GraphEditor& ed, int ai) {
+bool FuseMatMulAdd(GraphEditor& ed, int ai) {
   const Node& add = ed.node(ai);
   if (add.inputs.size() != 2 || add.outputs.size() != 1 || add.inputs[0] == add.inputs[1]) return false;
   for (int side = 0; side < 2; ++side) {
@@ -58,22 +59,10 @@ bool FuseOne(GraphEditor& ed, int ai) {
   return false;
 }
 
-class MatMulAddFusion : public GraphPass {
- public:
-  std::string name() const override { return "MatMulAddFusion"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i)
-      if (NodeIs(ed, i, "Add") && FuseOne(ed, i)) ++rewrites;
-    ed.Commit();
-    return rewrites;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeMatMulAddFusionPass() { return std::make_unique<MatMulAddFusion>(); }
+std::unique_ptr<GraphPass> MakeMatMulAddFusionPass() {
+  return MakeRewritePass("MatMulAddFusion", {{{"Add"}, FuseMatMulAdd}});
+}
 
 }  // namespace inferloop

@@ -36,6 +36,7 @@
 
 #include "optimizer/fusion_util.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
@@ -232,9 +233,10 @@ bool FuseConv(GraphEditor& ed, int i) {
   return true;
 }
 
-// MatMul (gemm = false) or Gemm.
-bool FuseMatMul(GraphEditor& ed, int i, bool gemm) {
+// MatMul or Gemm.
+bool FuseMatMul(GraphEditor& ed, int i) {
   const Node& n = ed.node(i);
+  const bool gemm = n.op_type == "Gemm";
   if (n.inputs.size() < 2 || n.outputs.size() != 1) return false;
   QdqNode a, w;
   if (!ActivationDq(ed, n.inputs[0], &a) || !WeightDq(ed, n.inputs[1], &w)) return false;
@@ -352,6 +354,7 @@ bool FuseAdd(GraphEditor& ed, int i) {
 
 bool FusePool(GraphEditor& ed, int i) {
   const Node& n = ed.node(i);
+  if (n.op_type == "AveragePool" && !ed.HasKernel(kInferloopDomain, "QAveragePool", 1)) return false;
   const bool max = n.op_type == "MaxPool";
   if (n.inputs.size() != 1 || (n.outputs.size() > 1 && !n.outputs[1].empty())) return false;
   if (ed.Rank(n.inputs[0]) != 4) return false;
@@ -384,6 +387,7 @@ bool FuseMovement(GraphEditor& ed, int i) {
 
 // Concat(DQ(x0), DQ(x1), ...) -> Q: QConcat(y_s, y_zp, x0, s0, z0, ...).
 bool FuseConcat(GraphEditor& ed, int i) {
+  if (!ed.HasKernel(kInferloopDomain, "QConcat", 1)) return false;
   const Node& n = ed.node(i);
   if (n.inputs.empty() || n.outputs.size() != 1 || !FindAttr(n, "axis")) return false;
   QdqNode q;
@@ -415,6 +419,7 @@ bool CancelDqQ(GraphEditor& ed, int i) {
 // DynamicQMatMul(a, a_s, a_zp, w, w_scale, [bias]); the DynamicQuantizeLinear stays (shared by
 // the MatMuls reading the same x).
 bool FuseDynamicMatMul(GraphEditor& ed, int i) {
+  if (!ed.HasKernel(kInferloopDomain, "DynamicQMatMul", 1)) return false;
   const Node& n = ed.node(i);
   if (n.inputs.size() < 3 || n.outputs.size() != 1) return false;
   const int d = ed.Producer(n.inputs[0]);
@@ -474,42 +479,17 @@ bool FuseDynamicMatMul(GraphEditor& ed, int i) {
   return true;
 }
 
-class QdqFusion : public GraphPass {
- public:
-  std::string name() const override { return "QdqFusion"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    for (const char* op : {"QConv", "QMatMul", "QAdd", "QMaxPool", "QGlobalAveragePool"})
-      if (!ed.HasKernel(kInferloopDomain, op, 1)) return 0;
-    // Types come from shape inference on the graph as it is before this pass edits it.
-    for (const Node& n : model.graph.nodes)
-      if (!n.outputs.empty()) {
-        ed.Type(n.outputs[0]);
-        break;
-      }
-    static const std::set<std::string> kMovement = {"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze"};
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i) {
-      if (ed.removed(i) || !ed.node(i).domain.empty()) continue;
-      const std::string& op = ed.node(i).op_type;
-      bool done = false;
-      if (op == "Conv") done = FuseConv(ed, i);
-      else if (op == "MatMul") done = FuseMatMul(ed, i, false);
-      else if (op == "Gemm") done = FuseMatMul(ed, i, true);
-      else if (op == "Add") done = FuseAdd(ed, i);
-      else if (op == "MaxPool" || op == "GlobalAveragePool") done = FusePool(ed, i);
-      else if (op == "AveragePool" && ed.HasKernel(kInferloopDomain, "QAveragePool", 1)) done = FusePool(ed, i);
-      else if (kMovement.count(op)) done = FuseMovement(ed, i);
-      else if (op == "Concat" && ed.HasKernel(kInferloopDomain, "QConcat", 1)) done = FuseConcat(ed, i);
-      else if (op == "QuantizeLinear") done = CancelDqQ(ed, i);
-      else if (op == "MatMulInteger" && ed.HasKernel(kInferloopDomain, "DynamicQMatMul", 1)) done = FuseDynamicMatMul(ed, i);
-      if (done) ++rewrites;
+// The int8 kernels are there; shape inference runs on the graph as it is before the pass edits it.
+bool QdqFusionReady(GraphEditor& ed) {
+  for (const char* op : {"QConv", "QMatMul", "QAdd", "QMaxPool", "QGlobalAveragePool"})
+    if (!ed.HasKernel(kInferloopDomain, op, 1)) return false;
+  for (const Node& n : ed.graph().nodes)
+    if (!n.outputs.empty()) {
+      ed.Type(n.outputs[0]);
+      break;
     }
-    ed.Commit();
-    return rewrites;
-  }
-};
+  return true;
+}
 
 // --------------------------------------------------------------------------------------------
 
@@ -614,7 +594,18 @@ class Int8NhwcLayout : public GraphPass {
 
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeQdqFusionPass() { return std::make_unique<QdqFusion>(); }
+std::unique_ptr<GraphPass> MakeQdqFusionPass() {
+  return MakeRewritePass("QdqFusion",
+                         {{{"Conv"}, FuseConv},
+                          {{"MatMul", "Gemm"}, FuseMatMul},
+                          {{"Add"}, FuseAdd},
+                          {{"MaxPool", "GlobalAveragePool", "AveragePool"}, FusePool},
+                          {{"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze"}, FuseMovement},
+                          {{"Concat"}, FuseConcat},
+                          {{"QuantizeLinear"}, CancelDqQ},
+                          {{"MatMulInteger"}, FuseDynamicMatMul}},
+                         QdqFusionReady);
+}
 std::unique_ptr<GraphPass> MakeInt8NhwcLayoutPass() { return std::make_unique<Int8NhwcLayout>(); }
 
 }  // namespace inferloop

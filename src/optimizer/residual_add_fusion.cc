@@ -6,11 +6,12 @@
 // float32; the activation taken only when the Add output is read by it alone.
 #include "optimizer/fusion_util.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
 
-bool FuseOne(GraphEditor& ed, int ai) {
+bool FuseResidualAdd(GraphEditor& ed, int ai) {
   const Node& add = ed.node(ai);
   if (add.inputs.size() != 2 || add.outputs.size() != 1 || add.inputs[0] == add.inputs[1]) return false;
   if (!ed.HasKernel(kInferloopDomain, "FusedConv", 1)) return false;
@@ -49,22 +50,10 @@ bool FuseOne(GraphEditor& ed, int ai) {
   return false;
 }
 
-class ResidualAddFusion : public GraphPass {
- public:
-  std::string name() const override { return "ResidualAddFusion"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i)
-      if (NodeIs(ed, i, "Add") && FuseOne(ed, i)) ++rewrites;
-    ed.Commit();
-    return rewrites;
-  }
-};
-
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeResidualAddFusionPass() { return std::make_unique<ResidualAddFusion>(); }
+std::unique_ptr<GraphPass> MakeResidualAddFusionPass() {
+  return MakeRewritePass("ResidualAddFusion", {{{"Add"}, FuseResidualAdd}});
+}
 
 }  // namespace inferloop

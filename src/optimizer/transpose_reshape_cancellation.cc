@@ -8,6 +8,7 @@
 
 #include "optimizer/graph_editor.h"
 #include "optimizer/passes.h"
+#include "optimizer/rewrite_rule.h"
 
 namespace inferloop {
 namespace {
@@ -44,8 +45,14 @@ bool ConstShape(GraphEditor& ed, const std::string& name, std::vector<int64_t>* 
   return true;
 }
 
+// One data input and one output, both named.
+bool OneInOneOut(const Node& n) {
+  return !n.inputs.empty() && !n.inputs[0].empty() && n.outputs.size() == 1 && !n.outputs[0].empty();
+}
+
 bool CancelTranspose(GraphEditor& ed, int i) {
   const Node& n = ed.node(i);
+  if (!OneInOneOut(n)) return false;
   std::vector<int64_t> p2;
   if (!PermOf(ed, n, &p2)) return false;
   if (IsIdentityPerm(p2)) return ed.BypassNode(i, n.inputs[0]);
@@ -66,6 +73,7 @@ bool CancelTranspose(GraphEditor& ed, int i) {
 
 bool CancelReshape(GraphEditor& ed, int i) {
   const Node& n = ed.node(i);
+  if (!OneInOneOut(n)) return false;
   if (n.inputs.size() < 2 || n.inputs[1].empty()) return false;
   const std::string x = n.inputs[0], y = n.outputs[0];
   std::vector<int64_t> s;
@@ -96,28 +104,11 @@ bool CancelReshape(GraphEditor& ed, int i) {
   return true;
 }
 
-class TransposeReshapeCancellation : public GraphPass {
- public:
-  std::string name() const override { return "TransposeReshapeCancellation"; }
-
-  Result<int> Apply(Model& model, const PassContext& ctx) const override {
-    GraphEditor ed(model, ctx);
-    int rewrites = 0;
-    for (int i = 0; i < ed.num_nodes(); ++i) {
-      const Node& n = ed.node(i);
-      if (n.inputs.empty() || n.inputs[0].empty() || n.outputs.size() != 1 || n.outputs[0].empty()) continue;
-      if (IsOp(n, "Transpose") && CancelTranspose(ed, i)) ++rewrites;
-      else if (IsOp(n, "Reshape") && CancelReshape(ed, i)) ++rewrites;
-    }
-    ed.Commit();
-    return rewrites;
-  }
-};
-
 }  // namespace
 
 std::unique_ptr<GraphPass> MakeTransposeReshapeCancellationPass() {
-  return std::make_unique<TransposeReshapeCancellation>();
+  return MakeRewritePass("TransposeReshapeCancellation",
+                         {{{"Transpose"}, CancelTranspose}, {{"Reshape"}, CancelReshape}});
 }
 
 }  // namespace inferloop
