@@ -26,6 +26,6 @@ std::unique_ptr<GraphPass> MakeAttentionFusionPass();           // attention_fus
 // Level 2, once after the fusions: channel-blocked layout between 2-D convolutions.
 std::unique_ptr<GraphPass> MakeNchwcLayoutPass();               // nchwc_layout.cc
 // Level 2, once after the fusions: channels-last 8-bit tensors between the int8 ops.
-std::unique_ptr<GraphPass> MakeInt8NhwcLayoutPass();            // qdq_fusion.cc
+std::unique_ptr<GraphPass> MakeInt8NhwcLayoutPass();            // int8_nhwc_layout.cc
 
 }  // namespace inferloop
