@@ -16,10 +16,10 @@
 // ResNet-50 59.1 -> 54.3 and MobileNetV2 8.8 -> 5.8 blocked; the 3-D U-Net of the zoo (8 to 32
 // channels, ConvTranspose and Concat between its convolutions) went 89 -> 107-130, so 3-D
 // convolutions and small channel counts stay NCHW. Runs once, after the fusions (optimizer.cc).
-#include <map>
 #include <set>
 
 #include "optimizer/fusion_util.h"
+#include "optimizer/layout_rewrite.h"
 #include "optimizer/passes.h"
 
 namespace inferloop {
@@ -47,6 +47,21 @@ bool BlockablePool(const Node& n) {
   return true;
 }
 
+// Readers that can take a blocked input.
+bool TakesNchwc(const Node& n) {
+  return IsConv(n) || BlockablePool(n) || (n.domain.empty() && ElementwiseOps().count(n.op_type));
+}
+
+Node ToNchwc(const std::string& in, const std::string& out) {
+  return MakeNode("ReorderToNchwc", kInferloopDomain, {in}, {out}, in + "_to_nchwc");
+}
+
+Node FromNchwc(const std::string& in, const std::string& out, int64_t channels) {
+  Node r = MakeNode("ReorderFromNchwc", kInferloopDomain, {in}, {out}, out + "_from_nchwc");
+  SetAttr(r, "channels", channels);
+  return r;
+}
+
 class NchwcLayout : public GraphPass {
  public:
   std::string name() const override { return "NchwcLayout"; }
@@ -70,101 +85,48 @@ class NchwcLayout : public GraphPass {
       if (ed.Rank(n.inputs[0]) != 4 && ed.Rank(n.inputs[0]) != -1) return 0;
       return m;
     };
-    auto blockable_reader = [&](const Node& n) {
-      return IsConv(n) || BlockablePool(n) || (n.domain.empty() && ElementwiseOps().count(n.op_type));
-    };
-    // A value that may leave the plain world: no graph output, no subgraph reads it, every reader
-    // can take it blocked.
-    auto may_block = [&](const std::string& v) {
-      if (ed.IsGraphOutput(v) || ed.ReadBySubgraph(v)) return false;
-      for (int r : ed.Readers(v))
-        if (!blockable_reader(ed.node(r))) return false;
-      return true;
-    };
-
-    std::map<std::string, std::pair<std::string, int64_t>> blocked;  // plain name -> (blocked name, channels)
-    std::set<std::string> restored;                                  // plain names given back by a ReorderFromNchwc
-    std::map<std::string, std::string> to_blocked;                   // plain name -> its ReorderToNchwc copy
-    std::vector<Node> out;
-    out.reserve(g.nodes.size() + 8);
-    int rewrites = 0;
-
-    auto plain = [&](const std::string& name) {
-      auto it = blocked.find(name);
-      if (it == blocked.end() || restored.count(name)) return;
-      Node r = MakeNode("ReorderFromNchwc", kInferloopDomain, {it->second.first}, {name}, name + "_from_nchwc");
-      SetAttr(r, "channels", it->second.second);
-      out.push_back(std::move(r));
-      restored.insert(name);
-    };
-    auto as_blocked = [&](const std::string& name) -> std::string {
-      if (auto it = blocked.find(name); it != blocked.end()) return it->second.first;
-      auto [it, fresh] = to_blocked.try_emplace(name, "");
-      if (fresh) {
-        it->second = ed.UniqueName(name + "__nchwc_in");
-        out.push_back(MakeNode("ReorderToNchwc", kInferloopDomain, {name}, {it->second}, name + "_to_nchwc"));
-      }
-      return it->second;
-    };
-    // Emits `n` writing its output blocked (under a new name), and right after it the plain
-    // value under the original name when some reader needs that.
-    auto emit_blocked = [&](Node n, int64_t channels) {
-      const std::string plain_name = n.outputs[0];
-      const bool keep_blocked = may_block(plain_name);
-      const std::string bname = ed.UniqueName(plain_name + "__nchwc");
-      blocked[plain_name] = {bname, channels};
-      n.outputs[0] = bname;
-      out.push_back(std::move(n));
-      if (!keep_blocked) plain(plain_name);
-      ++rewrites;
-    };
-
+    LayoutRewrite layout(ed, {"nchwc", TakesNchwc, ToNchwc, FromNchwc});
     for (Node n : g.nodes) {
+      const LayoutRewrite::LayoutValue* in0 = n.inputs.empty() ? nullptr : layout.Find(n.inputs[0]);
       if (const int64_t m = conv_channels(n)) {
-        const bool in_blocked = blocked.count(n.inputs[0]) > 0;
-        if (in_blocked || may_block(n.outputs[0])) {
+        if (in0 || layout.MayStayInLayout(n.outputs[0])) {
           n.domain = kInferloopDomain;
           n.op_type = "FusedConv";
           SetAttr(n, "layout", std::string("NCHW16c"));
-          if (in_blocked) n.inputs[0] = blocked[n.inputs[0]].first;
-          if (n.inputs.size() > 3 && !n.inputs[3].empty()) n.inputs[3] = as_blocked(n.inputs[3]);
-          emit_blocked(std::move(n), m);
+          if (in0) n.inputs[0] = in0->name;
+          if (n.inputs.size() > 3 && !n.inputs[3].empty()) n.inputs[3] = layout.AsLayout(n.inputs[3]);
+          layout.Emit(std::move(n), m);
           continue;
         }
       }
-      if (BlockablePool(n) && blocked.count(n.inputs[0])) {
-        const auto [bname, ch] = blocked[n.inputs[0]];
+      if (BlockablePool(n) && in0) {
+        const int64_t ch = in0->tag;
         n.domain = kInferloopDomain;
-        n.inputs[0] = bname;
+        n.inputs[0] = in0->name;
         n.outputs.resize(1);
         SetAttr(n, "layout", std::string("NCHW16c"));
-        emit_blocked(std::move(n), ch);
+        layout.Emit(std::move(n), ch);
         continue;
       }
-      if (n.domain.empty() && ElementwiseOps().count(n.op_type) && n.outputs.size() == 1 && !n.inputs.empty() &&
-          blocked.count(n.inputs[0])) {
-        const int64_t ch = blocked[n.inputs[0]].second;
+      if (n.domain.empty() && ElementwiseOps().count(n.op_type) && n.outputs.size() == 1 && in0) {
+        const int64_t ch = in0->tag;
         const size_t tensor_inputs = n.op_type == "Clip" ? 1 : n.inputs.size();
         bool ok = true;
         for (size_t k = 0; k < n.inputs.size(); ++k) {
-          auto it = blocked.find(n.inputs[k]);
-          if (k < tensor_inputs) ok = ok && it != blocked.end() && it->second.second == ch;
-          else ok = ok && it == blocked.end();  // Clip's bounds stay plain scalars
+          const LayoutRewrite::LayoutValue* l = layout.Find(n.inputs[k]);
+          if (k < tensor_inputs) ok = ok && l && l->tag == ch;
+          else ok = ok && !l;  // Clip's bounds stay plain scalars
         }
         if (ok) {
-          for (size_t k = 0; k < tensor_inputs; ++k) n.inputs[k] = blocked[n.inputs[k]].first;
-          emit_blocked(std::move(n), ch);
+          for (size_t k = 0; k < tensor_inputs; ++k) n.inputs[k] = layout.Find(n.inputs[k])->name;
+          layout.Emit(std::move(n), ch);
           continue;
         }
       }
-      for (const auto& in : n.inputs)
-        if (!in.empty()) plain(in);
-      out.push_back(std::move(n));
+      layout.Keep(std::move(n));
     }
-    for (const auto& o : g.outputs) plain(o.name);
-    if (rewrites == 0) return 0;
-    g.nodes = std::move(out);
-    ed.ImportDomain(kInferloopDomain, 1);
+    const int rewrites = layout.Finish();
+    if (rewrites > 0) ed.ImportDomain(kInferloopDomain, 1);
     return rewrites;
   }
 };
