@@ -152,13 +152,21 @@ std::string Int32Bias(GraphEditor& ed, const std::string& b, float x_scale, cons
   return "";
 }
 
-// After node `op_index` (writing `value`): an optional Relu / Clip (0 <= lo) read only from
-// `value`, then an optional Q. Sets *act, *act_node (-1 none), *q (node -1: no Q) and *out (the
-// name the fused op writes).
-void OutputChain(GraphEditor& ed, const std::string& value, Activation* act, int* act_node, QdqNode* q, std::string* out) {
-  *act = Activation();
-  *act_node = -1;
-  q->node = -1;
+// What follows an op's output `value`: an optional Relu / Clip (0 <= lo) that alone reads it,
+// then an optional Q.
+struct OutputChain {
+  Activation act;
+  int act_node = -1;  // the Relu / Clip; -1: none
+  QdqNode q;          // q.node -1: no Q
+  std::string out;    // the name the fused op writes
+  bool quantized() const { return q.node >= 0; }
+  std::string y_scale() const { return quantized() ? q.scale : ""; }  // the fused op's output parameters
+  std::string y_zp() const { return quantized() ? q.zp : ""; }
+};
+
+OutputChain ReadOutputChain(GraphEditor& ed, const std::string& value) {
+  OutputChain c;
+  c.q.node = -1;
   std::string v = value;
   const auto readers = ed.Readers(v);
   if (readers.size() == 1 && !ed.IsGraphOutput(v) && !ed.ReadBySubgraph(v)) {
@@ -166,18 +174,19 @@ void OutputChain(GraphEditor& ed, const std::string& value, Activation* act, int
     const int r = readers[0];
     if ((NodeIs(ed, r, "Relu") || NodeIs(ed, r, "Clip")) && ActivationOf(ed, ed.node(r), &a) &&
         (a.kind == ActivationKind::kRelu || (a.kind == ActivationKind::kClip && a.alpha >= 0.f))) {
-      *act = a;
-      *act_node = r;
+      c.act = a;
+      c.act_node = r;
       v = ed.node(r).outputs[0];
     }
   }
   QdqNode qq;
   if (SoleQ(ed, v, &qq)) {
-    *q = qq;
-    *out = ed.node(qq.node).outputs[0];
+    c.q = qq;
+    c.out = ed.node(qq.node).outputs[0];
   } else {
-    *out = v;
+    c.out = v;
   }
+  return c;
 }
 
 // Replaces the op at i (and its activation / Q nodes) by `fused`.
@@ -212,18 +221,14 @@ bool FuseConv(GraphEditor& ed, int i) {
   bool ok;
   const std::string bias = Int32Bias(ed, n.inputs.size() > 2 ? n.inputs[2] : "", x.scalar_scale(), ws, &ok);
   if (!ok) return false;
-  Activation act;
-  int act_node;
-  QdqNode q;
-  std::string out;
-  OutputChain(ed, n.outputs[0], &act, &act_node, &q, &out);
-  if (q.node < 0 && !ed.IsFloat32(n.outputs[0])) return false;
-  Node f = MakeNode("QConv", kInferloopDomain, {x.x, x.scale, x.zp, w.x, w.scale, w.zp, q.node >= 0 ? q.scale : "", q.node >= 0 ? q.zp : "", bias},
-                    {out}, n.name);
+  OutputChain tail = ReadOutputChain(ed, n.outputs[0]);
+  if (!tail.quantized() && !ed.IsFloat32(n.outputs[0])) return false;
+  Node f = MakeNode("QConv", kInferloopDomain, {x.x, x.scale, x.zp, w.x, w.scale, w.zp, tail.y_scale(), tail.y_zp(), bias},
+                    {tail.out}, n.name);
   for (const auto& a : n.attributes) f.attributes.push_back(a);
-  SetAct(f, act);
+  SetAct(f, tail.act);
   while (!f.inputs.empty() && f.inputs.back().empty()) f.inputs.pop_back();
-  Finish(ed, i, act_node, q, std::move(f));
+  Finish(ed, i, tail.act_node, tail.q, std::move(f));
   return true;
 }
 
@@ -257,12 +262,8 @@ bool FuseMatMul(GraphEditor& ed, int i) {
   const std::string bias = Int32Bias(ed, c, a.scalar_scale(), ws, &ok);
   if (!ok) return false;
   wt = ed.Constant(w.x);  // Int32Bias may have added an initializer, moving the others
-  Activation act;
-  int act_node;
-  QdqNode q;
-  std::string out;
-  OutputChain(ed, n.outputs[0], &act, &act_node, &q, &out);
-  if (q.node < 0 && !ed.IsFloat32(n.outputs[0])) return false;
+  OutputChain tail = ReadOutputChain(ed, n.outputs[0]);
+  if (!tail.quantized() && !ed.IsFloat32(n.outputs[0])) return false;
   std::string wname = w.x;
   if (trans_b) {  // [N, K] -> [K, N]
     auto t = Tensor::Create(DataType::kInt8, {k, nn});
@@ -273,20 +274,20 @@ bool FuseMatMul(GraphEditor& ed, int i) {
       for (int64_t s = 0; s < k; ++s) dst[s * nn + r] = src[r * k + s];
     wname = ed.AddInitializer(w.x + "_kn", std::move(*t));
     // Adding an initializer may move the others: read the output Q's constants again.
-    if (q.node >= 0 && !ReadQdq(ed, q.node, "QuantizeLinear", &q)) return false;
+    if (tail.quantized() && !ReadQdq(ed, tail.q.node, "QuantizeLinear", &tail.q)) return false;
   }
   std::string wscale = w.scale, wzp = w.zp;
-  Node f = MakeNode("QMatMul", kInferloopDomain, {a.x, a.scale, a.zp, wname, wscale, wzp, q.node >= 0 ? q.scale : "", q.node >= 0 ? q.zp : "", bias},
-                    {out}, n.name);
-  SetAct(f, act);
+  Node f = MakeNode("QMatMul", kInferloopDomain, {a.x, a.scale, a.zp, wname, wscale, wzp, tail.y_scale(), tail.y_zp(), bias},
+                    {tail.out}, n.name);
+  SetAct(f, tail.act);
   // Q -> DQ (same parameters, its only reader) [-> Add(constant float bias of N)]: the kernel
   // writes the dequantized result (and adds the bias) itself.
   std::vector<int> absorbed;
-  if (q.node >= 0) {
-    const auto qr = ed.Readers(out);
+  if (tail.quantized()) {
+    const auto qr = ed.Readers(tail.out);
     QdqNode dq;
-    if (qr.size() == 1 && !ed.IsGraphOutput(out) && !ed.ReadBySubgraph(out) && ReadQdq(ed, qr[0], "DequantizeLinear", &dq) &&
-        dq.x == out && SameParams(dq, q)) {
+    if (qr.size() == 1 && !ed.IsGraphOutput(tail.out) && !ed.ReadBySubgraph(tail.out) && ReadQdq(ed, qr[0], "DequantizeLinear", &dq) &&
+        dq.x == tail.out && SameParams(dq, tail.q)) {
       std::string y = ed.node(qr[0]).outputs[0];
       absorbed.push_back(qr[0]);
       std::string post_bias;
@@ -317,14 +318,14 @@ bool FuseMatMul(GraphEditor& ed, int i) {
   while (!f.inputs.empty() && f.inputs.back().empty()) f.inputs.pop_back();
   if (!absorbed.empty()) {  // the fused node takes the last absorbed node's place
     ed.ImportDomain(kInferloopDomain, 1);
-    if (act_node >= 0) ed.RemoveNode(act_node);
-    ed.RemoveNode(q.node);
+    if (tail.act_node >= 0) ed.RemoveNode(tail.act_node);
+    ed.RemoveNode(tail.q.node);
     ed.RemoveNode(i);
     for (size_t k = 0; k + 1 < absorbed.size(); ++k) ed.RemoveNode(absorbed[k]);
     ed.ReplaceNode(absorbed.back(), std::move(f));
     return true;
   }
-  Finish(ed, i, act_node, q, std::move(f));
+  Finish(ed, i, tail.act_node, tail.q, std::move(f));
   return true;
 }
 
@@ -334,15 +335,11 @@ bool FuseAdd(GraphEditor& ed, int i) {
   QdqNode a, b;
   if (!ActivationDq(ed, n.inputs[0], &a) || !ActivationDq(ed, n.inputs[1], &b)) return false;
   if (!ed.SameShape(n.inputs[0], n.inputs[1])) return false;
-  Activation act;
-  int act_node;
-  QdqNode q;
-  std::string out;
-  OutputChain(ed, n.outputs[0], &act, &act_node, &q, &out);
-  if (q.node < 0 || (act.kind != ActivationKind::kNone && act.kind != ActivationKind::kRelu)) return false;
-  Node f = MakeNode("QAdd", kInferloopDomain, {a.x, a.scale, a.zp, b.x, b.scale, b.zp, q.scale, q.zp}, {out}, n.name);
-  SetAct(f, act);
-  Finish(ed, i, act_node, q, std::move(f));
+  OutputChain tail = ReadOutputChain(ed, n.outputs[0]);
+  if (!tail.quantized() || (tail.act.kind != ActivationKind::kNone && tail.act.kind != ActivationKind::kRelu)) return false;
+  Node f = MakeNode("QAdd", kInferloopDomain, {a.x, a.scale, a.zp, b.x, b.scale, b.zp, tail.q.scale, tail.q.zp}, {tail.out}, n.name);
+  SetAct(f, tail.act);
+  Finish(ed, i, tail.act_node, tail.q, std::move(f));
   return true;
 }
 
