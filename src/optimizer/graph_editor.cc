@@ -264,15 +264,7 @@ bool GraphEditor::BypassNode(int i, const std::string& in) {
   for (auto& o : model_.graph.nodes[p].outputs)
     if (o == in) o = out;
   IndexNode(p, +1);
-  std::vector<int> readers = Readers(in);
-  std::sort(readers.begin(), readers.end());
-  readers.erase(std::unique(readers.begin(), readers.end()), readers.end());
-  for (int r : readers) {
-    IndexNode(r, -1);
-    for (auto& x : model_.graph.nodes[r].inputs)
-      if (x == in) x = out;
-    IndexNode(r, +1);
-  }
+  RedirectReaders(in, out);  // `in` is no graph output and no subgraph reads it (checked above)
   return true;
 }
 
