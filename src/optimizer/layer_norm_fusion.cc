@@ -133,31 +133,24 @@ bool FuseLayerNorm(GraphEditor& ed, int di) {
     if (tx->dims[j].value <= 0) return false;
     norm_dims.push_back(tx->dims[j].value);
   }
-  // Optional affine tail.
+  // Optional affine tail: Mul(n, gamma), then Add(m, beta), each the only reader of its input.
   int last = di;
   std::string out = div.outputs[0];
-  Tensor gamma, beta;
   std::vector<int> tail;
-  std::vector<int> readers = ed.Readers(out);
-  if (readers.size() == 1 && NodeIs(ed, readers[0], "Mul") && ed.OnlyReader(out, readers[0])) {
-    const std::string g = OtherOperand(ed.node(readers[0]), out);
-    if (!g.empty()) gamma = AffineParam(ed, g, norm_dims, r);
-    if (gamma.defined()) {
+  auto affine_step = [&](const char* op) -> Tensor {
+    const std::vector<int> readers = ed.Readers(out);
+    if (readers.size() != 1 || !NodeIs(ed, readers[0], op) || !ed.OnlyReader(out, readers[0])) return Tensor();
+    const std::string param = OtherOperand(ed.node(readers[0]), out);
+    Tensor t = param.empty() ? Tensor() : AffineParam(ed, param, norm_dims, r);
+    if (t.defined()) {
       last = readers[0];
       out = ed.node(last).outputs[0];
       tail.push_back(last);
-      readers = ed.Readers(out);
-      if (readers.size() == 1 && NodeIs(ed, readers[0], "Add") && ed.OnlyReader(out, readers[0])) {
-        const std::string b = OtherOperand(ed.node(readers[0]), out);
-        if (!b.empty()) beta = AffineParam(ed, b, norm_dims, r);
-        if (beta.defined()) {
-          last = readers[0];
-          out = ed.node(last).outputs[0];
-          tail.push_back(last);
-        }
-      }
     }
-  }
+    return t;
+  };
+  Tensor gamma = affine_step("Mul");
+  Tensor beta = gamma.defined() ? affine_step("Add") : Tensor();
   if (!ed.IsFloat32(out) && !ed.IsFloat32(div.outputs[0])) return false;
   // Opset: LayerNormalization is ai.onnx 17.
   const int64_t opset = std::max<int64_t>(ed.Opset(""), 17);
