@@ -43,10 +43,6 @@ namespace inferloop {
 namespace dnnl_kernels {
 namespace {
 
-using dnnl::memory;
-using tag = memory::format_tag;
-using dt = memory::data_type;
-
 bool Is8Bit(DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; }
 dt DnnlType(DataType t) {
   switch (t) {
