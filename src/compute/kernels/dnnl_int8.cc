@@ -37,6 +37,7 @@
 
 #include "compute/kernels/dnnl_common.h"
 #include "compute/kernels/nn_common.h"
+#include "compute/simd/int8_loops.h"
 #include "compute/simd/quantize_linear.h"
 
 namespace inferloop {
@@ -746,45 +747,6 @@ Result<std::unique_ptr<Kernel>> MakeDynamicQMatMul(const KernelInfo& info) {
 }
 
 // --------------------------------------------------------------------------------------------
-// Elementwise helpers, vectorized by the compiler for each instruction set (-O2's cheap cost
-// model would leave them scalar, hence O3 here).
-#pragma GCC push_options
-#pragma GCC optimize("O3")
-// One copy per instruction set, chosen at load time (GCC). Clang does not clone function
-// templates; there (the sanitizer build) the plain version is used.
-#if defined(__clang__)
-#define IL_ISA_CLONES
-#else
-#define IL_ISA_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-
-// y[i] = sat(round_half_even(a[i] * fa + b[i] * fb + c)) clamped to [lo, hi].
-template <typename TA, typename TB, typename TY>
-IL_ISA_CLONES void AddRequant(const TA* __restrict a, const TB* __restrict b, TY* __restrict y, int64_t n, float fa,
-                                                                            float fb, float c, float lo, float hi) {
-  constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding and subtracting rounds half to even
-  for (int64_t i = 0; i < n; ++i) {
-    float v = static_cast<float>(a[i]) * fa + static_cast<float>(b[i]) * fb + c;
-    v = std::min(std::max(v, lo), hi);
-    v = (v + kRound) - kRound;
-    y[i] = static_cast<TY>(static_cast<int32_t>(v));
-  }
-}
-
-template <typename T>
-IL_ISA_CLONES void MaxInto(T* __restrict acc, const T* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], x[i]);
-}
-
-template <typename T>
-IL_ISA_CLONES void SumInto(int32_t* __restrict acc, const T* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
-}
-
-#pragma GCC pop_options
-
-
-// --------------------------------------------------------------------------------------------
 // QAdd
 
 class QAddKernel final : public Kernel {
@@ -803,7 +765,7 @@ class QAddKernel final : public Kernel {
     const float lo = relu_ ? std::max(Lo(y_.type), static_cast<float>(y_.zp)) : Lo(y_.type), hi = Hi(y_.type);
     const int64_t n = a->size();
     auto run = [&](auto* pa, auto* pb, auto* py) {
-      ParallelFor(ctx.thread_pool(), n, 16384, [&](int64_t s, int64_t e) { AddRequant(pa + s, pb + s, py + s, e - s, fa, fb, c, lo, hi); });
+      ParallelFor(ctx.thread_pool(), n, 16384, [&](int64_t s, int64_t e) { simd::AddRequant(pa + s, pb + s, py + s, e - s, fa, fb, c, lo, hi); });
     };
     auto with_y = [&](auto* pa, auto* pb) {
       if (y_.type == DataType::kUInt8) run(pa, pb, y.data<uint8_t>());
@@ -961,7 +923,7 @@ class QMaxPoolKernel final : public Kernel {
             for (int64_t h = hb; h < he; h += g.dilations[0]) {
               if (h < 0) continue;
               for (int64_t w = wb; w < we; w += g.dilations[1])
-                if (w >= 0) MaxInto(out, x + ((n * d.h + h) * d.w + w) * d.c, d.c);
+                if (w >= 0) simd::MaxInto(out, x + ((n * d.h + h) * d.w + w) * d.c, d.c);
             }
           }
         }
@@ -1032,7 +994,7 @@ class QAveragePoolKernel final : public Kernel {
                   const int64_t h = hb + kh * g.dilations[0], w = wb + kw * g.dilations[1];
                   if (h < 0 || h >= d.h || w < 0 || w >= d.w) continue;
                   ++count;
-                  if (nhwc_) SumInto(acc.data(), px + ((n * d.h + h) * d.w + w) * d.c, d.c);
+                  if (nhwc_) simd::SumInto(acc.data(), px + ((n * d.h + h) * d.w + w) * d.c, d.c);
                   else acc[0] += px[((n * d.c + c) * d.h + h) * d.w + w];
                 }
               using T = std::remove_pointer_t<decltype(py)>;
@@ -1084,7 +1046,7 @@ class QGlobalAveragePoolKernel final : public Kernel {
     auto sum = [&](const auto* p) {
       if (nhwc_) {
         for (int64_t n = 0; n < d.n; ++n)
-          for (int64_t s = 0; s < hw; ++s) SumInto(acc.data() + n * d.c, p + (n * hw + s) * d.c, d.c);
+          for (int64_t s = 0; s < hw; ++s) simd::SumInto(acc.data() + n * d.c, p + (n * hw + s) * d.c, d.c);
       } else {
         for (int64_t k = 0; k < d.n * d.c; ++k) {
           int32_t t = 0;
