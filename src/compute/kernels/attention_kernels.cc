@@ -13,10 +13,15 @@
 
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"
+#include "compute/kernels/float_compute.h"
 #include "compute/tensor_cast.h"
 
 namespace inferloop {
 namespace {
+
+using float_compute::AsCompute;
+using float_compute::ComputeDtype;
+using float_compute::Dot;
 
 // Attention's computation order. The ONNX 1.23 errata (onnx/onnx#7867, #7913) moved softcap
 // before the mask addition and swapped qk_matmul_output_mode 1 and 2 accordingly, without an
@@ -27,33 +32,6 @@ namespace {
 // The legacy order lets softcap map a -inf mask to -softcap, leaking probability into masked
 // positions, which is why it was corrected. Flip this to reproduce ONNX 1.20 exactly.
 constexpr bool kLegacySoftcapAfterMask = false;
-
-// Dot product with four partial sums (lets the compiler vectorize without -ffast-math).
-template <typename C>
-C Dot(const C* a, const C* b, int64_t n) {
-  C s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t k = 0;
-  for (; k + 4 <= n; k += 4) {
-    s0 += a[k] * b[k];
-    s1 += a[k + 1] * b[k + 1];
-    s2 += a[k + 2] * b[k + 2];
-    s3 += a[k + 3] * b[k + 3];
-  }
-  for (; k < n; ++k) s0 += a[k] * b[k];
-  return (s0 + s1) + (s2 + s3);
-}
-
-template <typename C>
-constexpr DataType ComputeDtype() {
-  return std::is_same_v<C, double> ? DataType::kDouble : DataType::kFloat;
-}
-
-// `t` as a tensor of C (shares the buffer when it already is one).
-template <typename C>
-Result<Tensor> AsCompute(const Tensor& t) {
-  if (t.dtype() == ComputeDtype<C>()) return t;
-  return CastTensor(t, ComputeDtype<C>());
-}
 
 bool IsAttentionFloat(DataType t) {
   return t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kDouble;

@@ -100,7 +100,6 @@ ThreadScope::ThreadScope(const KernelContext& ctx) {
 }
 
 dnnl::memory::format_tag PlainTag(int rank) {
-  using tag = dnnl::memory::format_tag;
   static const tag tags[] = {tag::a, tag::ab, tag::abc, tag::abcd, tag::abcde, tag::abcdef,
                              tag::abcdefg, tag::abcdefgh, tag::abcdefghi, tag::abcdefghij,
                              tag::abcdefghijk, tag::abcdefghijkl};
@@ -487,6 +486,20 @@ Status RunScalarFused(KernelContext& ctx, const Kernel& scalar, int residual_inp
   IL_ASSIGN_OR_RETURN(Tensor y, CastTensor(yf, y0.dtype()));
   ctx.SetOutput(0, std::move(y));
   return Status::Ok();
+}
+
+bool AllFloatOrAbsent(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t && t->dtype() != DataType::kFloat) return false;
+  return true;
+}
+
+PlanKey WeightedPlanKey(std::initializer_list<const Tensor*> inputs, int threads, bool weights_const) {
+  PlanKey key;
+  for (const Tensor* t : inputs) key.AddOptional(t);
+  key.Add(threads);
+  key.Add(weights_const);
+  return key;
 }
 
 }  // namespace dnnl_kernels

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,11 @@
 
 namespace inferloop {
 namespace dnnl_kernels {
+
+// Short names for oneDNN's memory types, used throughout the dnnl_*.cc kernels.
+using dnnl::memory;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
 
 // False when the environment sets INFERLOOP_DISABLE_DNNL to a non-empty value other than "0":
 // every oneDNN kernel then runs the scalar reference path (for A/B checks). Read once.
@@ -317,6 +323,15 @@ class PlanKey {
   int n_ = 0;
   bool overflow_ = false;
 };
+
+// True when every tensor of `ts` is absent (nullptr) or float32: what the float32 oneDNN kernels
+// take; they hand anything else to their scalar kernel.
+bool AllFloatOrAbsent(std::initializer_list<const Tensor*> ts);
+
+// The plan key of a weighted float32 primitive (Conv, ConvTranspose, MatMul, Gemm): the shapes of
+// `inputs` in order (an absent one marked), the call's thread count, and whether the weights are
+// the kernel's constant ones (then packed once) or a run-time input.
+PlanKey WeightedPlanKey(std::initializer_list<const Tensor*> inputs, int threads, bool weights_const);
 
 // Least-recently-used map from a PlanKey to immutable shared values, holding at most
 // `capacity` entries (a kernel sees few input shapes; each entry holds a primitive). Thread-safe;

@@ -33,10 +33,6 @@ namespace inferloop {
 namespace dnnl_kernels {
 namespace {
 
-using dnnl::memory;
-using tag = memory::format_tag;
-using dt = memory::data_type;
-
 enum class ConvImpl { kPlain, kBlocked16, kAny, kWinograd };
 constexpr ConvImpl kAllImpls[] = {ConvImpl::kPlain, ConvImpl::kBlocked16, ConvImpl::kAny, ConvImpl::kWinograd};
 
@@ -134,18 +130,10 @@ class ConvKernel final : public Kernel {
     const Tensor* w = ctx.input(1);
     const Tensor* b = ctx.input(2);
     const Tensor* z = fused_ ? ctx.input(3) : nullptr;
-    if (!x || !w) return Scalar(ctx);
-    for (const Tensor* t : {x, w, b, z})
-      if (t && t->dtype() != DataType::kFloat) return Scalar(ctx);
+    if (!x || !w || !AllFloatOrAbsent({x, w, b, z})) return Scalar(ctx);
     ThreadScope threads(ctx);
     const bool w_is_const = const_w_.Matches(*w);
-    PlanKey key;
-    key.AddShape(x->shape());
-    key.AddShape(w->shape());
-    key.AddOptional(b);
-    key.AddOptional(z);
-    key.Add(threads.threads());
-    key.Add(w_is_const);
+    const PlanKey key = WeightedPlanKey({x, w, b, z}, threads.threads(), w_is_const);
     std::shared_ptr<const ConvPlan> plan = plans_.Find(key);  // steady state: no allocation
     Tensor y;
     if (!plan) {

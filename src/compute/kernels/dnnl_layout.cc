@@ -10,9 +10,6 @@ namespace inferloop {
 namespace dnnl_kernels {
 namespace {
 
-using dnnl::memory;
-using dt = memory::data_type;
-
 struct LayoutPlan {
   Shape y_shape;
   ReorderPrim reorder;

@@ -27,10 +27,6 @@ namespace inferloop {
 namespace dnnl_kernels {
 namespace {
 
-using dnnl::memory;
-using tag = memory::format_tag;
-using dt = memory::data_type;
-
 enum class MMImpl { kMatMul, kInnerProduct };
 constexpr MMImpl kAllImpls[] = {MMImpl::kMatMul, MMImpl::kInnerProduct};
 const char* ImplName(MMImpl i) { return i == MMImpl::kMatMul ? "matmul" : "inner_product"; }
@@ -109,17 +105,10 @@ class MMKernel final : public Kernel {
     const Tensor* a = ctx.input(0);
     const Tensor* b = ctx.input(1);
     const Tensor* c = spec_.gemm || spec_.fused ? ctx.input(2) : nullptr;
-    if (!a || !b) return Scalar(ctx);
-    for (const Tensor* t : {a, b, c})
-      if (t && t->dtype() != DataType::kFloat) return Scalar(ctx);
+    if (!a || !b || !AllFloatOrAbsent({a, b, c})) return Scalar(ctx);
     ThreadScope threads(ctx);
     const bool b_is_const = const_b_.Matches(*b);
-    PlanKey key;
-    key.AddShape(a->shape());
-    key.AddShape(b->shape());
-    key.AddOptional(c);
-    key.Add(threads.threads());
-    key.Add(b_is_const);
+    const PlanKey key = WeightedPlanKey({a, b, c}, threads.threads(), b_is_const);
     std::shared_ptr<const MMPlan> plan = plans_.Find(key);  // steady state: no allocation
     Tensor y;
     if (!plan) {

@@ -12,9 +12,6 @@ namespace inferloop {
 namespace dnnl_kernels {
 namespace {
 
-using dnnl::memory;
-using dt = memory::data_type;
-
 struct PoolPlan {
   bool scalar_only = false;  // the scalar kernel runs this shape
   Shape y_shape;

@@ -132,18 +132,29 @@ class GridSampler {
   C lo_, hi_;
 };
 
+// The sizes both samplers walk: X [N, Cn, in spatial dims...] read through a grid
+// [N, out spatial dims..., S].
+struct GridLayout {
+  GridLayout(const Shape& xs, const Shape& gs) : S(static_cast<int>(xs.size()) - 2), N(xs[0]), Cn(xs[1]), in_strides(S, 1) {
+    for (int d = 0; d < S; ++d) {
+      in_spatial *= xs[2 + d];
+      out_spatial *= gs[1 + d];
+    }
+    for (int d = S - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * xs[3 + d];
+  }
+  int S;
+  int64_t N, Cn;
+  int64_t in_spatial = 1, out_spatial = 1;
+  std::vector<int64_t> in_strides;  // of X's spatial dims, in elements
+};
+
 template <typename C>
 Status RunGridSample(KernelContext& ctx, const GsConfig& cfg, const C* xdata, const C* grid, C* ydata,
                      const Shape& xs, const Shape& gs) {
-  const int S = static_cast<int>(xs.size()) - 2;
-  const int64_t N = xs[0], Cn = xs[1];
-  int64_t in_spatial = 1, out_spatial = 1;
-  for (int d = 0; d < S; ++d) {
-    in_spatial *= xs[2 + d];
-    out_spatial *= gs[1 + d];
-  }
-  std::vector<int64_t> in_strides(S, 1);
-  for (int d = S - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * xs[3 + d];
+  const GridLayout l(xs, gs);
+  const int S = l.S;
+  const int64_t N = l.N, Cn = l.Cn, in_spatial = l.in_spatial, out_spatial = l.out_spatial;
+  const std::vector<int64_t>& in_strides = l.in_strides;
   std::vector<GridSampler<C>> samplers;
   for (int d = 0; d < S; ++d) samplers.emplace_back(cfg, xs[2 + d]);
   Taps<C> taps[kMaxSpatial];
@@ -193,15 +204,10 @@ Status RunGridSample(KernelContext& ctx, const GsConfig& cfg, const C* xdata, co
 // Nearest mode for any element type: a gather (zeros padding reads a zero element).
 template <typename T>
 void NearestGridGather(const GsConfig& cfg, const T* xdata, const double* grid, T* ydata, const Shape& xs, const Shape& gs) {
-  const int S = static_cast<int>(xs.size()) - 2;
-  const int64_t N = xs[0], Cn = xs[1];
-  int64_t in_spatial = 1, out_spatial = 1;
-  for (int d = 0; d < S; ++d) {
-    in_spatial *= xs[2 + d];
-    out_spatial *= gs[1 + d];
-  }
-  std::vector<int64_t> in_strides(S, 1);
-  for (int d = S - 2; d >= 0; --d) in_strides[d] = in_strides[d + 1] * xs[3 + d];
+  const GridLayout l(xs, gs);
+  const int S = l.S;
+  const int64_t N = l.N, Cn = l.Cn, in_spatial = l.in_spatial, out_spatial = l.out_spatial;
+  const std::vector<int64_t>& in_strides = l.in_strides;
   std::vector<GridSampler<double>> samplers;
   for (int d = 0; d < S; ++d) samplers.emplace_back(cfg, xs[2 + d]);
   Taps<double> t;

@@ -13,10 +13,15 @@
 
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"
+#include "compute/kernels/float_compute.h"
 #include "compute/tensor_cast.h"
 
 namespace inferloop {
 namespace {
+
+using float_compute::AsCompute;
+using float_compute::ComputeDtype;
+using float_compute::Dot;
 
 enum class Cell { kRnn, kGru, kLstm };
 
@@ -82,21 +87,6 @@ struct RnnAttrs {
   std::vector<Activation> acts;  // acts_per_dir * dirs
 };
 
-// Dot product with four partial sums (lets the compiler vectorize without -ffast-math).
-template <typename C>
-C Dot(const C* a, const C* b, int64_t n) {
-  C s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t k = 0;
-  for (; k + 4 <= n; k += 4) {
-    s0 += a[k] * b[k];
-    s1 += a[k + 1] * b[k + 1];
-    s2 += a[k + 2] * b[k + 2];
-    s3 += a[k + 3] * b[k + 3];
-  }
-  for (; k < n; ++k) s0 += a[k] * b[k];
-  return (s0 + s1) + (s2 + s3);
-}
-
 // C[m, n] = sum_k A[m, k] * B[n, k]  (A: M x K, B: N x K, both row-major; C: M x N).
 template <typename C>
 void MatMulABt(const C* a, const C* b, C* c, int64_t M, int64_t N, int64_t K) {
@@ -105,17 +95,6 @@ void MatMulABt(const C* a, const C* b, C* c, int64_t M, int64_t N, int64_t K) {
     C* crow = c + m * N;
     for (int64_t n = 0; n < N; ++n) crow[n] = Dot(arow, b + n * K, K);
   }
-}
-
-template <typename C>
-constexpr DataType ComputeDtype() {
-  return std::is_same_v<C, double> ? DataType::kDouble : DataType::kFloat;
-}
-
-template <typename C>
-Result<Tensor> AsCompute(const Tensor& t) {
-  if (t.dtype() == ComputeDtype<C>()) return t;
-  return CastTensor(t, ComputeDtype<C>());
 }
 
 class RnnKernel : public Kernel {

@@ -516,13 +516,28 @@ KernelResult MakePad(const KernelInfo& info) {
 
 // ---------------------------------------------------------------------------------------------
 // DepthToSpace / SpaceToDepth
-KernelResult MakeDepthToSpace(const KernelInfo& info) {
+
+// Their attributes: `blocksize` (required, positive) and `mode` (DCR, the default, or CRD).
+struct BlockAttrs {
+  int64_t blocksize = 0;
+  bool dcr = true;
+};
+Result<BlockAttrs> ParseBlockAttrs(const KernelInfo& info) {
   if (!info.has_attr("blocksize")) return info.Invalid("attribute 'blocksize' is required");
-  const int64_t bs = info.GetInt("blocksize", 0);
-  if (bs <= 0 || bs > (int64_t{1} << 31)) return info.Invalid("blocksize must be positive, got " + std::to_string(bs));
+  BlockAttrs a;
+  a.blocksize = info.GetInt("blocksize", 0);
+  if (a.blocksize <= 0 || a.blocksize > (int64_t{1} << 31))
+    return info.Invalid("blocksize must be positive, got " + std::to_string(a.blocksize));
   const std::string mode = info.GetString("mode", "DCR");
   if (mode != "DCR" && mode != "CRD") return info.Invalid("mode must be DCR or CRD, got '" + mode + "'");
-  const bool dcr = mode == "DCR";
+  a.dcr = mode == "DCR";
+  return a;
+}
+
+KernelResult MakeDepthToSpace(const KernelInfo& info) {
+  IL_ASSIGN_OR_RETURN(const BlockAttrs attrs, ParseBlockAttrs(info));
+  const int64_t bs = attrs.blocksize;
+  const bool dcr = attrs.dcr;
   return MakeKernel([bs, dcr](KernelContext& ctx) -> Status {
     IL_ASSIGN_OR_RETURN(const Tensor* in, ctx.RequireInput(0));
     if (in->rank() != 4) return ctx.Invalid("input must be 4-D (N,C,H,W), got shape " + ShapeToString(in->shape()));
@@ -546,12 +561,9 @@ KernelResult MakeDepthToSpace(const KernelInfo& info) {
 }
 
 KernelResult MakeSpaceToDepth(const KernelInfo& info) {
-  if (!info.has_attr("blocksize")) return info.Invalid("attribute 'blocksize' is required");
-  const int64_t bs = info.GetInt("blocksize", 0);
-  if (bs <= 0 || bs > (int64_t{1} << 31)) return info.Invalid("blocksize must be positive, got " + std::to_string(bs));
-  const std::string mode = info.GetString("mode", "DCR");
-  if (mode != "DCR" && mode != "CRD") return info.Invalid("mode must be DCR or CRD, got '" + mode + "'");
-  const bool dcr = mode == "DCR";
+  IL_ASSIGN_OR_RETURN(const BlockAttrs attrs, ParseBlockAttrs(info));
+  const int64_t bs = attrs.blocksize;
+  const bool dcr = attrs.dcr;
   return MakeKernel([bs, dcr](KernelContext& ctx) -> Status {
     IL_ASSIGN_OR_RETURN(const Tensor* in, ctx.RequireInput(0));
     if (in->rank() != 4) return ctx.Invalid("input must be 4-D (N,C,H,W), got shape " + ShapeToString(in->shape()));

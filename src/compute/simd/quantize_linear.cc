@@ -4,20 +4,14 @@
 
 #include <algorithm>
 
+#include "compute/simd/isa_clones.h"
+
 namespace inferloop {
 namespace simd {
 namespace {
 
-// One copy per instruction set, chosen at load time (GCC). Clang does not clone function
-// templates; there (the sanitizer build) the plain version is used.
-#if defined(__clang__)
-#define IL_ISA_CLONES_T
-#else
-#define IL_ISA_CLONES_T __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
-
 template <typename T>
-IL_ISA_CLONES_T void Quantize(const float* __restrict x, T* __restrict y, int64_t n, float scale,
+IL_ISA_CLONES void Quantize(const float* __restrict x, T* __restrict y, int64_t n, float scale,
                                                                                       int32_t zp, float lo, float hi) {
   constexpr float kRound = 12582912.f;  // 1.5 * 2^23: (v + kRound) - kRound rounds half to even for |v| < 2^22
   const float z = static_cast<float>(zp);
@@ -32,7 +26,7 @@ IL_ISA_CLONES_T void Quantize(const float* __restrict x, T* __restrict y, int64_
 }
 
 template <typename T>
-IL_ISA_CLONES_T void Dequantize(const T* __restrict x, float* __restrict y, int64_t n, float scale,
+IL_ISA_CLONES void Dequantize(const T* __restrict x, float* __restrict y, int64_t n, float scale,
                                                                                         int32_t zp) {
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(static_cast<int32_t>(x[i]) - zp) * scale;
 }

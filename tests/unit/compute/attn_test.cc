@@ -5,6 +5,7 @@
 
 #include "base/float_types.h"
 #include "inferloop/session.h"
+#include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -13,7 +14,7 @@ namespace {
 using testing::ModelBuilder;
 using testing::StrAttr;
 
-Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
+using testing::F32;
 Tensor Seq(Shape shape, float scale = 0.1f) {
   std::vector<float> v(static_cast<size_t>(ShapeElementCount(shape)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<float>(i) * 0.7f) * scale * 10;

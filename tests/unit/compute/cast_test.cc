@@ -11,6 +11,7 @@
 #include "base/float_types.h"
 #include "compute/tensor_cast.h"
 #include "inferloop/session.h"
+#include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -21,8 +22,8 @@ using testing::IntsAttr;
 using testing::OneNodeModel;
 using testing::StrAttr;
 
-Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
-Tensor Str(Shape shape, std::vector<std::string> v) { return Tensor::FromStrings(std::move(shape), std::move(v)); }
+using testing::F32;
+using testing::Str;
 
 
 

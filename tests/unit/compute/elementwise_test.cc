@@ -12,6 +12,7 @@
 
 #include "base/float_types.h"
 #include "inferloop/session.h"
+#include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -20,11 +21,11 @@ namespace {
 using testing::ModelBuilder;
 using testing::StrAttr;
 
-Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
-Tensor I32(Shape shape, std::vector<int32_t> v) { return Tensor::FromVector<int32_t>(DataType::kInt32, std::move(shape), v); }
-Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
-Tensor U8(Shape shape, std::vector<uint8_t> v) { return Tensor::FromVector<uint8_t>(DataType::kUInt8, std::move(shape), v); }
-Tensor Bool(Shape shape, std::vector<uint8_t> v) { return Tensor::FromVector<uint8_t>(DataType::kBool, std::move(shape), v); }
+using testing::F32;
+using testing::I32;
+using testing::I64;
+using testing::U8;
+using testing::Bool;
 
 void FloatAttr(onnxpb::NodeProto& n, const std::string& name, float v) {
   auto* a = n.add_attribute();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "inferloop/session.h"
+#include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -16,8 +17,8 @@ namespace {
 
 using testing::ModelBuilder;
 
-Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
-Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
+using testing::F32;
+using testing::I64;
 
 onnxpb::AttributeProto* Attr(onnxpb::NodeProto& n, const std::string& name, onnxpb::AttributeProto::AttributeType t) {
   auto* a = n.add_attribute();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "inferloop/session.h"
+#include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -21,9 +22,9 @@ using testing::IntsAttr;
 using testing::OneNodeModel;
 using testing::StrAttr;
 
-Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
-Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
-Tensor U8(Shape shape, std::vector<uint8_t> v) { return Tensor::FromVector<uint8_t>(DataType::kUInt8, std::move(shape), v); }
+using testing::F32;
+using testing::I64;
+using testing::U8;
 
 void StrsAttr(onnxpb::NodeProto& n, const std::string& name, const std::vector<std::string>& v) {
   auto* a = n.add_attribute();

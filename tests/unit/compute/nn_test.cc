@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "inferloop/session.h"
+#include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -21,8 +22,8 @@ using testing::OneNodeModel;
 using testing::StrAttr;
 using Attrs = std::function<void(onnxpb::NodeProto&)>;
 
-Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
-Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
+using testing::F32;
+using testing::I64;
 
 
 

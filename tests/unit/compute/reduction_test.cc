@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "inferloop/session.h"
+#include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -19,9 +20,9 @@ using testing::IntsAttr;
 using testing::OneNodeModel;
 using testing::StrAttr;
 
-Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
-Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
-Tensor I32(Shape shape, std::vector<int32_t> v) { return Tensor::FromVector<int32_t>(DataType::kInt32, std::move(shape), v); }
+using testing::F32;
+using testing::I64;
+using testing::I32;
 
 
 // One-node model whose inputs/outputs have unknown shape.

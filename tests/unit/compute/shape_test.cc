@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "inferloop/session.h"
+#include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -18,8 +19,8 @@ using testing::IntsAttr;
 using testing::OneNodeModel;
 using testing::StrAttr;
 
-Tensor F32(Shape shape, std::vector<float> v) { return Tensor::FromVector<float>(DataType::kFloat, std::move(shape), v); }
-Tensor I64(Shape shape, std::vector<int64_t> v) { return Tensor::FromVector<int64_t>(DataType::kInt64, std::move(shape), v); }
+using testing::F32;
+using testing::I64;
 
 
 // Builds a model where inputs have unknown rank (no shape) so any shape can be fed.

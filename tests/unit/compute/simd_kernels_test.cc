@@ -13,6 +13,7 @@
 
 #include "compute/simd/cpu_isa.h"
 #include "inferloop/session.h"
+#include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -35,7 +36,7 @@ int64_t Count(const Shape& s) {
   return n;
 }
 
-Tensor F32(const Shape& s, const std::vector<float>& v) { return Tensor::FromVector<float>(DataType::kFloat, s, v); }
+using testing::F32;
 
 void FloatAttr(onnxpb::NodeProto& n, const std::string& name, float v) {
   auto* a = n.add_attribute();

@@ -1,0 +1,109 @@
+// Internal to the com.inferloop INT8 kernels of the QDQ fusion (dnnl_int8*.cc; the ops and their
+// semantics are described in dnnl_int8.cc): quantization parameters read from constant inputs,
+// the oneDNN int8 primitive attributes, the float32 fallback's conversions, and the factories
+// that dnnl_int8.cc registers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "compute/kernels/dnnl_common.h"
+
+namespace inferloop {
+namespace dnnl_kernels {
+namespace int8 {
+
+// Factories (dnnl_int8_conv.cc, dnnl_int8_matmul.cc, dnnl_int8_elementwise.cc, dnnl_int8_pool.cc).
+Result<std::unique_ptr<Kernel>> MakeQConv(const KernelInfo& info);
+Result<std::unique_ptr<Kernel>> MakeQMatMul(const KernelInfo& info);
+Result<std::unique_ptr<Kernel>> MakeDynamicQMatMul(const KernelInfo& info);
+Result<std::unique_ptr<Kernel>> MakeQAdd(const KernelInfo& info);
+Result<std::unique_ptr<Kernel>> MakeQConcat(const KernelInfo& info);
+Result<std::unique_ptr<Kernel>> MakeQMaxPool(const KernelInfo& info);
+Result<std::unique_ptr<Kernel>> MakeQAveragePool(const KernelInfo& info);
+Result<std::unique_ptr<Kernel>> MakeQGlobalAveragePool(const KernelInfo& info);
+
+// ---------------------------------------------------------------------------------------------
+// Quantization parameters (dnnl_int8_qparams.cc)
+
+inline bool Is8Bit(DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; }
+// u8, s8, s32 for those dtypes; f32 for any other.
+dt DnnlType(DataType t);
+
+// The saturation bounds of 8-bit dtype t (uint8: [0, 255], int8: [-128, 127]) as floats.
+inline float Lo(DataType t) { return t == DataType::kUInt8 ? 0.f : -128.f; }
+inline float Hi(DataType t) { return t == DataType::kUInt8 ? 255.f : 127.f; }
+
+// A scalar quantization parameter read from a constant input.
+struct QParam {
+  float scale = 1.f;
+  int32_t zp = 0;
+  DataType type = DataType::kUInt8;  // the zero point's (= the quantized tensor's) dtype
+};
+
+// The float32 constant at input i (at least one element); else an error naming `what`.
+Result<std::vector<float>> ConstFloats(const KernelInfo& info, int i, const char* what);
+
+// Scale at input si, zero point at zi (zi absent: 0 of `default_type`).
+Result<QParam> ConstQParam(const KernelInfo& info, int si, int zi, DataType default_type, const char* what);
+
+// Weight scales (1 or `channels`) and a check that the weight zero points are all 0.
+Result<std::vector<float>> WeightScales(const KernelInfo& info, int si, int zi, int64_t channels);
+
+// The optional int32 bias at input i (`channels` elements) as a constant copy.
+Result<Tensor> ConstBias(const KernelInfo& info, int i, int64_t channels);
+
+// Output quantization: y_scale / y_zp at inputs si, zi, both absent for a float32 output.
+struct OutQuant {
+  bool float_out = true;
+  QParam q;
+};
+Result<OutQuant> ParseOut(const KernelInfo& info, int si, int zi);
+
+// Attribute `layout`: false for "NCHW" (the default), true for "NHWC"; else an error.
+Result<bool> NhwcFromInfo(const KernelInfo& info);
+
+// ---------------------------------------------------------------------------------------------
+// oneDNN int8 primitives (dnnl_int8_qparams.cc)
+
+// Builds the primitive attribute: output scales, runtime zero points where nonzero, the
+// activation post-op. oneDNN computes dst = sat(round(post_ops(scales * (acc + bias))) + dst_zp)
+// with acc = sum (src - src_zp) * wei.
+dnnl::primitive_attr QuantAttr(const std::vector<float>& scales, int per_channel_mask, int32_t src_zp, const OutQuant& out,
+                               const Activation& act);
+
+// x_scale * w_scale[c] / y_scale (y_scale 1 for a float32 output), per channel c.
+std::vector<float> OutputScales(float x_scale, const std::vector<float>& w_scale, const OutQuant& out);
+
+// Scalar int32 zero points as oneDNN memories (read at execution).
+struct ZeroPoints {
+  int32_t src = 0, dst = 0;
+  memory::desc md{{1}, dt::s32, tag::a};
+};
+// Adds the nonzero ones of `z` to `args`, wrapped in *src_m / *dst_m (which must outlive the call).
+void AddZeroPoints(const ZeroPoints& z, ExecArgs& args, MemArg* src_m, MemArg* dst_m);
+
+// True when oneDNN's int8 kernels on this CPU accumulate u8 x s8 products exactly: with VNNI
+// (AVX512-VNNI, AVX-VNNI) or AMX. Without them (AVX2, AVX-512 before VNNI) oneDNN sums pairs of
+// products in saturating int16, which overflows for full-range int8 weights; QConv and QMatMul
+// then compute in float32 instead (dequantize, float primitive, quantize), the float graph's
+// semantics. ONEDNN_MAX_CPU_ISA lowers what oneDNN reports here.
+bool NativeInt8();
+
+// ---------------------------------------------------------------------------------------------
+// The float32 fallback's conversions (dnnl_int8_qparams.cc)
+
+// Dequantizes n 8-bit values of dtype t into float32.
+void DequantizeTo(DataType t, const void* x, float* y, int64_t n, const QParam& q, ThreadPool* pool);
+// Quantizes n float32 values into 8-bit values of dtype q.type.
+void QuantizeTo(const float* x, void* y, int64_t n, const QParam& q, ThreadPool* pool);
+
+// Float32 copies of int8 weights and the int32 bias, dequantized: w * scale[c] with c the row
+// (per_row) or the column of w's 2-D view [rows, n / rows]; bias * x_scale * scale[c].
+std::vector<float> DequantWeights(const Tensor& w, const std::vector<float>& w_scale, bool per_row, int64_t rows);
+std::vector<float> DequantBias(const Tensor& b, const std::vector<float>& w_scale, float x_scale);
+
+}  // namespace int8
+}  // namespace dnnl_kernels
+}  // namespace inferloop
