@@ -95,8 +95,9 @@ Status ApplyFloatPredicate(KernelContext& ctx, const Tensor& x, Pred pred, const
 
 }  // namespace
 
-void RegisterElementwiseUnary(KernelRegistry& r) {
-  // ---- numeric ----
+namespace {
+
+void RegisterNumeric(KernelRegistry& r) {
   RegSimple<Types::kNumeric>(r, "Abs", 1, [](auto x) -> decltype(x) {
     using C = decltype(x);
     if constexpr (std::is_floating_point_v<C>) return std::fabs(x);
@@ -117,8 +118,9 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
     if constexpr (std::is_unsigned_v<C>) return x;
     else return x < C(0) ? C(0) : x;  // NaN propagates
   }, Fast<simd::UnaryOp::kRelu>);
+}
 
-  // ---- float math ----
+void RegisterFloatMath(KernelRegistry& r) {
   RegSimple<Types::kFloat>(r, "Ceil", 1, [](auto x) -> decltype(x) { return std::ceil(x); });
   RegSimple<Types::kFloat>(r, "Floor", 1, [](auto x) -> decltype(x) { return std::floor(x); });
   // Round half to even: nearbyint in the default rounding mode (inferloop never changes it).
@@ -140,8 +142,10 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
   RegSimple<Types::kFloat>(r, "Atanh", 9, [](auto x) -> decltype(x) { return std::atanh(x); });
   RegSimple<Types::kFloat>(r, "Tanh", 1, [](auto x) -> decltype(x) { return std::tanh(x); }, Fast<simd::UnaryOp::kTanh>);
   RegSimple<Types::kFloat>(r, "Erf", 9, [](auto x) -> decltype(x) { return std::erf(x); }, Fast<simd::UnaryOp::kErf>);
+}
 
-  // ---- activations ----
+// Activations without attributes, then those whose attributes the kernel factory reads.
+void RegisterActivations(KernelRegistry& r) {
   RegSimple<Types::kFloat>(r, "Sigmoid", 1, [](auto x) -> decltype(x) { return SigmoidOf(x); }, Fast<simd::UnaryOp::kSigmoid>);
   RegSimple<Types::kFloat>(r, "Softplus", 1, [](auto x) -> decltype(x) { return SoftplusOf(x); });
   RegSimple<Types::kFloat>(r, "Softsign", 1, [](auto x) -> decltype(x) { return x / (decltype(x)(1) + std::fabs(x)); });
@@ -152,7 +156,9 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
     t = t < C(0) ? C(0) : (t > C(1) ? C(1) : t);
     return x * t;
   }, Fast<simd::UnaryOp::kHardSwish>);
+}
 
+void RegisterAttributedActivations(KernelRegistry& r) {
   RegUnary<Types::kFloat>(r, "Elu", 1, [](const KernelInfo& info) {
     const float alpha = info.GetFloat("alpha", 1.0f);
     auto f = [alpha](auto x) -> decltype(x) {
@@ -251,8 +257,10 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
     };
     return Result<decltype(f)>(f);
   });
+}
 
-  // ---- predicates ----
+// Predicates (IsNaN, IsInf) and logic / bit operations.
+void RegisterPredicatesAndLogic(KernelRegistry& r) {
   r.Register("", "IsNaN", 9, [](const KernelInfo&) -> Result<std::unique_ptr<Kernel>> {
     return MakeKernel([](KernelContext& ctx) -> Status {
       IL_ASSIGN_OR_RETURN(const Tensor* x, ctx.RequireInput(0));
@@ -277,6 +285,16 @@ void RegisterElementwiseUnary(KernelRegistry& r) {
     });
   });
   RegSimple<Types::kInt>(r, "BitwiseNot", 18, [](auto x) -> decltype(x) { return static_cast<decltype(x)>(~x); });
+}
+
+}  // namespace
+
+void RegisterElementwiseUnary(KernelRegistry& r) {
+  RegisterNumeric(r);
+  RegisterFloatMath(r);
+  RegisterActivations(r);
+  RegisterAttributedActivations(r);
+  RegisterPredicatesAndLogic(r);
 }
 
 }  // namespace elementwise

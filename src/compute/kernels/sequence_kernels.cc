@@ -95,9 +95,8 @@ Result<DataType> DtypeAttr(const KernelInfo& info, const char* name, DataType de
   return static_cast<DataType>(v);
 }
 
-}  // namespace
-
-void RegisterSequenceKernels(KernelRegistry& r) {
+// SequenceEmpty, SequenceConstruct, SequenceInsert, SequenceErase, SequenceAt, SequenceLength.
+void RegisterSequenceBasics(KernelRegistry& r) {
   r.Register("", "SequenceEmpty", 11, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     IL_ASSIGN_OR_RETURN(DataType dt, DtypeAttr(info, "dtype", DataType::kFloat));
     return MakeKernel([dt](KernelContext& ctx) -> Status {
@@ -176,7 +175,10 @@ void RegisterSequenceKernels(KernelRegistry& r) {
       return Status::Ok();
     });
   });
+}
 
+// SplitToSequence and ConcatFromSequence: between a tensor and a sequence of its parts.
+void RegisterSequenceSplitConcat(KernelRegistry& r) {
   r.Register("", "SplitToSequence", 11, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     const int64_t axis_attr = info.GetInt("axis", 0);
     const int64_t keepdims = info.GetInt("keepdims", 1);
@@ -243,7 +245,10 @@ void RegisterSequenceKernels(KernelRegistry& r) {
       return Status::Ok();
     });
   });
+}
 
+// Optional, OptionalHasElement, OptionalGetElement.
+void RegisterOptionalKernels(KernelRegistry& r) {
   r.Register("", "Optional", 15, [](const KernelInfo& info) -> Result<std::unique_ptr<Kernel>> {
     const Attribute* ta = info.attr("type");
     if (!info.has_input(0) && !ta) return info.Invalid("needs either an input or the 'type' attribute");
@@ -288,6 +293,14 @@ void RegisterSequenceKernels(KernelRegistry& r) {
       return Status::Ok();
     });
   });
+}
+
+}  // namespace
+
+void RegisterSequenceKernels(KernelRegistry& r) {
+  RegisterSequenceBasics(r);
+  RegisterSequenceSplitConcat(r);
+  RegisterOptionalKernels(r);
 }
 
 }  // namespace inferloop
