@@ -322,17 +322,17 @@ void ServedModelVersion::RunEachAlone(int instance, Batch& batch, std::chrono::s
 }
 
 Status ServedModelVersion::RunModel(int instance, const std::vector<NamedValue>& inputs) {
+  // The instance's outputs are kept across runs: RunInto computes into their buffers where
+  // nothing else holds them any more (a response still being sent keeps its own).
   std::vector<NamedValue>& outputs = run_outputs_[static_cast<size_t>(instance)];
-  Result<std::vector<NamedValue>> r = Status::Internal("not run");
+  Status st;
   try {
-    r = session_->Run(inputs, RunOptions{output_names_});
+    st = session_->RunInto(inputs, outputs, RunOptions{output_names_});
   } catch (const std::exception& e) {
-    r = Status::Internal(std::string("model run threw: ") + e.what());
+    st = Status::Internal(std::string("model run threw: ") + e.what());
   }
-  outputs.clear();
-  if (!r.ok()) return r.status();
-  outputs = std::move(r).value();
-  return Status::Ok();
+  if (!st.ok()) outputs.clear();  // may hold partial results: the next run starts afresh
+  return st;
 }
 
 Status ServedModelVersion::RunGroup(int instance, Batch& batch, const std::vector<size_t>& members) {

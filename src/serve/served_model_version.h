@@ -127,7 +127,7 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
   std::unique_ptr<Session> session_;
   BatchInputLayout layout_;                // inputs (config order), reshapes, batch buckets
   std::vector<std::string> output_names_;  // config order
-  // Per batcher instance: the last run's outputs.
+  // Per batcher instance: the last run's outputs, reused by the next run (Session::RunInto).
   std::vector<std::vector<NamedValue>> run_outputs_;
   std::shared_ptr<AdmissionGate> gate_;
   std::shared_ptr<VersionMetricsSink> metrics_;
