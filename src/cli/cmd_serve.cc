@@ -17,6 +17,7 @@
 #include "frontends/grpc_server.h"
 #include "frontends/http_server.h"
 #include "frontends/rest_handler.h"
+#include "frontends/rest_router.h"
 #include "serve/event_log.h"
 #include "frontends/openai_handler.h"
 #include "serve/inference_server.h"
@@ -120,7 +121,6 @@ int RunServe(const ServeArgs& a) {
 
   // Frontends first: liveness answers while models load (ready stays false until they are).
   frontends::RestHandlerOptions rest_options;
-  rest_options.openai = &openai;
   rest_options.extra_metrics = [&llm_metrics] { return llm_metrics.Exposition(); };
   frontends::RestHandler rest(*server, rest_options);
   std::unique_ptr<frontends::HttpServer> http, metrics_http;
@@ -132,7 +132,7 @@ int RunServe(const ServeArgs& a) {
     ho.port = static_cast<uint16_t>(a.http_port);
     ho.io_threads = a.http_threads;
     ho.max_body_bytes = max_body;
-    auto h = frontends::HttpServer::Start(ho, rest.AsHttpHandler());
+    auto h = frontends::HttpServer::Start(ho, frontends::RestRouter(rest, &openai));
     if (!h.ok()) {
       log.Error("server_failed", {{"endpoint", "http"}, {"reason", h.status().message()}});
       return 1;
