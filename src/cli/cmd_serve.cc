@@ -9,20 +9,15 @@
 #include <chrono>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/precision_option.h"
-#include "frontends/grpc_server.h"
-#include "frontends/http_server.h"
-#include "frontends/rest_handler.h"
 #include "serve/event_log.h"
-#include "frontends/openai_handler.h"
-#include "serve/inference_server.h"
-#include "serve/llm_model_poller.h"
-#include "serve/llm_text_service.h"
 #include "serve/model_repository_layout.h"
+#include "server/server_builder.h"
 
 namespace inferloop::cli {
 namespace {
@@ -54,18 +49,64 @@ struct ServeArgs {
   int64_t llm_prefix_cache_mb = -1;
 };
 
-int RunServe(const ServeArgs& a) {
-  serve::EventLog log(stderr);
+// The server's options from the command line; a message on stderr and nullopt when one is bad.
+std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
   auto mode = serve::ParseModelControlMode(a.control_mode);
   if (!mode.ok()) {
     std::cerr << "error: " << mode.status().message() << "\n";
-    return 2;
+    return std::nullopt;
   }
   if (mode.value() != serve::ModelControlMode::kExplicit && !a.load_models.empty()) {
     std::cerr << "error: --load-model needs --model-control-mode explicit (in " << a.control_mode
               << " mode every model of the repository is loaded)\n";
-    return 2;
+    return std::nullopt;
   }
+  auto kv_type = llm::ParseKvType(a.llm_kv_type);
+  if (!kv_type.ok()) {
+    std::cerr << "error: --llm-kv-type: " << kv_type.status().message() << "\n";
+    return std::nullopt;
+  }
+  auto precision = ParsePrecision(a.precision);
+  if (!precision.ok()) {
+    std::cerr << "error: --precision: " << precision.status().message() << "\n";
+    return std::nullopt;
+  }
+  server::ServerOptions o;
+  serve::InferenceServerOptions& so = o.inference;
+  so.manager.repository = a.repository;
+  so.manager.mode = mode.value();
+  so.manager.startup_models = a.load_models;
+  so.manager.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(a.poll_seconds * 1000));
+  so.manager.session.intra_op_threads = a.threads;
+  so.manager.session.precision = *precision;
+  so.manager.per_model_limits.max_inflight_requests = a.model_max_inflight;
+  so.manager.per_model_limits.max_inflight_bytes = a.model_max_inflight_mb << 20;
+  so.global_limits.max_inflight_requests = a.max_inflight;
+  so.global_limits.max_inflight_bytes = a.max_inflight_mb << 20;
+  so.inline_slots = a.http_threads - 1;
+  so.liveness_stall_limit = std::chrono::milliseconds(static_cast<int64_t>(a.liveness_stall_seconds * 1000));
+  serve::LlmServiceOptions& lo = o.llm;
+  lo.engine.kv_cache_bytes = static_cast<size_t>(a.llm_kv_cache_mb) << 20;
+  lo.engine.kv_type = *kv_type;
+  lo.engine.max_batch_tokens = a.llm_max_batch_tokens;
+  lo.engine.max_running = a.llm_max_sequences;
+  lo.engine.threads = a.threads;
+  lo.max_token_backlog = a.llm_max_token_backlog;
+  lo.prefix_cache_bytes = a.llm_prefix_cache_mb < 0 ? -1 : a.llm_prefix_cache_mb << 20;
+  o.host = a.host;
+  o.http_port = a.http_port;
+  o.grpc_port = a.grpc_port;
+  o.metrics_port = a.metrics_port;
+  o.http_threads = a.http_threads;
+  o.max_request_bytes = static_cast<size_t>(a.max_request_mb) << 20;
+  o.control_mode_name = a.control_mode;
+  return o;
+}
+
+int RunServe(const ServeArgs& a) {
+  serve::EventLog log(stderr);
+  std::optional<server::ServerOptions> options = ToServerOptions(a);
+  if (!options) return 2;
   // Signals go to this thread's sigwait only: block them before any other thread starts.
   sigset_t signals;
   sigemptyset(&signals);
@@ -74,144 +115,20 @@ int RunServe(const ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
-  auto kv_type = llm::ParseKvType(a.llm_kv_type);
-  if (!kv_type.ok()) {
-    std::cerr << "error: --llm-kv-type: " << kv_type.status().message() << "\n";
-    return 2;
-  }
-  serve::InferenceServerOptions so;
-  so.manager.repository = a.repository;
-  so.manager.mode = mode.value();
-  so.manager.startup_models = a.load_models;
-  so.manager.poll_interval = std::chrono::milliseconds(static_cast<int64_t>(a.poll_seconds * 1000));
-  so.manager.session.intra_op_threads = a.threads;
-  auto precision = ParsePrecision(a.precision);
-  if (!precision.ok()) {
-    std::cerr << "error: --precision: " << precision.status().message() << "\n";
-    return 2;
-  }
-  so.manager.session.precision = *precision;
-  so.manager.per_model_limits.max_inflight_requests = a.model_max_inflight;
-  so.manager.per_model_limits.max_inflight_bytes = a.model_max_inflight_mb << 20;
-  so.global_limits.max_inflight_requests = a.max_inflight;
-  so.global_limits.max_inflight_bytes = a.max_inflight_mb << 20;
-  so.inline_slots = a.http_threads - 1;
-  so.liveness_stall_limit = std::chrono::milliseconds(static_cast<int64_t>(a.liveness_stall_seconds * 1000));
-  auto server_r = serve::InferenceServer::Create(so, &log);
-  if (!server_r.ok()) {
-    std::cerr << "error: " << server_r.status().message() << "\n";
+  auto server = server::Server::Create(*options, &log);
+  if (!server.ok()) {
+    std::cerr << "error: " << server.status().message() << "\n";
     return 1;
   }
-  std::unique_ptr<serve::InferenceServer> server = std::move(server_r).value();
-
-  // LLM models (DIR/<model>/<version>/model.gguf), served through the OpenAI-compatible API.
-  serve::MetricsRegistry llm_metrics(serve::MetricsRegistry::Options{.process_metrics = false});
-  serve::LlmServiceOptions lo;
-  lo.engine.kv_cache_bytes = static_cast<size_t>(a.llm_kv_cache_mb) << 20;
-  lo.engine.kv_type = *kv_type;
-  lo.engine.max_batch_tokens = a.llm_max_batch_tokens;
-  lo.engine.max_running = a.llm_max_sequences;
-  lo.engine.threads = a.threads;
-  lo.max_token_backlog = a.llm_max_token_backlog;
-  lo.prefix_cache_bytes = a.llm_prefix_cache_mb < 0 ? -1 : a.llm_prefix_cache_mb << 20;
-  lo.log = &log;
-  serve::LlmTextService llm(lo, &llm_metrics);
-  frontends::OpenAiHandler openai(llm);
-
-  // Frontends first: liveness answers while models load (ready stays false until they are).
-  frontends::RestHandlerOptions rest_options;
-  rest_options.openai = &openai;
-  rest_options.extra_metrics = [&llm_metrics] { return llm_metrics.Exposition(); };
-  frontends::RestHandler rest(*server, rest_options);
-  std::unique_ptr<frontends::HttpServer> http, metrics_http;
-  std::unique_ptr<frontends::GrpcServer> grpc;
-  const size_t max_body = static_cast<size_t>(a.max_request_mb) << 20;
-  if (a.http_port >= 0) {
-    frontends::HttpServerOptions ho;
-    ho.host = a.host;
-    ho.port = static_cast<uint16_t>(a.http_port);
-    ho.io_threads = a.http_threads;
-    ho.max_body_bytes = max_body;
-    auto h = frontends::HttpServer::Start(ho, rest.AsHttpHandler());
-    if (!h.ok()) {
-      log.Error("server_failed", {{"endpoint", "http"}, {"reason", h.status().message()}});
-      return 1;
-    }
-    http = std::move(h).value();
-  }
-  if (a.metrics_port >= 0) {
-    frontends::HttpServerOptions mo;
-    mo.host = a.host;
-    mo.port = static_cast<uint16_t>(a.metrics_port);
-    mo.io_threads = 1;
-    mo.max_body_bytes = 4096;
-    serve::InferenceServer* s = server.get();
-    serve::MetricsRegistry* lm = &llm_metrics;
-    auto h = frontends::HttpServer::Start(mo, [s, lm](frontends::HttpRequest req, frontends::HttpResponder respond) {
-      frontends::HttpResponse resp;
-      const std::string path = req.target.substr(0, req.target.find('?'));
-      if (path == "/metrics" && (req.method == "GET" || req.method == "HEAD")) {
-        resp.headers.push_back({"Content-Type", "text/plain; version=0.0.4; charset=utf-8"});
-        resp.body = s->MetricsText() + lm->Exposition();
-      } else {
-        resp.status = 404;
-        resp.headers.push_back({"Content-Type", "application/json"});
-        resp.body = "{\"error\":\"not found: the metrics port serves GET /metrics\"}";
-      }
-      respond(std::move(resp));
-    });
-    if (!h.ok()) {
-      log.Error("server_failed", {{"endpoint", "metrics"}, {"reason", h.status().message()}});
-      return 1;
-    }
-    metrics_http = std::move(h).value();
-  }
-  if (a.grpc_port >= 0) {
-    frontends::GrpcServerOptions go;
-    go.host = a.host;
-    go.port = a.grpc_port;
-    go.max_receive_message_bytes = static_cast<int>(std::min<size_t>(max_body, size_t{2000} << 20));
-    grpc = std::make_unique<frontends::GrpcServer>(*server, go);
-    if (Status st = grpc->Start(); !st.ok()) {
-      log.Error("server_failed", {{"endpoint", "grpc"}, {"reason", st.message()}});
-      return 1;
-    }
-  }
-  log.Info("server_listening", {{"host", a.host},
-                                {"http_port", http ? std::to_string(http->port()) : "off"},
-                                {"grpc_port", grpc ? std::to_string(grpc->port()) : "off"},
-                                {"metrics_port", metrics_http ? std::to_string(metrics_http->port()) : "off"},
-                                {"model_repository", a.repository},
-                                {"model_control_mode", a.control_mode}});
-
-  // LLM models load at start; in poll mode they follow the repository (serve/llm_model_poller.h).
-  auto llm_poller = std::make_unique<serve::LlmModelPoller>(llm, a.repository, &log);
-  llm_poller->Poll();
-  if (mode.value() == serve::ModelControlMode::kPoll) llm_poller->Start(so.manager.poll_interval);
-
-  Status loaded = server->LoadStartupModels();
-  if (loaded.ok()) {
-    log.Info("server_ready", {});
-  } else {
-    log.Error("server_not_ready", {{"reason", loaded.message()}});
-  }
+  if (!(*server)->Start().ok()) return 1;  // logged as server_failed
 
   int sig = 0;
   sigwait(&signals, &sig);
   log.Info("signal", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
-                      {"inflight", std::to_string(server->InflightRequests())}});
+                      {"inflight", std::to_string((*server)->InflightRequests())}});
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(a.shutdown_seconds * 1000));
-  llm_poller.reset();
-  if (http) http->StopAccepting();
-  server->BeginShutdown();
-  const bool idle = server->WaitIdle(deadline) && llm.WaitIdle(deadline);
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  const auto grace = std::max(left, std::chrono::milliseconds(100));
-  if (http) http->Shutdown(grace);
-  if (grpc) grpc->Shutdown(grace);
-  if (metrics_http) metrics_http->Shutdown(std::chrono::milliseconds(100));
-  server.reset();
+  const bool idle = (*server)->Shutdown(deadline);
   log.Info("server_stopped", {{"clean", idle ? "true" : "false"}});
   return idle ? 0 : 1;
 }

@@ -5,7 +5,9 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <charconv>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "frontends/http_status.h"
-#include "frontends/openai_handler.h"
 
 namespace inferloop::frontends {
 namespace {
@@ -249,206 +250,214 @@ Status ParseControlBody(const std::string& body, rj::Document& doc) {
   return Status::Ok();
 }
 
-}  // namespace
 
-RestHandler::RestHandler(serve::InferenceService& service, RestHandlerOptions options)
-    : service_(service), options_(std::move(options)) {}
+// ---- routes ----
 
-HttpHandler RestHandler::AsHttpHandler() {
-  return [this](HttpRequest request, HttpResponder respond) { Handle(std::move(request), std::move(respond)); };
-}
+// What a route's path names, and what its handler needs.
+struct RouteCall {
+  serve::InferenceService& service;
+  const RestHandlerOptions& options;
+  HttpRequest& request;
+  HttpResponder& respond;
+  std::string model;    // /v2/models/{model}, /v2/repository/models/{model}
+  std::string version;  // /v2/models/{m}/versions/{version}
+  std::string action;   // health: live|ready; repository: load|unload
+};
 
-void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
-  if (options_.openai != nullptr && OpenAiHandler::Owns(request.target)) {
-    return options_.openai->Handle(std::move(request), std::move(respond));
-  }
-  auto segments_or = PathSegments(request.target);
-  if (!segments_or.ok()) return respond(Error(segments_or.status()));
-  const std::vector<std::string>& seg = *segments_or;
-  const std::string& method = request.method;
-  const bool get = method == "GET" || method == "HEAD";  // the server sends no body for HEAD
-  const bool post = method == "POST";
-  auto not_found = [&] { respond(Error(404, "unknown path '" + request.target.substr(0, 200) + "'")); };
-
-  // GET /metrics
-  if (seg.size() == 1 && seg[0] == "metrics") {
-    if (!get) return respond(MethodNotAllowed("GET", method));
-    std::string text = service_.MetricsText();
-    if (options_.extra_metrics) text += options_.extra_metrics();
-    return respond(Body(200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)));
-  }
-  if (seg.empty() || seg[0] != "v2") return not_found();
-
-  // GET /v2
-  if (seg.size() == 1) {
-    if (!get) return respond(MethodNotAllowed("GET", method));
-    serve::ServerMetadata md = service_.GetServerMetadata();
-    rj::StringBuffer buffer;
-    JsonWriter w(buffer);
-    w.StartObject();
-    Key(w, "name");
-    Str(w, md.name);
-    Key(w, "version");
-    Str(w, md.version);
-    Key(w, "extensions");
-    w.StartArray();
-    for (const auto& e : md.extensions) Str(w, e);
-    w.EndArray();
-    w.EndObject();
-    return respond(Json(buffer));
-  }
-
-  // GET /v2/health/{live,ready}
-  if (seg[1] == "health") {
-    if (seg.size() != 3 || (seg[2] != "live" && seg[2] != "ready")) return not_found();
-    if (!get) return respond(MethodNotAllowed("GET", method));
-    bool ok = seg[2] == "live" ? service_.Live() : service_.Ready();
-    return respond(Empty(ok ? 200 : 503));
-  }
-
-  // /v2/repository/...
-  if (seg[1] == "repository") {
-    if (seg.size() == 3 && seg[2] == "index") {
-      if (!post) return respond(MethodNotAllowed("POST", method));
-      bool ready_only = false;
-      if (!request.body.empty()) {
-        rj::Document doc;
-        Status st = ParseControlBody(request.body, doc);
-        if (!st.ok()) return respond(Error(st));
-        const rj::Value& body = doc;
-        auto it = body.FindMember("ready");
-        if (it != body.MemberEnd()) {
-          if (!it->value.IsBool()) return respond(Error(400, "\"ready\" must be a boolean"));
-          ready_only = it->value.GetBool();
-        }
-      }
-      rj::StringBuffer buffer;
-      JsonWriter w(buffer);
-      w.StartArray();
-      for (const auto& e : service_.RepositoryIndex(ready_only)) {
-        w.StartObject();
-        Key(w, "name");
-        Str(w, e.name);
-        if (!e.version.empty()) {
-          Key(w, "version");
-          Str(w, e.version);
-        }
-        Key(w, "state");
-        Str(w, e.state);
-        if (!e.reason.empty()) {
-          Key(w, "reason");
-          Str(w, e.reason);
-        }
-        w.EndObject();
-      }
-      w.EndArray();
-      return respond(Json(buffer));
-    }
-    if (seg.size() == 5 && seg[2] == "models" && !seg[3].empty() && (seg[4] == "load" || seg[4] == "unload")) {
-      if (!post) return respond(MethodNotAllowed("POST", method));
-      if (!request.body.empty()) {
-        rj::Document doc;
-        Status st = ParseControlBody(request.body, doc);
-        if (!st.ok()) return respond(Error(st));
-        const rj::Value& body = doc;
-        auto it = body.FindMember("parameters");
-        if (it != body.MemberEnd()) {
-          if (!it->value.IsObject()) return respond(Error(400, "\"parameters\" must be a JSON object"));
-          // Unload's "unload_dependents" concerns ensembles, which inferloop has not: ignored.
-          // Load's configuration override and model files are not supported.
-          for (auto p = it->value.MemberBegin(); p != it->value.MemberEnd(); ++p) {
-            std::string_view key(p->name.GetString(), p->name.GetStringLength());
-            if (seg[4] == "load" && (key == "config" || key.substr(0, 5) == "file:")) {
-              return respond(Error(Status::Unimplemented(
-                  "model load parameter '" + std::string(key) + "' (configuration override, model files) is not supported")));
-            }
-          }
-        }
-      }
-      auto done = [respond](Status st) { respond(st.ok() ? Empty(200) : Error(st)); };
-      if (seg[4] == "load") {
-        service_.LoadModel(seg[3], std::move(done));
-      } else {
-        service_.UnloadModel(seg[3], std::move(done));
-      }
-      return;
-    }
-    return not_found();
-  }
-
-  if (seg[1] != "models" || seg.size() < 3) return not_found();
-
-  // GET /v2/models/stats
-  if (seg.size() == 3 && seg[2] == "stats") {
-    if (!get) return respond(MethodNotAllowed("GET", method));
-    auto stats = service_.GetStatistics("", "");
-    if (!stats.ok()) return respond(Error(stats.status()));
-    return respond(Body(200, kJson, StatisticsJson(*stats)));
-  }
-
-  // /v2/models/{m}[/versions/{v}][/action]
-  const std::string& model = seg[2];
-  std::string version;
+// /v2/models/{m}[/versions/{v}][/action]: false when the path is not of that form.
+bool ParseModelPath(const std::vector<std::string>& seg, std::string& model, std::string& version,
+                    std::string& action) {
+  if (seg.size() < 3 || seg[0] != "v2" || seg[1] != "models") return false;
+  model = seg[2];
+  version.clear();
   size_t i = 3;
   if (seg.size() >= 5 && seg[3] == "versions") {
     version = seg[4];
     i = 5;
   }
-  if (model.empty() || (i == 5 && version.empty()) || seg.size() > i + 1) return not_found();
-  std::string action = seg.size() == i + 1 ? seg[i] : "";
+  if (model.empty() || (i == 5 && version.empty()) || seg.size() > i + 1) return false;
+  action = seg.size() == i + 1 ? seg[i] : "";
+  return true;
+}
 
-  if (action.empty()) {
-    if (!get) return respond(MethodNotAllowed("GET", method));
-    auto md = service_.GetModelMetadata(model, version);
-    if (!md.ok()) return respond(Error(md.status()));
-    rj::StringBuffer buffer;
-    JsonWriter w(buffer);
+// A route: `match` says whether a path is the route's (filling the call's path fields); a
+// matching path with another method is a 405.
+struct Route {
+  const char* method;  // "GET" (HEAD too: the server sends no body) or "POST"
+  bool (*match)(const std::vector<std::string>& seg, RouteCall& call);
+  void (*handle)(RouteCall& call);
+};
+
+bool Is(const std::vector<std::string>& seg, std::initializer_list<std::string_view> want) {
+  return seg.size() == want.size() && std::equal(seg.begin(), seg.end(), want.begin());
+}
+
+template <const char* kAction>
+bool MatchModelAction(const std::vector<std::string>& seg, RouteCall& call) {
+  return ParseModelPath(seg, call.model, call.version, call.action) && call.action == kAction;
+}
+
+void Metrics(RouteCall& c) {
+  std::string text = c.service.MetricsText();
+  if (c.options.extra_metrics) text += c.options.extra_metrics();
+  c.respond(Body(200, "text/plain; version=0.0.4; charset=utf-8", std::move(text)));
+}
+
+void ServerMetadata(RouteCall& c) {
+  serve::ServerMetadata md = c.service.GetServerMetadata();
+  rj::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  Key(w, "name");
+  Str(w, md.name);
+  Key(w, "version");
+  Str(w, md.version);
+  Key(w, "extensions");
+  w.StartArray();
+  for (const auto& e : md.extensions) Str(w, e);
+  w.EndArray();
+  w.EndObject();
+  c.respond(Json(buffer));
+}
+
+void Health(RouteCall& c) {
+  bool ok = c.action == "live" ? c.service.Live() : c.service.Ready();
+  c.respond(Empty(ok ? 200 : 503));
+}
+
+void RepositoryIndex(RouteCall& c) {
+  bool ready_only = false;
+  if (!c.request.body.empty()) {
+    rj::Document doc;
+    Status st = ParseControlBody(c.request.body, doc);
+    if (!st.ok()) return c.respond(Error(st));
+    const rj::Value& body = doc;
+    auto it = body.FindMember("ready");
+    if (it != body.MemberEnd()) {
+      if (!it->value.IsBool()) return c.respond(Error(400, "\"ready\" must be a boolean"));
+      ready_only = it->value.GetBool();
+    }
+  }
+  rj::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartArray();
+  for (const auto& e : c.service.RepositoryIndex(ready_only)) {
     w.StartObject();
     Key(w, "name");
-    Str(w, md->name);
-    Key(w, "versions");
-    w.StartArray();
-    for (const auto& v : md->versions) Str(w, v);
-    w.EndArray();
-    Key(w, "platform");
-    Str(w, md->platform);
-    Key(w, "inputs");
-    WriteTensorMetadata(w, md->inputs);
-    Key(w, "outputs");
-    WriteTensorMetadata(w, md->outputs);
-    Key(w, "memory_bytes");
-    w.Int64(md->memory_bytes);
+    Str(w, e.name);
+    if (!e.version.empty()) {
+      Key(w, "version");
+      Str(w, e.version);
+    }
+    Key(w, "state");
+    Str(w, e.state);
+    if (!e.reason.empty()) {
+      Key(w, "reason");
+      Str(w, e.reason);
+    }
     w.EndObject();
-    return respond(Json(buffer));
   }
-  if (action == "ready") {
-    if (!get) return respond(MethodNotAllowed("GET", method));
-    auto ready = service_.ModelReady(model, version);
-    if (!ready.ok()) return respond(Error(ready.status()));
-    return respond(Empty(*ready ? 200 : 503));
-  }
-  if (action == "config") {
-    if (!get) return respond(MethodNotAllowed("GET", method));
-    auto config = service_.GetModelConfigJson(model, version);
-    if (!config.ok()) return respond(Error(config.status()));
-    return respond(Body(200, kJson, std::move(*config)));
-  }
-  if (action == "stats") {
-    if (!get) return respond(MethodNotAllowed("GET", method));
-    auto stats = service_.GetStatistics(model, version);
-    if (!stats.ok()) return respond(Error(stats.status()));
-    return respond(Body(200, kJson, StatisticsJson(*stats)));
-  }
-  if (action != "infer") return not_found();
-  if (!post) return respond(MethodNotAllowed("POST", method));
+  w.EndArray();
+  c.respond(Json(buffer));
+}
 
-  auto header_length = JsonHeaderLength(request);
-  if (!header_length.ok()) return respond(Error(header_length.status()));
-  auto decoded = DecodeJsonInferRequest(request.body, *header_length, options_.decode);
-  if (!decoded.ok()) return respond(Error(decoded.status()));
+void RepositoryLoadUnload(RouteCall& c) {
+  if (!c.request.body.empty()) {
+    rj::Document doc;
+    Status st = ParseControlBody(c.request.body, doc);
+    if (!st.ok()) return c.respond(Error(st));
+    const rj::Value& body = doc;
+    auto it = body.FindMember("parameters");
+    if (it != body.MemberEnd()) {
+      if (!it->value.IsObject()) return c.respond(Error(400, "\"parameters\" must be a JSON object"));
+      // Unload's "unload_dependents" concerns ensembles, which inferloop has not: ignored.
+      // Load's configuration override and model files are not supported.
+      for (auto p = it->value.MemberBegin(); p != it->value.MemberEnd(); ++p) {
+        std::string_view key(p->name.GetString(), p->name.GetStringLength());
+        if (c.action == "load" && (key == "config" || key.substr(0, 5) == "file:")) {
+          return c.respond(Error(Status::Unimplemented(
+              "model load parameter '" + std::string(key) + "' (configuration override, model files) is not supported")));
+        }
+      }
+    }
+  }
+  auto done = [respond = c.respond](Status st) { respond(st.ok() ? Empty(200) : Error(st)); };
+  if (c.action == "load") {
+    c.service.LoadModel(c.model, std::move(done));
+  } else {
+    c.service.UnloadModel(c.model, std::move(done));
+  }
+}
+
+void Statistics(RouteCall& c) {
+  auto stats = c.service.GetStatistics(c.model, c.version);
+  if (!stats.ok()) return c.respond(Error(stats.status()));
+  c.respond(Body(200, kJson, StatisticsJson(*stats)));
+}
+
+void ModelMetadata(RouteCall& c) {
+  auto md = c.service.GetModelMetadata(c.model, c.version);
+  if (!md.ok()) return c.respond(Error(md.status()));
+  rj::StringBuffer buffer;
+  JsonWriter w(buffer);
+  w.StartObject();
+  Key(w, "name");
+  Str(w, md->name);
+  Key(w, "versions");
+  w.StartArray();
+  for (const auto& v : md->versions) Str(w, v);
+  w.EndArray();
+  Key(w, "platform");
+  Str(w, md->platform);
+  Key(w, "inputs");
+  WriteTensorMetadata(w, md->inputs);
+  Key(w, "outputs");
+  WriteTensorMetadata(w, md->outputs);
+  Key(w, "memory_bytes");
+  w.Int64(md->memory_bytes);
+  w.EndObject();
+  c.respond(Json(buffer));
+}
+
+void ModelReady(RouteCall& c) {
+  auto ready = c.service.ModelReady(c.model, c.version);
+  if (!ready.ok()) return c.respond(Error(ready.status()));
+  c.respond(Empty(*ready ? 200 : 503));
+}
+
+void ModelConfig(RouteCall& c) {
+  auto config = c.service.GetModelConfigJson(c.model, c.version);
+  if (!config.ok()) return c.respond(Error(config.status()));
+  c.respond(Body(200, kJson, std::move(*config)));
+}
+
+// The response to an inference (JSON, or JSON + binary data as the request asked).
+HttpResponse InferResponseBody(Result<InferResponse> result, const InferRequest& wanted) {
+  if (!result.ok()) return Error(result.status());
+  InferResponse& response = *result;
+  if (response.model_name.empty()) response.model_name = wanted.model_name;
+  if (response.id.empty()) response.id = wanted.id;
+  auto encoded = EncodeJsonInferResponse(response, wanted);
+  if (!encoded.ok()) return Error(encoded.status().WithContext("cannot encode the response"));
+  HttpResponse r;
+  if (encoded->has_binary) {
+    r.headers.emplace_back("Content-Type", "application/octet-stream");
+    r.headers.emplace_back("Inference-Header-Content-Length", std::to_string(encoded->json_length));
+  } else {
+    r.headers.emplace_back("Content-Type", kJson);
+  }
+  r.body = std::move(encoded->body);
+  return r;
+}
+
+void Infer(RouteCall& c) {
+  auto header_length = JsonHeaderLength(c.request);
+  if (!header_length.ok()) return c.respond(Error(header_length.status()));
+  auto decoded = DecodeJsonInferRequest(c.request.body, *header_length, c.options.decode);
+  if (!decoded.ok()) return c.respond(Error(decoded.status()));
   InferRequest infer = std::move(decoded).value();
-  infer.model_name = model;
-  infer.model_version = version;
+  infer.model_name = c.model;
+  infer.model_version = c.version;
 
   // What encoding the response needs of the request (not its input tensors).
   InferRequest wanted;
@@ -459,30 +468,74 @@ void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
   wanted.outputs = infer.outputs;
 
   serve::RequestContext context;
-  context.cancelled = request.cancelled;
-  context.received = request.received;
-  context.request_bytes = request.body.size();
+  context.cancelled = c.request.cancelled;
+  context.received = c.request.received;
+  context.request_bytes = c.request.body.size();
   context.protocol = "http";
-  service_.Infer(std::move(infer), std::move(context),
-                 [wanted = std::move(wanted), respond](Result<InferResponse> result) {
-                   if (!result.ok()) return respond(Error(result.status()));
-                   InferResponse& response = *result;
-                   if (response.model_name.empty()) response.model_name = wanted.model_name;
-                   if (response.id.empty()) response.id = wanted.id;
-                   auto encoded = EncodeJsonInferResponse(response, wanted);
-                   if (!encoded.ok()) {
-                     return respond(Error(encoded.status().WithContext("cannot encode the response")));
-                   }
-                   HttpResponse r;
-                   if (encoded->has_binary) {
-                     r.headers.emplace_back("Content-Type", "application/octet-stream");
-                     r.headers.emplace_back("Inference-Header-Content-Length", std::to_string(encoded->json_length));
-                   } else {
-                     r.headers.emplace_back("Content-Type", kJson);
-                   }
-                   r.body = std::move(encoded->body);
-                   respond(std::move(r));
-                 });
+  c.service.Infer(std::move(infer), std::move(context),
+                  [wanted = std::move(wanted), respond = c.respond](Result<InferResponse> result) {
+                    respond(InferResponseBody(std::move(result), wanted));
+                  });
+}
+
+constexpr char kNoAction[] = "";
+constexpr char kReady[] = "ready";
+constexpr char kConfig[] = "config";
+constexpr char kStats[] = "stats";
+constexpr char kInfer[] = "infer";
+
+// In order: the first route whose path matches answers (so /v2/models/stats is the statistics
+// of every model, not the metadata of a model named "stats").
+const Route kRoutes[] = {
+    {"GET", [](const auto& seg, RouteCall&) { return Is(seg, {"metrics"}); }, Metrics},
+    {"GET", [](const auto& seg, RouteCall&) { return Is(seg, {"v2"}); }, ServerMetadata},
+    {"GET",
+     [](const auto& seg, RouteCall& c) {
+       if (seg.size() != 3 || seg[0] != "v2" || seg[1] != "health" || (seg[2] != "live" && seg[2] != "ready")) return false;
+       c.action = seg[2];
+       return true;
+     },
+     Health},
+    {"POST", [](const auto& seg, RouteCall&) { return Is(seg, {"v2", "repository", "index"}); }, RepositoryIndex},
+    {"POST",
+     [](const auto& seg, RouteCall& c) {
+       if (seg.size() != 5 || seg[0] != "v2" || seg[1] != "repository" || seg[2] != "models" || seg[3].empty() ||
+           (seg[4] != "load" && seg[4] != "unload"))
+         return false;
+       c.model = seg[3];
+       c.action = seg[4];
+       return true;
+     },
+     RepositoryLoadUnload},
+    {"GET", [](const auto& seg, RouteCall&) { return Is(seg, {"v2", "models", "stats"}); }, Statistics},
+    {"GET", MatchModelAction<kNoAction>, ModelMetadata},
+    {"GET", MatchModelAction<kReady>, ModelReady},
+    {"GET", MatchModelAction<kConfig>, ModelConfig},
+    {"GET", MatchModelAction<kStats>, Statistics},
+    {"POST", MatchModelAction<kInfer>, Infer},
+};
+
+}  // namespace
+
+RestHandler::RestHandler(serve::InferenceService& service, RestHandlerOptions options)
+    : service_(service), options_(std::move(options)) {}
+
+HttpHandler RestHandler::AsHttpHandler() {
+  return [this](HttpRequest request, HttpResponder respond) { Handle(std::move(request), std::move(respond)); };
+}
+
+void RestHandler::Handle(HttpRequest request, HttpResponder respond) {
+  auto segments = PathSegments(request.target);
+  if (!segments.ok()) return respond(Error(segments.status()));
+  RouteCall call{service_, options_, request, respond, {}, {}, {}};
+  for (const Route& route : kRoutes) {
+    if (!route.match(*segments, call)) continue;
+    const std::string& method = request.method;
+    const bool allowed = method == route.method || (method == "HEAD" && std::string_view(route.method) == "GET");
+    if (!allowed) return respond(MethodNotAllowed(route.method, method));
+    return route.handle(call);
+  }
+  respond(Error(404, "unknown path '" + request.target.substr(0, 200) + "'"));
 }
 
 }  // namespace inferloop::frontends

@@ -12,7 +12,7 @@
 //   POST /v2/repository/index                          body optional: {"ready": bool}
 //   POST /v2/repository/models/{m}/load | /unload      200 (empty body) when done
 //   GET  /metrics                                      Prometheus text (version 0.0.4)
-//   /v1/...                                            the OpenAI-compatible API, when configured
+// (The REST port's /v1/... goes to the OpenAI-compatible API instead: rest_router.h.)
 // Errors: {"error": "..."} with the status of HttpStatusFromCode (http_status.h), Retry-After on
 // 429/503; 404 for an unknown path, 405 (with Allow) for a known path and the wrong method,
 // 400 for broken JSON or a bad Inference-Header-Content-Length.
@@ -30,12 +30,8 @@
 
 namespace inferloop::frontends {
 
-class OpenAiHandler;
-
 struct RestHandlerOptions {
   JsonDecodeOptions decode;
-  // When set, /v1/... (the OpenAI-compatible API, openai_handler.h) goes to it.
-  OpenAiHandler* openai = nullptr;
   // Appended to GET /metrics (e.g. the LLM engine's metrics).
   std::function<std::string()> extra_metrics;
 };

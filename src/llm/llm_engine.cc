@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "base/thread_pool.h"
+#include "llm/engine_sequence.h"
 #include "llm/prefix_cache.h"
+#include "llm/scheduler.h"
 
 namespace inferloop::llm {
 
@@ -25,42 +27,6 @@ const char* FinishReasonName(FinishReason r) {
 }
 
 namespace {
-
-// What the choices of one request share.
-struct RequestState {
-  EngineRequest req;
-  std::shared_ptr<std::atomic<bool>> cancelled;
-  uint64_t arrival = 0;
-  std::chrono::steady_clock::time_point submitted = std::chrono::steady_clock::now();
-};
-
-struct Sequence {
-  std::shared_ptr<RequestState> rs;
-  int index = 0;
-  std::vector<int32_t> tokens;  // prompt, then generated tokens
-  int prompt_len = 0;
-  int generated = 0;
-  int computed = 0;             // leading tokens whose keys/values are in `kv`
-  int inserted_blocks = 0;      // full blocks already offered to the prefix cache
-  int cached_prompt_tokens = 0;
-  int preemptions = 0;
-  int pending_forks = 0;        // choices still to fork off after the prefill
-  bool counted_prompt = false;
-  double queue_seconds = -1;    // set when first admitted
-  KvSequence kv;
-  Sampler sampler;
-  Sequence(std::shared_ptr<RequestState> r, int idx, KvBlockPool* pool, const SamplingParams& p)
-      : rs(std::move(r)), index(idx), kv(pool), sampler(p) {}
-};
-
-using SeqPtr = std::unique_ptr<Sequence>;
-
-// Larger priority first, then earlier arrival, then choice index.
-bool RunsBefore(const Sequence& a, const Sequence& b) {
-  if (a.rs->req.priority != b.rs->req.priority) return a.rs->req.priority > b.rs->req.priority;
-  if (a.rs->arrival != b.rs->arrival) return a.rs->arrival < b.rs->arrival;
-  return a.index < b.index;
-}
 
 void FillLogprobs(std::span<const float> logits, int32_t chosen, int top, GeneratedToken* out) {
   float mx = -INFINITY;
@@ -81,7 +47,7 @@ void FillLogprobs(std::span<const float> logits, int32_t chosen, int top, Genera
 
 }  // namespace
 
-struct LlmEngine::Impl {
+struct LlmEngine::Impl : SchedulerEvents {
   std::shared_ptr<const LlamaModel> model;
   EngineOptions opt;
   KvBlockPool pool;
@@ -102,14 +68,23 @@ struct LlmEngine::Impl {
   std::function<void(const EngineStats&)> step_observer;
   std::thread worker;
 
-  // Owned by the worker thread.
-  std::vector<SeqPtr> waiting;  // kept sorted by RunsBefore
-  std::vector<SeqPtr> running;
+  // Owned by the worker thread: the running and waiting sequences.
+  Scheduler sched;
 
   Impl(std::shared_ptr<const LlamaModel> m, EngineOptions o, KvBlockPool p)
-      : model(std::move(m)), opt(o), pool(std::move(p)) {}
+      : model(std::move(m)), opt(o), pool(std::move(p)), sched(opt, &pool, this) {}
 
-  int BlocksFor(int64_t tokens) const { return static_cast<int>((tokens + opt.block_tokens - 1) / opt.block_tokens); }
+  void OnPreempted() override {
+    std::lock_guard<std::mutex> l(mu);
+    ++stats.preemptions;
+  }
+  void OnAdmitted(int64_t prompt_tokens, int64_t prefix_hit_tokens) override {
+    std::lock_guard<std::mutex> l(mu);
+    stats.prompt_tokens += prompt_tokens;
+    stats.prefix_hit_tokens += prefix_hit_tokens;
+  }
+  void OnAdmitFailed(SeqPtr s, const Status& error) override { Finish(std::move(s), FinishReason::kError, error); }
+
 
   void Finish(SeqPtr s, FinishReason reason, Status error = Status::Ok()) {
     SequenceResult r;
@@ -141,47 +116,6 @@ struct LlmEngine::Impl {
     }
   }
 
-  void InsertWaiting(SeqPtr s) {
-    auto pos = std::upper_bound(waiting.begin(), waiting.end(), s,
-                                [](const SeqPtr& a, const SeqPtr& b) { return RunsBefore(*a, *b); });
-    waiting.insert(pos, std::move(s));
-  }
-
-  void Preempt(size_t running_index) {
-    SeqPtr s = std::move(running[running_index]);
-    running.erase(running.begin() + running_index);
-    OfferFullBlocks(*s);
-    s->kv.Reset();
-    s->computed = 0;
-    s->inserted_blocks = 0;
-    ++s->preemptions;
-    {
-      std::lock_guard<std::mutex> l(mu);
-      ++stats.preemptions;
-    }
-    if (cache) cache->Trim();
-    InsertWaiting(std::move(s));
-  }
-
-  // Full blocks whose keys/values are computed go to the prefix cache.
-  void OfferFullBlocks(Sequence& s) {
-    if (!cache) return;
-    const int full = s.computed / opt.block_tokens;
-    for (int b = s.inserted_blocks; b < full && b < static_cast<int>(s.kv.blocks().size()); ++b) {
-      cache->Insert(s.tokens, b, s.kv.blocks()[b]);
-    }
-    s.inserted_blocks = std::max(s.inserted_blocks, full);
-  }
-
-  // Index in `running` of the sequence to preempt: the one that runs last.
-  size_t LowestRunning() const {
-    size_t worst = 0;
-    for (size_t i = 1; i < running.size(); ++i) {
-      if (RunsBefore(*running[worst], *running[i])) worst = i;
-    }
-    return worst;
-  }
-
   void DrainInbox() {
     std::deque<std::shared_ptr<RequestState>> in;
     {
@@ -193,12 +127,12 @@ struct LlmEngine::Impl {
       s->tokens = rs->req.prompt;
       s->prompt_len = static_cast<int>(rs->req.prompt.size());
       s->pending_forks = rs->req.n - 1;
-      InsertWaiting(std::move(s));
+      sched.InsertWaiting(std::move(s));
     }
   }
 
   void DropCancelled() {
-    for (auto* list : {&running, &waiting}) {
+    for (auto* list : {&sched.running, &sched.waiting}) {
       for (size_t i = 0; i < list->size();) {
         const RequestState& rs = *(*list)[i]->rs;
         if (rs.cancelled->load() || (rs.req.cancel_flag && rs.req.cancel_flag->load())) {
@@ -216,116 +150,33 @@ struct LlmEngine::Impl {
   bool Step() {
     DrainInbox();
     DropCancelled();
-    if (running.empty() && waiting.empty()) return false;
-    std::sort(running.begin(), running.end(), [](const SeqPtr& a, const SeqPtr& b) { return RunsBefore(*a, *b); });
-
-    struct Planned {
-      Sequence* seq;
-      int from;
-      int count;
-      bool logits;
-    };
-    std::vector<Planned> plan;
-    int budget = opt.max_batch_tokens;
-    // 1. Sequences already running: decodes (one token) and prompts being prefilled (a chunk).
-    for (size_t i = 0; i < running.size() && budget > 0;) {
-      Sequence& s = *running[i];
-      const int need = static_cast<int>(s.tokens.size()) - s.computed;
-      const int k = std::min(need, budget);
-      Status st = s.kv.Reserve(s.computed + k);
-      while (!st.ok() && running.size() > 1) {
-        const size_t victim = LowestRunning();
-        if (victim == i) break;
-        // Planned work of the victim is dropped with it.
-        Sequence* v = running[victim].get();
-        plan.erase(std::remove_if(plan.begin(), plan.end(), [&](const Planned& p) {
-                     if (p.seq == v) budget += p.count;
-                     return p.seq == v;
-                   }),
-                   plan.end());
-        Preempt(victim);
-        if (victim < i) --i;
-        st = s.kv.Reserve(s.computed + k);
-      }
-      if (!st.ok()) {  // this sequence is the lowest itself: it waits
-        Preempt(i);
-        continue;
-      }
-      st = s.kv.PrepareWrite(s.computed);
-      if (!st.ok()) {
-        Preempt(i);
-        continue;
-      }
-      plan.push_back({&s, s.computed, k, s.computed + k == static_cast<int>(s.tokens.size())});
-      budget -= k;
-      ++i;
-    }
-    // 2. Admit waiting sequences while the budget and the blocks allow.
-    while (budget > 0 && !waiting.empty() && static_cast<int>(running.size()) < opt.max_running) {
-      Sequence& w = *waiting.front();
-      const int len = static_cast<int>(w.tokens.size());
-      if (cache && w.kv.blocks().empty()) {
-        // Whole blocks of the prefix, never the last token (its logits are needed).
-        std::vector<int> hit = cache->Match(w.tokens, (len - 1) / opt.block_tokens);
-        w.computed = static_cast<int>(hit.size()) * opt.block_tokens;
-        w.inserted_blocks = static_cast<int>(hit.size());
-        w.kv.Adopt(std::move(hit));
-      }
-      const int blocks_needed = BlocksFor(len + 1) - static_cast<int>(w.kv.blocks().size());
-      bool fits = pool.EnsureFree(blocks_needed);
-      // A more important request may take the blocks of less important running ones.
-      while (!fits && !running.empty() && RunsBefore(w, *running[LowestRunning()])) {
-        const size_t victim = LowestRunning();
-        Sequence* v = running[victim].get();
-        plan.erase(std::remove_if(plan.begin(), plan.end(), [&](const Planned& p) {
-                     if (p.seq == v) budget += p.count;
-                     return p.seq == v;
-                   }),
-                   plan.end());
-        Preempt(victim);
-        fits = pool.EnsureFree(blocks_needed);
-      }
-      if (!fits) {
-        w.kv.Reset();  // give matched blocks back; retry next step
-        w.computed = 0;
-        w.inserted_blocks = 0;
-        break;
-      }
-      SeqPtr s = std::move(waiting.front());
-      waiting.erase(waiting.begin());
-      if (s->queue_seconds < 0) {
-        s->queue_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - s->rs->submitted).count();
-      }
-      if (!s->counted_prompt) {
-        s->counted_prompt = true;
-        s->cached_prompt_tokens = s->computed;
-        std::lock_guard<std::mutex> l(mu);
-        stats.prompt_tokens += s->prompt_len;
-        stats.prefix_hit_tokens += std::min(s->computed, s->prompt_len);
-      } else {
-        std::lock_guard<std::mutex> l(mu);
-        stats.prefix_hit_tokens += s->computed;  // recompute after preemption skipped this much
-      }
-      const int k = std::min(len - s->computed, budget);
-      Status st = s->kv.Reserve(s->computed + k);
-      if (st.ok()) st = s->kv.PrepareWrite(s->computed);
-      if (!st.ok()) {  // cannot happen after EnsureFree, but never fail silently
-        Finish(std::move(s), FinishReason::kError, st);
-        continue;
-      }
-      plan.push_back({s.get(), s->computed, k, s->computed + k == len});
-      budget -= k;
-      running.push_back(std::move(s));
-    }
+    if (sched.running.empty() && sched.waiting.empty()) return false;
+    const std::vector<ScheduledWork> plan = sched.PlanStep();
     if (plan.empty()) {
       PublishStats();
-      return !running.empty() || !waiting.empty() ? WaitBriefly() : false;
+      return !sched.running.empty() || !sched.waiting.empty() ? WaitBriefly() : false;
     }
+    std::vector<float> logits;
+    Status st = Forward(plan, logits);
+    if (!st.ok()) {
+      for (const ScheduledWork& p : plan) FailRunning(p.seq, st);
+      PublishStats();
+      return true;
+    }
+    EmitAll(plan, logits);
+    {
+      std::lock_guard<std::mutex> l(mu);
+      ++stats.steps;
+    }
+    PublishStats();
+    return true;
+  }
 
-    // 3. One forward pass over the batch.
+  // One forward pass over the planned tokens; `logits` gets one row per planned logits.
+  Status Forward(const std::vector<ScheduledWork>& plan, std::vector<float>& logits) {
     std::vector<BatchToken> batch;
     int n_logits = 0;
-    for (const Planned& p : plan) {
+    for (const ScheduledWork& p : plan) {
       for (int j = 0; j < p.count; ++j) {
         const bool last = j + 1 == p.count;
         batch.push_back({&p.seq->kv, p.from + j, p.seq->tokens[p.from + j], last && p.logits});
@@ -333,47 +184,49 @@ struct LlmEngine::Impl {
       n_logits += p.logits ? 1 : 0;
     }
     const int V = static_cast<int>(model->hparams().n_vocab);
-    std::vector<float> logits(static_cast<size_t>(n_logits) * V);
-    Status st = model->Forward(batch, logits.data(), threads);
-    if (!st.ok()) {
-      for (const Planned& p : plan) FailRunning(p.seq, st);
-      PublishStats();
-      return true;
-    }
+    logits.assign(static_cast<size_t>(n_logits) * V, 0.f);
+    return model->Forward(batch, logits.data(), threads);
+  }
 
-    // 4. Sample, emit, finish.
+  // The n - 1 other choices of `s`, forked off after its prefill, sharing the prompt's blocks.
+  void ForkChoices(Sequence& s, std::vector<SeqPtr>& forks) {
+    for (int f = 0; f < s.pending_forks; ++f) {
+      SamplingParams sp = s.rs->req.sampling;
+      sp.seed += static_cast<uint64_t>(s.index + 1 + f);
+      auto c = std::make_unique<Sequence>(s.rs, s.index + 1 + f, &pool, sp);
+      c->tokens = s.tokens;
+      c->prompt_len = s.prompt_len;
+      c->computed = s.computed;
+      c->inserted_blocks = s.inserted_blocks;
+      c->cached_prompt_tokens = s.cached_prompt_tokens;
+      c->counted_prompt = true;
+      c->queue_seconds = s.queue_seconds;
+      c->kv = s.kv.Fork();
+      forks.push_back(std::move(c));
+    }
+    s.pending_forks = 0;
+  }
+
+  // After the forward pass: sample, emit, fork, finish.
+  void EmitAll(const std::vector<ScheduledWork>& plan, const std::vector<float>& logits) {
+    const int V = static_cast<int>(model->hparams().n_vocab);
     int li = 0;
     std::vector<Sequence*> done_stop, done_length;
     std::vector<SeqPtr> forks;
-    for (const Planned& p : plan) {
+    for (const ScheduledWork& p : plan) {
       Sequence& s = *p.seq;
       s.computed = p.from + p.count;
-      OfferFullBlocks(s);
+      sched.OfferFullBlocks(s);
       if (!p.logits) continue;
       std::span<const float> row(logits.data() + static_cast<size_t>(li++) * V, V);
-      // n > 1: the other choices fork off here, sharing the prompt's blocks.
-      for (int f = 0; f < s.pending_forks; ++f) {
-        SamplingParams sp = s.rs->req.sampling;
-        sp.seed += static_cast<uint64_t>(s.index + 1 + f);
-        auto c = std::make_unique<Sequence>(s.rs, s.index + 1 + f, &pool, sp);
-        c->tokens = s.tokens;
-        c->prompt_len = s.prompt_len;
-        c->computed = s.computed;
-        c->inserted_blocks = s.inserted_blocks;
-        c->cached_prompt_tokens = s.cached_prompt_tokens;
-        c->counted_prompt = true;
-        c->queue_seconds = s.queue_seconds;
-        c->kv = s.kv.Fork();
-        forks.push_back(std::move(c));
-      }
-      s.pending_forks = 0;
+      ForkChoices(s, forks);
       EmitToken(s, row, &done_stop, &done_length);
     }
     for (SeqPtr& c : forks) {
       std::span<const float> row;
       // The fork samples from its parent's logits: find them again.
       int idx = 0;
-      for (const Planned& p : plan) {
+      for (const ScheduledWork& p : plan) {
         if (!p.logits) continue;
         if (p.seq->rs == c->rs && p.seq->index == 0) {
           row = std::span<const float>(logits.data() + static_cast<size_t>(idx) * V, V);
@@ -382,17 +235,11 @@ struct LlmEngine::Impl {
         ++idx;
       }
       Sequence* raw = c.get();
-      running.push_back(std::move(c));
+      sched.running.push_back(std::move(c));
       if (!row.empty()) EmitToken(*raw, row, &done_stop, &done_length);
     }
     for (Sequence* s : done_stop) RemoveAndFinish(s, FinishReason::kStop);
     for (Sequence* s : done_length) RemoveAndFinish(s, FinishReason::kLength);
-    {
-      std::lock_guard<std::mutex> l(mu);
-      ++stats.steps;
-    }
-    PublishStats();
-    return true;
   }
 
   void EmitToken(Sequence& s, std::span<const float> row, std::vector<Sequence*>* stop, std::vector<Sequence*>* length) {
@@ -420,10 +267,10 @@ struct LlmEngine::Impl {
   }
 
   void RemoveAndFinish(Sequence* s, FinishReason reason) {
-    for (size_t i = 0; i < running.size(); ++i) {
-      if (running[i].get() == s) {
-        SeqPtr p = std::move(running[i]);
-        running.erase(running.begin() + i);
+    for (size_t i = 0; i < sched.running.size(); ++i) {
+      if (sched.running[i].get() == s) {
+        SeqPtr p = std::move(sched.running[i]);
+        sched.running.erase(sched.running.begin() + i);
         Finish(std::move(p), reason);
         return;
       }
@@ -431,10 +278,10 @@ struct LlmEngine::Impl {
   }
 
   void FailRunning(Sequence* s, const Status& st) {
-    for (size_t i = 0; i < running.size(); ++i) {
-      if (running[i].get() == s) {
-        SeqPtr p = std::move(running[i]);
-        running.erase(running.begin() + i);
+    for (size_t i = 0; i < sched.running.size(); ++i) {
+      if (sched.running[i].get() == s) {
+        SeqPtr p = std::move(sched.running[i]);
+        sched.running.erase(sched.running.begin() + i);
         Finish(std::move(p), FinishReason::kError, st);
         return;
       }
@@ -451,11 +298,11 @@ struct LlmEngine::Impl {
 
   void PublishStats() {
     int64_t backlog = 0;
-    for (const SeqPtr& s : waiting) backlog += static_cast<int64_t>(s->tokens.size()) - s->computed;
-    for (const SeqPtr& s : running) backlog += std::max<int64_t>(0, static_cast<int64_t>(s->tokens.size()) - s->computed - 1);
+    for (const SeqPtr& s : sched.waiting) backlog += static_cast<int64_t>(s->tokens.size()) - s->computed;
+    for (const SeqPtr& s : sched.running) backlog += std::max<int64_t>(0, static_cast<int64_t>(s->tokens.size()) - s->computed - 1);
     std::lock_guard<std::mutex> l(mu);
-    stats.running = static_cast<int>(running.size());
-    stats.waiting = static_cast<int>(waiting.size() + inbox.size());
+    stats.running = static_cast<int>(sched.running.size());
+    stats.waiting = static_cast<int>(sched.waiting.size() + inbox.size());
     for (const auto& rs : inbox) backlog += static_cast<int64_t>(rs->req.prompt.size());
     stats.token_backlog = backlog;
     stats.kv_blocks_total = pool.num_blocks();
@@ -468,11 +315,11 @@ struct LlmEngine::Impl {
     for (;;) {
       {
         std::unique_lock<std::mutex> l(mu);
-        cv.wait(l, [&] { return stopping || !inbox.empty() || !running.empty() || !waiting.empty(); });
+        cv.wait(l, [&] { return stopping || !inbox.empty() || !sched.running.empty() || !sched.waiting.empty(); });
         if (stopping) break;
       }
       Step();
-      const bool empty = running.empty() && waiting.empty();
+      const bool empty = sched.running.empty() && sched.waiting.empty();
       {
         std::lock_guard<std::mutex> l(mu);
         quiet = empty && inbox.empty();
@@ -480,7 +327,7 @@ struct LlmEngine::Impl {
       idle_cv.notify_all();
     }
     DrainInbox();
-    for (auto* list : {&running, &waiting}) {
+    for (auto* list : {&sched.running, &sched.waiting}) {
       while (!list->empty()) {
         SeqPtr s = std::move(list->back());
         list->pop_back();
@@ -511,6 +358,7 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::Create(std::shared_ptr<const Llama
   if (o.prefix_cache_blocks != 0) {
     impl->cache = std::make_unique<PrefixCache>(&impl->pool, o.prefix_cache_blocks < 0 ? blocks : o.prefix_cache_blocks);
     PrefixCache* c = impl->cache.get();
+    impl->sched.SetPrefixCache(c);
     impl->pool.SetEvictor([c](int n) { return c->Evict(n); });
   }
   impl->threads = SharedThreadPool(o.threads);
@@ -550,7 +398,7 @@ Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
   }
   // Blocks the request needs alone: the prompt once, each choice's own tail.
   const int bt = impl_->opt.block_tokens;
-  const int64_t need = impl_->BlocksFor(total + 1) + static_cast<int64_t>(r.n - 1) * ((r.max_tokens + 1) / bt + 2);
+  const int64_t need = impl_->sched.BlocksFor(total + 1) + static_cast<int64_t>(r.n - 1) * ((r.max_tokens + 1) / bt + 2);
   if (need > impl_->pool.num_blocks()) {
     return Status::InvalidArgument("the request needs " + std::to_string(need) + " KV cache blocks of " +
                                    std::to_string(bt) + " tokens, more than the whole cache (" +

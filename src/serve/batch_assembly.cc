@@ -223,4 +223,54 @@ Result<Tensor> PadRows(const Tensor& t, int64_t rows) {
   return padded;
 }
 
+Result<AssembledBatch> AssembleBatchInputs(const std::vector<const InferRequest*>& requests,
+                                           const std::vector<int64_t>& rows, const BatchInputLayout& layout) {
+  if (requests.empty() || requests.size() != rows.size())
+    return Status::InvalidArgument("a batch needs requests and one row count each");
+  AssembledBatch b;
+  b.model_batches = layout.model_batches;
+  b.request_rows = rows;
+  for (int64_t r : rows) b.rows += r;
+  if (layout.model_batches && requests.size() > 1) {
+    // Optional inputs: requests of one batch share a key, so they have the same inputs.
+    for (const auto& name : layout.input_names)
+      for (const auto& in : requests[0]->inputs)
+        if (in.name == name) b.names.push_back(name);
+    IL_ASSIGN_OR_RETURN(b.inputs, GatherBatchInputs(requests, b.names));
+  } else {
+    for (const auto& in : requests[0]->inputs) {
+      b.names.push_back(in.name);
+      b.inputs.push_back(in.tensor);
+    }
+  }
+  // Config reshape: feed the model's shape.
+  for (size_t i = 0; i < b.inputs.size(); ++i) {
+    auto it = layout.reshapes.find(b.names[i]);
+    if (it == layout.reshapes.end()) continue;
+    Shape r;
+    if (layout.model_batches) r.push_back(b.inputs[i].dim(0));
+    for (int64_t d : it->second) r.push_back(d);
+    IL_ASSIGN_OR_RETURN(b.inputs[i], b.inputs[i].Reshaped(r));
+  }
+  // Run at a bucketed batch size (padding with copies of the last row), so the model sees a
+  // few shapes and keeps their kernels and plans cached.
+  b.run_rows = layout.model_batches ? BucketRows(b.rows, layout.buckets) : b.rows;
+  if (b.run_rows != b.rows) {
+    for (Tensor& t : b.inputs) {
+      IL_ASSIGN_OR_RETURN(t, PadRows(t, b.run_rows));
+    }
+  }
+  return b;
+}
+
+Result<std::vector<std::vector<Tensor>>> SplitAssembledOutputs(const std::vector<Tensor>& outputs,
+                                                               const AssembledBatch& batch,
+                                                               const std::vector<std::string>& output_names) {
+  if (!batch.model_batches || (batch.request_rows.size() <= 1 && batch.run_rows == batch.rows))
+    return std::vector<std::vector<Tensor>>{outputs};
+  std::vector<int64_t> rows = batch.request_rows;
+  if (batch.run_rows != batch.rows) rows.push_back(batch.run_rows - batch.rows);  // the padding's share
+  return SplitBatchOutputs(outputs, rows, output_names);
+}
+
 }  // namespace inferloop::serve

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -65,5 +66,39 @@ std::vector<int64_t> BatchBuckets(int64_t max_batch_size, const std::vector<int>
 // data, so padding rows cannot fail where the real rows pass). rows == dim 0: `t` itself.
 // InvalidArgument for rows < dim 0 or a scalar; ResourceExhausted if it cannot be allocated.
 Result<Tensor> PadRows(const Tensor& t, int64_t rows);
+
+// How a model takes a batch's inputs (from its completed config).
+struct BatchInputLayout {
+  bool model_batches = false;            // max_batch_size > 0
+  std::vector<std::string> input_names;  // the model's inputs, in config order
+  std::map<std::string, Shape> reshapes;  // input name -> the config's reshape (no batch dim)
+  std::vector<int64_t> buckets;          // batch sizes batches run at (BatchBuckets)
+};
+
+// A group of requests as the model runs it.
+struct AssembledBatch {
+  std::vector<std::string> names;  // the model inputs fed, parallel to `inputs`
+  std::vector<Tensor> inputs;
+  std::vector<int64_t> request_rows;  // rows each request brings, in request order
+  int64_t rows = 0;                   // their sum
+  int64_t run_rows = 0;               // rows the model runs at: `rows` padded up to a bucket
+  bool model_batches = false;
+};
+
+// The model's inputs for `requests` (one of a batch's groups; rows[i]: request i's rows):
+// several requests of a batching model are gathered (GatherBatchInputs over the layout's inputs
+// the first request has, in config order); otherwise the one request's inputs are fed as they
+// are, in its order. Inputs the config reshapes take the reshape (dim 0 kept when the model
+// batches). A batching model's inputs are then padded (PadRows) to the bucketed row count
+// (BucketRows), so the model sees few distinct shapes. Errors are those of the steps.
+Result<AssembledBatch> AssembleBatchInputs(const std::vector<const InferRequest*>& requests,
+                                           const std::vector<int64_t>& rows, const BatchInputLayout& layout);
+
+// The outputs of a run of `batch` split back per request (result[i][j]: output j of request i;
+// the padding rows are dropped). A single unpadded request, or a model that does not batch,
+// gets the outputs as they are (shared). Errors as SplitBatchOutputs.
+Result<std::vector<std::vector<Tensor>>> SplitAssembledOutputs(const std::vector<Tensor>& outputs,
+                                                               const AssembledBatch& batch,
+                                                               const std::vector<std::string>& output_names);
 
 }  // namespace inferloop::serve

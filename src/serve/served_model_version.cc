@@ -2,15 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
-#include <fstream>
 #include <map>
-#include <random>
-#include <sstream>
 
-#include "serve/batch_assembly.h"
 #include "serve/model_config_completion.h"
+#include "serve/model_warmup.h"
 #include "serve/process_memory.h"
+#include "serve/request_validation.h"
 
 namespace inferloop::serve {
 
@@ -36,26 +33,6 @@ void Add(DurationStat& d, nanoseconds t, uint64_t n = 1) {
   d.ns += static_cast<uint64_t>(std::max<int64_t>(0, t.count())) * n;
 }
 
-std::string DimsString(const Shape& s) { return ShapeToString(s); }
-
-std::string ConfigDimsString(const google::protobuf::RepeatedField<int64_t>& dims) {
-  std::string s = "[";
-  for (int i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
-  return s + "]";
-}
-
-// An unsigned integer request parameter, or an error naming it.
-Result<std::optional<uint64_t>> UIntParam(const InferParameters& params, const char* name) {
-  auto it = params.find(name);
-  if (it == params.end()) return std::optional<uint64_t>();
-  if (const auto* u = std::get_if<uint64_t>(&it->second)) return std::optional<uint64_t>(*u);
-  if (const auto* i = std::get_if<int64_t>(&it->second)) {
-    if (*i < 0) return Status::InvalidArgument(std::string("parameter '") + name + "' must not be negative");
-    return std::optional<uint64_t>(static_cast<uint64_t>(*i));
-  }
-  return Status::InvalidArgument(std::string("parameter '") + name + "' must be an unsigned integer");
-}
-
 QueuePolicy ToQueuePolicy(const configpb::ModelQueuePolicy& p) {
   QueuePolicy q;
   q.max_queue_size = p.max_queue_size();
@@ -66,55 +43,43 @@ QueuePolicy ToQueuePolicy(const configpb::ModelQueuePolicy& p) {
   return q;
 }
 
-// Values for one warmup input: zeros, random values, or a file's raw bytes.
-Result<Tensor> WarmupTensor(const std::string& model_dir, const std::string& input_name,
-                            const configpb::ModelWarmup::Input& in, DataType dtype, Shape shape, uint32_t seed) {
-  if (dtype == DataType::kUndefined || dtype == DataType::kString) {
-    if (dtype == DataType::kString) {
-      int64_t n = ShapeElementCount(shape);
-      if (n < 0) return Status::InvalidArgument("warmup input '" + input_name + "': bad shape");
-      return Tensor::FromStrings(shape, std::vector<std::string>(static_cast<size_t>(n)));
-    }
-    return Status::InvalidArgument("warmup input '" + input_name + "': no data type");
+// The batcher's options from the completed config: dynamic batching and its queue policies,
+// one worker per instance of the instance groups (at least one).
+BatcherOptions BatcherOptionsOf(const std::string& model_name, int64_t version, const ModelConfig& c) {
+  BatcherOptions bo;
+  bo.name = model_name + ":" + std::to_string(version);
+  if (c.has_dynamic_batching()) {
+    const auto& db = c.dynamic_batching();
+    bo.max_batch_size = c.max_batch_size();
+    for (int p : db.preferred_batch_size()) bo.preferred_batch_sizes.push_back(p);
+    bo.max_queue_delay = std::chrono::microseconds(db.max_queue_delay_microseconds());
+    bo.priority_levels = db.priority_levels() > 0 ? static_cast<uint32_t>(db.priority_levels()) : 1;
+    bo.default_priority_level =
+        db.default_priority_level() > 0 ? static_cast<uint32_t>(db.default_priority_level()) : bo.priority_levels;
+    if (db.priority_levels() == 0) bo.default_priority_level = 1;
+    bo.default_policy = ToQueuePolicy(db.default_queue_policy());
+    for (const auto& [level, policy] : db.priority_queue_policy())
+      bo.level_policies[static_cast<uint32_t>(level)] = ToQueuePolicy(policy);
   }
-  auto t = Tensor::Create(dtype, shape);
-  if (!t.ok()) return t.status();
-  Tensor tensor = std::move(t).value();
-  if (in.input_data_type_case() == configpb::ModelWarmup::Input::kRandomData) {
-    std::mt19937 rng(seed);
-    auto* bytes = static_cast<unsigned char*>(tensor.raw_data());
-    if (dtype == DataType::kFloat) {
-      std::uniform_real_distribution<float> dist(-1.f, 1.f);
-      for (int64_t i = 0; i < tensor.size(); ++i) tensor.data<float>()[i] = dist(rng);
-    } else if (dtype == DataType::kBool) {
-      for (size_t i = 0; i < tensor.nbytes(); ++i) bytes[i] = rng() & 1;
-    } else if (dtype == DataType::kInt64 || dtype == DataType::kInt32) {
-      // Small non-negative integers: valid as indices for the embedding tables models take.
-      for (int64_t i = 0; i < tensor.size(); ++i) {
-        if (dtype == DataType::kInt64) tensor.data<int64_t>()[i] = rng() % 2;
-        else tensor.data<int32_t>()[i] = rng() % 2;
-      }
-    } else {
-      for (size_t i = 0; i < tensor.nbytes(); ++i) bytes[i] = static_cast<unsigned char>(rng() & 0x3f);
-    }
-  } else if (in.input_data_type_case() == configpb::ModelWarmup::Input::kInputDataFile) {
-    const std::string& file = in.input_data_file();
-    if (file.empty() || file.find("..") != std::string::npos || file[0] == '/')
-      return Status::InvalidArgument("warmup input '" + input_name + "': input_data_file must be a file name inside " +
-                                     model_dir + "/warmup/");
-    const std::string path = model_dir + "/warmup/" + file;
-    std::ifstream f(path, std::ios::binary);
-    if (!f) return Status::NotFound("warmup input '" + input_name + "': cannot read " + path);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    const std::string data = ss.str();
-    if (data.size() != tensor.nbytes())
-      return Status::InvalidArgument("warmup input '" + input_name + "': " + path + " has " +
-                                     std::to_string(data.size()) + " bytes, the input needs " +
-                                     std::to_string(tensor.nbytes()));
-    std::memcpy(tensor.raw_data(), data.data(), data.size());
+  int instances = 0;
+  for (const auto& g : c.instance_group()) instances += std::max(1, g.count());
+  bo.instance_count = std::max(1, instances);
+  return bo;
+}
+
+// How batches of the model are assembled (batch_assembly.h), from its completed config.
+BatchInputLayout BatchInputLayoutOf(const ModelConfig& c) {
+  BatchInputLayout layout;
+  layout.model_batches = c.max_batch_size() > 0;
+  for (const auto& in : c.input()) {
+    layout.input_names.push_back(in.name());
+    if (in.has_reshape()) layout.reshapes[in.name()] = Shape(std::vector<int64_t>(in.reshape().shape().begin(), in.reshape().shape().end()));
   }
-  return tensor;
+  std::vector<int> preferred;
+  if (c.has_dynamic_batching())
+    preferred.assign(c.dynamic_batching().preferred_batch_size().begin(), c.dynamic_batching().preferred_batch_size().end());
+  layout.buckets = BatchBuckets(c.max_batch_size(), preferred);
+  return layout;
 }
 
 // Failures that say the model (or inferloop) is broken, as opposed to a bad request: only these
@@ -203,15 +168,8 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   auto config = CompleteConfigFromModel(partial_config, *v->session_);
   if (!config.ok()) return Status(config.status().code(), "config.pbtxt of '" + model_name + "': " + config.status().message());
   v->config_ = std::move(config).value();
-  for (const auto& in : v->config_.input()) v->input_names_.push_back(in.name());
+  v->layout_ = BatchInputLayoutOf(v->config_);
   for (const auto& out : v->config_.output()) v->output_names_.push_back(out.name());
-  {
-    std::vector<int> preferred;
-    if (v->config_.has_dynamic_batching())
-      preferred.assign(v->config_.dynamic_batching().preferred_batch_size().begin(),
-                       v->config_.dynamic_batching().preferred_batch_size().end());
-    v->buckets_ = BatchBuckets(v->config_.max_batch_size(), preferred);
-  }
   // Per-model limits in config.pbtxt override the server's per-model defaults:
   //   parameters { key: "max_inflight_requests" value: { string_value: "64" } }
   //   parameters { key: "max_inflight_bytes" value: { string_value: "67108864" } }
@@ -233,27 +191,12 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   v->inline_slots_ = options.inline_slots;
 
   progress("warming up");
-  if (Status st = v->Warmup(); !st.ok()) return Status(st.code(), "warmup of '" + model_name + "': " + st.message());
+  auto warm = RunModelWarmup(*v->session_, v->config_, v->model_dir_, v->layout_.buckets, v->output_names_);
+  if (!warm.ok()) return Status(warm.status().code(), "warmup of '" + model_name + "': " + warm.status().message());
+  if (warm.value()) v->mean_execution_ns_.store(warm.value()->count());
 
-  BatcherOptions bo;
-  bo.name = model_name + ":" + std::to_string(version);
-  const ModelConfig& c = v->config_;
-  if (c.has_dynamic_batching()) {
-    const auto& db = c.dynamic_batching();
-    bo.max_batch_size = c.max_batch_size();
-    for (int p : db.preferred_batch_size()) bo.preferred_batch_sizes.push_back(p);
-    bo.max_queue_delay = std::chrono::microseconds(db.max_queue_delay_microseconds());
-    bo.priority_levels = db.priority_levels() > 0 ? static_cast<uint32_t>(db.priority_levels()) : 1;
-    bo.default_priority_level =
-        db.default_priority_level() > 0 ? static_cast<uint32_t>(db.default_priority_level()) : bo.priority_levels;
-    if (db.priority_levels() == 0) bo.default_priority_level = 1;
-    bo.default_policy = ToQueuePolicy(db.default_queue_policy());
-    for (const auto& [level, policy] : db.priority_queue_policy())
-      bo.level_policies[static_cast<uint32_t>(level)] = ToQueuePolicy(policy);
-  }
-  int instances = 0;
-  for (const auto& g : c.instance_group()) instances += std::max(1, g.count());
-  bo.instance_count = std::max(1, instances);
+  const BatcherOptions bo = BatcherOptionsOf(model_name, version, v->config_);
+  v->run_outputs_.resize(static_cast<size_t>(bo.instance_count));
   v->observer_ = std::make_unique<Observer>(v.get(), v->metrics_.get());
   std::weak_ptr<ServedModelVersion> weak = v;
   ServedModelVersion* self = v.get();
@@ -262,136 +205,6 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   v->load_rss_bytes_ = std::max<int64_t>(0, ResidentMemoryBytes() - rss_before);
   progress("ready");
   return v;
-}
-
-Status ServedModelVersion::Warmup() {
-  const bool batching = config_.max_batch_size() > 0;
-  std::vector<configpb::ModelWarmup> samples(config_.model_warmup().begin(), config_.model_warmup().end());
-  if (samples.empty()) {
-    // No warmup configured: one zero sample per batch bucket (batch 1 without batching) when
-    // every input's size is known, so the first request does not pay for planning and tuning.
-    bool known = true;
-    for (const auto& in : config_.input())
-      for (int64_t d : (in.has_reshape() ? in.dims() : in.dims())) known &= d >= 0;
-    if (!known) return Status::Ok();
-    // Every batch size requests will run at (the buckets), so none is planned on a request.
-    std::vector<uint32_t> sizes = {1};
-    if (batching) {
-      sizes.clear();
-      for (int64_t b : buckets_) sizes.push_back(static_cast<uint32_t>(b));
-    }
-    for (uint32_t b : sizes) {
-      configpb::ModelWarmup w;
-      w.set_name("zeros_b" + std::to_string(b));
-      w.set_batch_size(b);
-      for (const auto& in : config_.input()) {
-        configpb::ModelWarmup::Input wi;
-        wi.set_data_type(in.data_type());
-        *wi.mutable_dims() = in.dims();
-        wi.set_zero_data(true);
-        (*w.mutable_inputs())[in.name()] = wi;
-      }
-      samples.push_back(std::move(w));
-    }
-  }
-  uint32_t seed = 1;
-  for (const auto& w : samples) {
-    std::vector<NamedValue> inputs;
-    for (const auto& [name, in] : w.inputs()) {
-      Shape shape;
-      if (batching) shape.push_back(w.batch_size());
-      for (int64_t d : in.dims()) shape.push_back(d);
-      // Feed the model's shape when the config reshapes the input.
-      for (const auto& ci : config_.input()) {
-        if (ci.name() == name && ci.has_reshape()) {
-          Shape r;
-          if (batching) r.push_back(w.batch_size());
-          for (int64_t d : ci.reshape().shape()) r.push_back(d);
-          shape = r;
-        }
-      }
-      auto t = WarmupTensor(model_dir_, name, in, FromConfigDataType(in.data_type()), shape, seed++);
-      if (!t.ok()) return t.status();
-      inputs.emplace_back(name, std::move(t).value());
-    }
-    const uint32_t count = std::max<uint32_t>(1, w.count());
-    for (uint32_t i = 0; i < count; ++i) {
-      const auto t0 = Clock::now();
-      auto r = session_->Run(inputs, RunOptions{output_names_});
-      if (!r.ok()) return Status(r.status().code(), "sample '" + w.name() + "': " + r.status().message());
-      // The first sample's last run seeds the execution-time average (the first run plans).
-      if (mean_execution_ns_.load() == INT64_MAX && i + 1 == count)
-        mean_execution_ns_.store(std::chrono::duration_cast<nanoseconds>(Clock::now() - t0).count());
-    }
-  }
-  return Status::Ok();
-}
-
-Status ServedModelVersion::Validate(const InferRequest& request, PendingRequest& p) const {
-  const bool batching = config_.max_batch_size() > 0;
-  std::map<std::string, const InferInput*> by_name;
-  for (const auto& in : request.inputs) {
-    by_name[in.name] = &in;
-    if (std::find(input_names_.begin(), input_names_.end(), in.name) == input_names_.end())
-      return Status::InvalidArgument("unexpected input '" + in.name + "' for model '" + name_ + "'");
-  }
-  // Which optional inputs are present is part of the batch key: requests batch together only
-  // with the same inputs.
-  std::vector<std::string> present;
-  std::string presence;
-  for (const auto& ci : config_.input()) {
-    auto it = by_name.find(ci.name());
-    if (it == by_name.end()) {
-      if (ci.optional()) {
-        presence += '-';
-        continue;
-      }
-      return Status::InvalidArgument("model '" + name_ + "' expects input '" + ci.name() + "', the request has no such input");
-    }
-    presence += '+';
-    present.push_back(ci.name());
-    const Tensor& t = it->second->tensor;
-    const DataType want = FromConfigDataType(ci.data_type());
-    if (t.dtype() != want)
-      return Status::InvalidArgument("input '" + ci.name() + "': datatype " + KServeDataTypeName(ToConfigDataType(t.dtype())) +
-                                     ", model '" + name_ + "' expects " + KServeDataTypeName(ci.data_type()));
-    const int want_rank = ci.dims_size() + (batching ? 1 : 0);
-    auto shape_error = [&] {
-      return Status::InvalidArgument("input '" + ci.name() + "': shape " + DimsString(t.shape()) + ", model '" + name_ +
-                                     "' expects " + (batching ? "[-1," + ConfigDimsString(ci.dims()).substr(1) : ConfigDimsString(ci.dims())) +
-                                     (batching ? " (first dimension: batch, 1.." + std::to_string(config_.max_batch_size()) + ")" : ""));
-    };
-    if (t.rank() != want_rank) return shape_error();
-    for (int i = 0; i < ci.dims_size(); ++i) {
-      const int64_t d = ci.dims(i);
-      if (d >= 0 && t.dim(i + (batching ? 1 : 0)) != d) return shape_error();
-    }
-    if (batching && (t.dim(0) < 1 || t.dim(0) > config_.max_batch_size()))
-      return Status::InvalidArgument("input '" + ci.name() + "': batch size " + std::to_string(t.dim(0)) + " outside 1.." +
-                                     std::to_string(config_.max_batch_size()) + " (max_batch_size of model '" + name_ + "')");
-  }
-  // Rows (the inputs must agree on dim 0) and the key of non-batch shapes.
-  auto shape = ComputeBatchShape(request, present, batching);
-  if (!shape.ok()) return shape.status();
-  for (const auto& out : request.outputs) {
-    if (std::find(output_names_.begin(), output_names_.end(), out.name) == output_names_.end())
-      return Status::InvalidArgument("unknown output '" + out.name + "' requested from model '" + name_ + "'");
-  }
-  p.rows = shape->rows;
-  p.batch_key = presence + shape->batch_key;
-  auto prio = UIntParam(request.parameters, "priority");
-  if (!prio.ok()) return prio.status();
-  if (prio.value()) {
-    const uint64_t levels = config_.has_dynamic_batching() ? config_.dynamic_batching().priority_levels() : 0;
-    if (*prio.value() > std::max<uint64_t>(levels, 1))
-      return Status::InvalidArgument("priority " + std::to_string(*prio.value()) + " outside 0.." +
-                                     std::to_string(std::max<uint64_t>(levels, 1)) + " for model '" + name_ + "'");
-    p.priority = levels > 0 ? static_cast<uint32_t>(*prio.value()) : 0;
-  }
-  auto timeout = UIntParam(request.parameters, "timeout");
-  if (!timeout.ok()) return timeout.status();
-  if (timeout.value()) p.timeout = std::chrono::microseconds(static_cast<int64_t>(std::min<uint64_t>(*timeout.value(), uint64_t{1} << 50)));
-  return Status::Ok();
 }
 
 bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context, InferCallback&& done,
@@ -415,7 +228,7 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
     return true;
   }
   auto p = std::make_unique<PendingRequest>();
-  if (Status st = Validate(request, *p); !st.ok()) {
+  if (Status st = ValidateRequest(request, name_, config_, layout_.input_names, output_names_, *p); !st.ok()) {
     fail(st);
     return true;
   }
@@ -448,142 +261,15 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
   return true;
 }
 
-void ServedModelVersion::ExecuteBatch(int /*instance*/, Batch batch) {
-  const auto dispatched = Clock::now();
-  // A client that went away after dispatch: answer it now rather than compute for nobody.
-  {
-    std::vector<std::unique_ptr<PendingRequest>> live;
-    for (auto& p : batch.requests) {
-      if (p->context.cancelled && p->context.cancelled->load()) {
-        Finish(*p, Status(StatusCode::kCancelled, "the client went away before the request was computed"), nanoseconds(0));
-      } else {
-        live.push_back(std::move(p));
-      }
-    }
-    batch.requests = std::move(live);
-    if (batch.requests.empty()) return;
-  }
-  std::vector<const InferRequest*> reqs;
-  std::vector<int64_t> rows;
-  for (const auto& p : batch.requests) {
-    reqs.push_back(&p->request);
-    rows.push_back(p->rows);
-  }
-  auto run_group = [&](const std::vector<size_t>& members) -> Status {
-    std::vector<const InferRequest*> group;
-    std::vector<int64_t> group_rows;
-    int64_t total_rows = 0;
-    for (size_t i : members) {
-      group.push_back(reqs[i]);
-      group_rows.push_back(rows[i]);
-      total_rows += rows[i];
-    }
-    const auto t0 = Clock::now();
-    const bool batching = config_.max_batch_size() > 0;
-    std::vector<NamedValue> inputs;
-    if (batching && group.size() > 1) {
-      // Optional inputs: requests of one batch share a key, so they have the same inputs.
-      std::vector<std::string> present;
-      for (const auto& name : input_names_)
-        for (const auto& in : group[0]->inputs)
-          if (in.name == name) present.push_back(name);
-      auto gathered = GatherBatchInputs(group, present);
-      if (!gathered.ok()) return gathered.status();
-      for (size_t i = 0; i < present.size(); ++i) inputs.emplace_back(present[i], std::move(gathered.value()[i]));
-    } else {
-      for (const auto& in : group[0]->inputs) inputs.emplace_back(in.name, in.tensor);
-    }
-    // Config reshape: feed the model's shape.
-    for (auto& [name, value] : inputs) {
-      for (const auto& ci : config_.input()) {
-        if (ci.name() != name || !ci.has_reshape()) continue;
-        Shape r;
-        if (batching) r.push_back(value.tensor().dim(0));
-        for (int64_t d : ci.reshape().shape()) r.push_back(d);
-        auto reshaped = value.tensor().Reshaped(r);
-        if (!reshaped.ok()) return reshaped.status();
-        value = Value(std::move(reshaped).value());
-      }
-    }
-    // Run at a bucketed batch size (padding with copies of the last row), so the model sees a
-    // few shapes and keeps their kernels and plans cached.
-    const int64_t run_rows = batching ? BucketRows(total_rows, buckets_) : total_rows;
-    if (run_rows != total_rows) {
-      for (auto& [name, value] : inputs) {
-        auto padded = PadRows(value.tensor(), run_rows);
-        if (!padded.ok()) return padded.status();
-        value = Value(std::move(padded).value());
-      }
-    }
-    const auto t1 = Clock::now();
-    Result<std::vector<NamedValue>> outputs = Status::Internal("not run");
-    try {
-      outputs = session_->Run(inputs, RunOptions{output_names_});
-    } catch (const std::exception& e) {
-      outputs = Status::Internal(std::string("model run threw: ") + e.what());
-    }
-    const auto t2 = Clock::now();
-    if (!outputs.ok()) return outputs.status();
-    std::vector<Tensor> out_tensors;
-    for (auto& [name, value] : outputs.value()) {
-      if (!value.is_tensor()) return Status::Unimplemented("output '" + name + "' is not a tensor");
-      out_tensors.push_back(value.tensor());
-    }
-    std::vector<std::vector<Tensor>> per_request;
-    if (batching && (group.size() > 1 || run_rows != total_rows)) {
-      if (run_rows != total_rows) group_rows.push_back(run_rows - total_rows);  // the padding's share
-      auto split = SplitBatchOutputs(out_tensors, group_rows, output_names_);
-      if (!split.ok()) return split.status();
-      per_request = std::move(split).value();
-    } else {
-      per_request.push_back(out_tensors);
-    }
-    const auto t3 = Clock::now();
-    {
-      // Moving average (1/8 weight) of how long a batch takes, for the inline decision.
-      const int64_t took = std::chrono::duration_cast<nanoseconds>(t3 - t0).count();
-      const int64_t old = mean_execution_ns_.load(std::memory_order_relaxed);
-      mean_execution_ns_.store(old == INT64_MAX ? took : old + (took - old) / 8, std::memory_order_relaxed);
-    }
-    {
-      std::lock_guard<std::mutex> lock(stats_->mu);
-      auto& s = stats_->s;
-      s.execution_count += 1;
-      s.inference_count += static_cast<uint64_t>(total_rows);
-      BatchStat& bs = stats_->batches[static_cast<uint64_t>(total_rows)];
-      bs.batch_size = static_cast<uint64_t>(total_rows);
-      Add(bs.compute_input, t1 - t0);
-      Add(bs.compute_infer, t2 - t1);
-      Add(bs.compute_output, t3 - t2);
-    }
-    for (size_t k = 0; k < members.size(); ++k) {
-      PendingRequest& p = *batch.requests[members[k]];
-      InferResponse resp;
-      resp.model_name = name_;
-      resp.model_version = std::to_string(version_);
-      resp.id = p.request.id;
-      for (size_t o = 0; o < output_names_.size(); ++o) {
-        bool wanted = p.request.outputs.empty();
-        for (const auto& ro : p.request.outputs) wanted |= ro.name == output_names_[o];
-        if (!wanted) continue;
-        InferOutput out;
-        out.name = output_names_[o];
-        out.tensor = per_request[k][o];
-        resp.outputs.push_back(std::move(out));
-      }
-      {
-        std::lock_guard<std::mutex> lock(stats_->mu);
-        auto& s = stats_->s;
-        Add(s.queue, p.dispatched - p.enqueued);
-        Add(s.compute_input, t1 - t0);
-        Add(s.compute_infer, t2 - t1);
-        Add(s.compute_output, Clock::now() - t2);
-      }
-      Finish(p, std::move(resp), t3 - t0);
-    }
-    return Status::Ok();
-  };
+// When a group's phases ended: assembly (gather, reshape, padding), the model run, the split.
+struct ServedModelVersion::GroupTimes {
+  Clock::time_point start, assembled, ran, split;
+};
 
+void ServedModelVersion::ExecuteBatch(int instance, Batch batch) {
+  const auto dispatched = Clock::now();
+  AnswerCancelled(batch);
+  if (batch.requests.empty()) return;
   std::vector<size_t> all(batch.requests.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   if (!breaker_.AllowRun()) {
@@ -593,29 +279,133 @@ void ServedModelVersion::ExecuteBatch(int /*instance*/, Batch batch) {
              nanoseconds(0));
     return;
   }
-  Status st = run_group(all);
+  Status st = RunGroup(instance, batch, all);
   if (!st.ok() && all.size() > 1 && st.code() == StatusCode::kInvalidArgument) {
     // One request's data may have failed the whole batch (e.g. an index out of range): run each
     // alone so only the bad ones fail.
-    bool any_model_failure = false;
-    std::string model_failure;
-    for (size_t i : all) {
-      Status one = run_group({i});
-      if (!one.ok()) {
-        if (CountsAsModelFailure(one)) {
-          any_model_failure = true;
-          model_failure = one.message();
-        }
-        Finish(*batch.requests[i], one, Clock::now() - dispatched);
-      }
-    }
-    breaker_.Record(any_model_failure, "requests of a batch failed: " + model_failure);
+    RunEachAlone(instance, batch, dispatched);
     return;
   }
   if (!st.ok()) {
     for (auto& p : batch.requests) Finish(*p, st, Clock::now() - dispatched);
   }
   breaker_.Record(CountsAsModelFailure(st), st.message());
+}
+
+void ServedModelVersion::AnswerCancelled(Batch& batch) {
+  // A client that went away after dispatch: answer it now rather than compute for nobody.
+  std::vector<std::unique_ptr<PendingRequest>> live;
+  for (auto& p : batch.requests) {
+    if (p->context.cancelled && p->context.cancelled->load()) {
+      Finish(*p, Status(StatusCode::kCancelled, "the client went away before the request was computed"), nanoseconds(0));
+    } else {
+      live.push_back(std::move(p));
+    }
+  }
+  batch.requests = std::move(live);
+}
+
+void ServedModelVersion::RunEachAlone(int instance, Batch& batch, std::chrono::steady_clock::time_point dispatched) {
+  bool any_model_failure = false;
+  std::string model_failure;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    Status one = RunGroup(instance, batch, {i});
+    if (!one.ok()) {
+      if (CountsAsModelFailure(one)) {
+        any_model_failure = true;
+        model_failure = one.message();
+      }
+      Finish(*batch.requests[i], one, Clock::now() - dispatched);
+    }
+  }
+  breaker_.Record(any_model_failure, "requests of a batch failed: " + model_failure);
+}
+
+Status ServedModelVersion::RunModel(int instance, const std::vector<NamedValue>& inputs) {
+  // The instance's outputs are kept across runs: RunInto computes into their buffers where
+  // nothing else holds them any more (a response still being sent keeps its own).
+  std::vector<NamedValue>& outputs = run_outputs_[static_cast<size_t>(instance)];
+  Status st;
+  try {
+    st = session_->RunInto(inputs, outputs, RunOptions{output_names_});
+  } catch (const std::exception& e) {
+    st = Status::Internal(std::string("model run threw: ") + e.what());
+  }
+  if (!st.ok()) outputs.clear();  // may hold partial results: the next run starts afresh
+  return st;
+}
+
+Status ServedModelVersion::RunGroup(int instance, Batch& batch, const std::vector<size_t>& members) {
+  std::vector<const InferRequest*> group;
+  std::vector<int64_t> group_rows;
+  for (size_t i : members) {
+    group.push_back(&batch.requests[i]->request);
+    group_rows.push_back(batch.requests[i]->rows);
+  }
+  GroupTimes t;
+  t.start = Clock::now();
+  auto assembled = AssembleBatchInputs(group, group_rows, layout_);
+  if (!assembled.ok()) return assembled.status();
+  std::vector<NamedValue> inputs;
+  for (size_t i = 0; i < assembled->names.size(); ++i) inputs.emplace_back(assembled->names[i], assembled->inputs[i]);
+  t.assembled = Clock::now();
+  Status run = RunModel(instance, inputs);
+  t.ran = Clock::now();
+  if (!run.ok()) return run;
+  std::vector<Tensor> out_tensors;
+  for (auto& [name, value] : run_outputs_[static_cast<size_t>(instance)]) {
+    if (!value.is_tensor()) return Status::Unimplemented("output '" + name + "' is not a tensor");
+    out_tensors.push_back(value.tensor());
+  }
+  auto per_request = SplitAssembledOutputs(out_tensors, *assembled, output_names_);
+  if (!per_request.ok()) return per_request.status();
+  t.split = Clock::now();
+  RecordBatch(assembled->rows, t);
+  for (size_t k = 0; k < members.size(); ++k) Respond(*batch.requests[members[k]], per_request.value()[k], t);
+  return Status::Ok();
+}
+
+void ServedModelVersion::RecordBatch(int64_t rows, const GroupTimes& t) {
+  {
+    // Moving average (1/8 weight) of how long a batch takes, for the inline decision.
+    const int64_t took = std::chrono::duration_cast<nanoseconds>(t.split - t.start).count();
+    const int64_t old = mean_execution_ns_.load(std::memory_order_relaxed);
+    mean_execution_ns_.store(old == INT64_MAX ? took : old + (took - old) / 8, std::memory_order_relaxed);
+  }
+  std::lock_guard<std::mutex> lock(stats_->mu);
+  auto& s = stats_->s;
+  s.execution_count += 1;
+  s.inference_count += static_cast<uint64_t>(rows);
+  BatchStat& bs = stats_->batches[static_cast<uint64_t>(rows)];
+  bs.batch_size = static_cast<uint64_t>(rows);
+  Add(bs.compute_input, t.assembled - t.start);
+  Add(bs.compute_infer, t.ran - t.assembled);
+  Add(bs.compute_output, t.split - t.ran);
+}
+
+void ServedModelVersion::Respond(PendingRequest& p, const std::vector<Tensor>& outputs, const GroupTimes& t) {
+  InferResponse resp;
+  resp.model_name = name_;
+  resp.model_version = std::to_string(version_);
+  resp.id = p.request.id;
+  for (size_t o = 0; o < output_names_.size(); ++o) {
+    bool wanted = p.request.outputs.empty();
+    for (const auto& ro : p.request.outputs) wanted |= ro.name == output_names_[o];
+    if (!wanted) continue;
+    InferOutput out;
+    out.name = output_names_[o];
+    out.tensor = outputs[o];
+    resp.outputs.push_back(std::move(out));
+  }
+  {
+    std::lock_guard<std::mutex> lock(stats_->mu);
+    auto& s = stats_->s;
+    Add(s.queue, p.dispatched - p.enqueued);
+    Add(s.compute_input, t.assembled - t.start);
+    Add(s.compute_infer, t.ran - t.assembled);
+    Add(s.compute_output, Clock::now() - t.ran);
+  }
+  Finish(p, std::move(resp), t.split - t.start);
 }
 
 void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result, nanoseconds compute) {

@@ -27,6 +27,7 @@
 #include "inferloop/session.h"
 #include "inferloop/status.h"
 #include "serve/admission_control.h"
+#include "serve/batch_assembly.h"
 #include "serve/circuit_breaker.h"
 #include "serve/dynamic_batcher.h"
 #include "serve/inference_service.h"
@@ -102,10 +103,18 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
 
  private:
   struct Stats;
+  struct GroupTimes;
   class Observer;
-  Status Validate(const InferRequest& request, PendingRequest& pending) const;
-  Status Warmup();
+  // Runs a batch the batcher dispatched on `instance`: answers cancelled requests, runs the rest
+  // as one group, and when the group fails with INVALID_ARGUMENT runs each request alone.
   void ExecuteBatch(int instance, Batch batch);
+  void AnswerCancelled(Batch& batch);
+  void RunEachAlone(int instance, Batch& batch, std::chrono::steady_clock::time_point dispatched);
+  // Assembles, runs, splits and answers batch.requests[members]; an error answers nobody.
+  Status RunGroup(int instance, Batch& batch, const std::vector<size_t>& members);
+  Status RunModel(int instance, const std::vector<NamedValue>& inputs);
+  void RecordBatch(int64_t rows, const GroupTimes& t);
+  void Respond(PendingRequest& p, const std::vector<Tensor>& outputs, const GroupTimes& t);
   void Finish(PendingRequest& p, Result<InferResponse> result, std::chrono::nanoseconds compute);
   // Counts a request answered with `why` without being computed (stats and metrics).
   void RecordUnanswered(const Status& why, std::chrono::steady_clock::time_point received,
@@ -116,9 +125,10 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
   std::string model_dir_;
   ModelConfig config_;
   std::unique_ptr<Session> session_;
-  std::vector<std::string> input_names_;   // config order
+  BatchInputLayout layout_;                // inputs (config order), reshapes, batch buckets
   std::vector<std::string> output_names_;  // config order
-  std::vector<int64_t> buckets_;           // batch sizes batches run at (batch_assembly.h)
+  // Per batcher instance: the last run's outputs, reused by the next run (Session::RunInto).
+  std::vector<std::vector<NamedValue>> run_outputs_;
   std::shared_ptr<AdmissionGate> gate_;
   std::shared_ptr<VersionMetricsSink> metrics_;
   std::unique_ptr<Observer> observer_;

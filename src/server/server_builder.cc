@@ -1,0 +1,130 @@
+#include "server/server_builder.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "frontends/rest_router.h"
+
+namespace inferloop::server {
+
+namespace {
+
+// The metrics port: GET /metrics (the inference server's and the LLM service's), 404 otherwise.
+frontends::HttpHandler MetricsPortHandler(serve::InferenceServer* s, serve::MetricsRegistry* lm) {
+  return [s, lm](frontends::HttpRequest req, frontends::HttpResponder respond) {
+    frontends::HttpResponse resp;
+    const std::string path = req.target.substr(0, req.target.find('?'));
+    if (path == "/metrics" && (req.method == "GET" || req.method == "HEAD")) {
+      resp.headers.push_back({"Content-Type", "text/plain; version=0.0.4; charset=utf-8"});
+      resp.body = s->MetricsText() + lm->Exposition();
+    } else {
+      resp.status = 404;
+      resp.headers.push_back({"Content-Type", "application/json"});
+      resp.body = "{\"error\":\"not found: the metrics port serves GET /metrics\"}";
+    }
+    respond(std::move(resp));
+  };
+}
+
+}  // namespace
+
+Server::Server(const ServerOptions& options, serve::EventLog* log)
+    : options_(options), log_(log), llm_metrics_(serve::MetricsRegistry::Options{.process_metrics = false}) {}
+
+Server::~Server() = default;
+
+Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, serve::EventLog* log) {
+  std::unique_ptr<Server> s(new Server(options, log));
+  auto inference = serve::InferenceServer::Create(options.inference, log);
+  if (!inference.ok()) return inference.status();
+  s->inference_ = std::move(inference).value();
+  // LLM models (DIR/<model>/<version>/model.gguf), served through the OpenAI-compatible API.
+  serve::LlmServiceOptions lo = options.llm;
+  lo.log = log;
+  s->llm_ = std::make_unique<serve::LlmTextService>(lo, &s->llm_metrics_);
+  s->openai_ = std::make_unique<frontends::OpenAiHandler>(*s->llm_);
+  frontends::RestHandlerOptions rest_options;
+  serve::MetricsRegistry* llm_metrics = &s->llm_metrics_;
+  rest_options.extra_metrics = [llm_metrics] { return llm_metrics->Exposition(); };
+  s->rest_ = std::make_unique<frontends::RestHandler>(*s->inference_, rest_options);
+  return s;
+}
+
+Status Server::StartHttpServer(const char* endpoint, int port, int io_threads, size_t max_body_bytes,
+                               frontends::HttpHandler handler, std::unique_ptr<frontends::HttpServer>& out) {
+  if (port < 0) return Status::Ok();
+  frontends::HttpServerOptions ho;
+  ho.host = options_.host;
+  ho.port = static_cast<uint16_t>(port);
+  ho.io_threads = io_threads;
+  ho.max_body_bytes = max_body_bytes;
+  auto h = frontends::HttpServer::Start(ho, std::move(handler));
+  if (!h.ok()) {
+    log_->Error("server_failed", {{"endpoint", endpoint}, {"reason", h.status().message()}});
+    return h.status();
+  }
+  out = std::move(h).value();
+  return Status::Ok();
+}
+
+Status Server::StartGrpc() {
+  if (options_.grpc_port < 0) return Status::Ok();
+  frontends::GrpcServerOptions go;
+  go.host = options_.host;
+  go.port = options_.grpc_port;
+  go.max_receive_message_bytes = static_cast<int>(std::min<size_t>(options_.max_request_bytes, size_t{2000} << 20));
+  grpc_ = std::make_unique<frontends::GrpcServer>(*inference_, go);
+  if (Status st = grpc_->Start(); !st.ok()) {
+    log_->Error("server_failed", {{"endpoint", "grpc"}, {"reason", st.message()}});
+    return st;
+  }
+  return Status::Ok();
+}
+
+Status Server::Start() {
+  // Frontends first: liveness answers while models load (ready stays false until they are).
+  Status st = StartHttpServer("http", options_.http_port, options_.http_threads, options_.max_request_bytes,
+                              frontends::RestRouter(*rest_, openai_.get()), http_);
+  if (!st.ok()) return st;
+  st = StartHttpServer("metrics", options_.metrics_port, 1, 4096, MetricsPortHandler(inference_.get(), &llm_metrics_),
+                       metrics_http_);
+  if (!st.ok()) return st;
+  st = StartGrpc();
+  if (!st.ok()) return st;
+  log_->Info("server_listening", {{"host", options_.host},
+                                  {"http_port", http_ ? std::to_string(http_->port()) : "off"},
+                                  {"grpc_port", grpc_ ? std::to_string(grpc_->port()) : "off"},
+                                  {"metrics_port", metrics_http_ ? std::to_string(metrics_http_->port()) : "off"},
+                                  {"model_repository", options_.inference.manager.repository},
+                                  {"model_control_mode", options_.control_mode_name}});
+
+  // LLM models load at start; in poll mode they follow the repository (serve/llm_model_poller.h).
+  llm_poller_ = std::make_unique<serve::LlmModelPoller>(*llm_, options_.inference.manager.repository, log_);
+  llm_poller_->Poll();
+  if (options_.inference.manager.mode == serve::ModelControlMode::kPoll)
+    llm_poller_->Start(options_.inference.manager.poll_interval);
+
+  Status loaded = inference_->LoadStartupModels();
+  if (loaded.ok()) {
+    log_->Info("server_ready", {});
+  } else {
+    log_->Error("server_not_ready", {{"reason", loaded.message()}});
+  }
+  return Status::Ok();
+}
+
+bool Server::Shutdown(std::chrono::steady_clock::time_point deadline) {
+  llm_poller_.reset();
+  if (http_) http_->StopAccepting();
+  inference_->BeginShutdown();
+  const bool idle = inference_->WaitIdle(deadline) && llm_->WaitIdle(deadline);
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  const auto grace = std::max(left, std::chrono::milliseconds(100));
+  if (http_) http_->Shutdown(grace);
+  if (grpc_) grpc_->Shutdown(grace);
+  if (metrics_http_) metrics_http_->Shutdown(std::chrono::milliseconds(100));
+  inference_.reset();
+  return idle;
+}
+
+}  // namespace inferloop::server

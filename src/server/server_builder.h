@@ -1,0 +1,80 @@
+// Server: the composition root of `inferloop serve`: the inference server (model repository,
+// ONNX models), the LLM text service with its model poller, and the frontends (KServe v2 REST
+// and gRPC, the OpenAI-compatible API on the REST port, a Prometheus metrics port), wired
+// together. The serve and frontends layers meet here (il_server), not in each other.
+//
+// Lifecycle: Create builds the inference server and the LLM service (nothing listens yet);
+// Start opens the frontends first (liveness answers while models load), logs
+// "server_listening", loads the LLM models (following the repository in poll mode) and the
+// startup models, and logs "server_ready" or "server_not_ready"; Shutdown stops accepting,
+// answers what is in flight until the deadline, and closes the frontends. Call Create only after
+// blocking the signals the caller waits for (its threads inherit the mask).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "frontends/grpc_server.h"
+#include "frontends/http_server.h"
+#include "frontends/openai_handler.h"
+#include "frontends/rest_handler.h"
+#include "inferloop/status.h"
+#include "serve/event_log.h"
+#include "serve/inference_server.h"
+#include "serve/llm_model_poller.h"
+#include "serve/llm_text_service.h"
+#include "serve/metrics_registry.h"
+
+namespace inferloop::server {
+
+struct ServerOptions {
+  serve::InferenceServerOptions inference;  // repository, model control mode, limits, sessions
+  serve::LlmServiceOptions llm;             // its `log` is set to the server's
+  std::string host = "127.0.0.1";
+  int http_port = 8000;  // 0: any free port; -1: off
+  int grpc_port = 8001;
+  int metrics_port = 8002;
+  int http_threads = 2;
+  size_t max_request_bytes = size_t{256} << 20;
+  std::string control_mode_name = "none";  // as the user gave it, for the log
+};
+
+class Server {
+ public:
+  // Errors: those of InferenceServer::Create. `log` must outlive the server.
+  static Result<std::unique_ptr<Server>> Create(const ServerOptions& options, serve::EventLog* log);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Errors: a frontend that cannot listen (also logged as "server_failed"). A model that does
+  // not load is no error here (the server runs, not ready).
+  Status Start();
+  // Returns true when everything in flight was answered by `deadline`.
+  bool Shutdown(std::chrono::steady_clock::time_point deadline);
+  int64_t InflightRequests() const { return inference_ ? inference_->InflightRequests() : 0; }
+
+ private:
+  Server(const ServerOptions& options, serve::EventLog* log);
+  // An HTTP server on `port` (-1: none) into `out`; logged as "server_failed" when it cannot listen.
+  Status StartHttpServer(const char* endpoint, int port, int io_threads, size_t max_body_bytes,
+                         frontends::HttpHandler handler, std::unique_ptr<frontends::HttpServer>& out);
+  Status StartGrpc();
+
+  const ServerOptions options_;
+  serve::EventLog* log_;
+  serve::MetricsRegistry llm_metrics_;
+  std::unique_ptr<serve::InferenceServer> inference_;
+  std::unique_ptr<serve::LlmTextService> llm_;
+  std::unique_ptr<frontends::OpenAiHandler> openai_;
+  std::unique_ptr<frontends::RestHandler> rest_;
+  std::unique_ptr<frontends::HttpServer> http_;
+  std::unique_ptr<frontends::HttpServer> metrics_http_;
+  std::unique_ptr<frontends::GrpcServer> grpc_;
+  std::unique_ptr<serve::LlmModelPoller> llm_poller_;
+};
+
+}  // namespace inferloop::server
