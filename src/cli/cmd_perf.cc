@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -96,85 +97,106 @@ std::string Fmt(const char* f, double a) {
   return buf;
 }
 
-int RunPerf(const PerfArgs& a) {
+// What the command line asks for, checked before anything connects.
+struct PerfSetup {
+  perf::Endpoint endpoint;
+  perf::LoadMode mode = perf::LoadMode::kConcurrency;
+  std::vector<double> loads;  // the sweep; empty when only --target-qps is given
+  perf::InputOptions inputs;
+};
+
+// Prints the error and returns nullopt (exit status 2) for options that do not combine or do
+// not parse.
+std::optional<PerfSetup> CheckPerfArgs(const PerfArgs& a) {
   if (!a.concurrency_range.empty() && !a.request_rate_range.empty()) {
     std::cerr << "error: give --concurrency-range or --request-rate-range, not both\n";
-    return 2;
+    return std::nullopt;
   }
   if (a.target_qps && !a.request_rate_range.empty()) {
     std::cerr << "error: --target-qps sizes a concurrency; it does not combine with --request-rate-range\n";
-    return 2;
+    return std::nullopt;
   }
   auto endpoint = perf::ParseEndpoint(a.url);
   if (!endpoint.ok()) {
     std::cerr << "error: " << endpoint.status().message() << "\n";
-    return 2;
+    return std::nullopt;
   }
-  perf::LoadMode mode = a.request_rate_range.empty() ? perf::LoadMode::kConcurrency : perf::LoadMode::kRequestRate;
-  std::vector<double> loads;
-  if (mode == perf::LoadMode::kRequestRate || !a.concurrency_range.empty() || !a.target_qps) {
-    auto r = mode == perf::LoadMode::kConcurrency
+  PerfSetup setup;
+  setup.endpoint = endpoint.value();
+  setup.mode = a.request_rate_range.empty() ? perf::LoadMode::kConcurrency : perf::LoadMode::kRequestRate;
+  if (setup.mode == perf::LoadMode::kRequestRate || !a.concurrency_range.empty() || !a.target_qps) {
+    auto r = setup.mode == perf::LoadMode::kConcurrency
                  ? perf::ParseRange(a.concurrency_range.empty() ? "1" : a.concurrency_range, true)
                  : perf::ParseRange(a.request_rate_range, false);
     if (!r.ok()) {
-      std::cerr << "error: " << (mode == perf::LoadMode::kConcurrency ? "--concurrency-range " : "--request-rate-range ")
+      std::cerr << "error: "
+                << (setup.mode == perf::LoadMode::kConcurrency ? "--concurrency-range " : "--request-rate-range ")
                 << r.status().message() << "\n";
-      return 2;
+      return std::nullopt;
     }
-    loads = r.value();
+    setup.loads = r.value();
   }
   constexpr double kMaxConcurrency = 16384;
-  if (mode == perf::LoadMode::kConcurrency && !loads.empty() && loads.back() > kMaxConcurrency) {
+  if (setup.mode == perf::LoadMode::kConcurrency && !setup.loads.empty() && setup.loads.back() > kMaxConcurrency) {
     std::cerr << "error: --concurrency-range: at most " << kMaxConcurrency << " requests in flight\n";
-    return 2;
+    return std::nullopt;
   }
-  // One socket per connection: lift the soft open-file limit to the hard one.
-  struct rlimit files;
-  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
-    files.rlim_cur = files.rlim_max;
-    setrlimit(RLIMIT_NOFILE, &files);
-  }
-  perf::InputOptions in;
-  in.data = a.input_data;
-  in.batch_size = a.batch_size;
-  in.priority = a.priority;
-  in.binary = a.binary;
-  in.seed = a.seed;
+  setup.inputs.data = a.input_data;
+  setup.inputs.batch_size = a.batch_size;
+  setup.inputs.priority = a.priority;
+  setup.inputs.binary = a.binary;
+  setup.inputs.seed = a.seed;
   for (const auto& s : a.shapes) {
-    Status st = perf::ParseShapeOption(s, &in.shapes);
+    Status st = perf::ParseShapeOption(s, &setup.inputs.shapes);
     if (!st.ok()) {
       std::cerr << "error: " << st.message() << "\n";
-      return 2;
+      return std::nullopt;
     }
   }
 #ifndef INFERLOOP_HAVE_SVG_PLOT
   if (!a.plot.empty()) {
     std::cerr << "error: --plot: this build has no SVG plot writer (src/perf/svg_plot.cc)\n";
-    return 2;
+    return std::nullopt;
   }
 #endif
+  return setup;
+}
 
-  InterruptWatcher watcher;  // before any thread (gRPC's included) starts
-  auto client = perf::MakeModelClient(endpoint.value());
-  auto model = client->FetchModel(a.model, a.version);
+// One socket per connection: lift the soft open-file limit to the hard one.
+void RaiseOpenFileLimit() {
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
+}
+
+// Asks the server for the model and encodes the request every point sends. On failure prints the
+// error and sets `exit_code` (1: the server or encoding failed, 2: the inputs do not fit the model).
+std::optional<perf::EncodedRequest> PrepareRequest(perf::ModelClient& client, const PerfArgs& a,
+                                                   const perf::InputOptions& inputs, int* exit_code) {
+  auto model = client.FetchModel(a.model, a.version);
   if (!model.ok()) {
     std::cerr << "error: " << model.status().message() << "\n";
-    return 1;
+    *exit_code = 1;
+    return std::nullopt;
   }
-  auto request = perf::BuildInferRequest(model.value(), in);
+  auto request = perf::BuildInferRequest(model.value(), inputs);
   if (!request.ok()) {
     std::cerr << "error: " << request.status().message() << "\n";
-    return 2;
+    *exit_code = 2;
+    return std::nullopt;
   }
   auto encoded = perf::EncodeRequest(request.value(), a.binary);
   if (!encoded.ok()) {
     std::cerr << "error: encoding the request: " << encoded.status().message() << "\n";
-    return 1;
+    *exit_code = 1;
+    return std::nullopt;
   }
-  bool grpc = endpoint.value().protocol == perf::Endpoint::Protocol::kGrpc;
-  auto generator = grpc ? perf::MakeGrpcLoadGenerator(endpoint.value(), encoded.value())
-                        : perf::MakeRestLoadGenerator(endpoint.value(), a.model, a.version, encoded.value(), a.io_threads);
+  return std::move(encoded).value();
+}
 
+perf::RunOptions MakeRunOptions(const PerfArgs& a) {
   perf::RunOptions opts;
   opts.window_s = a.duration_s;
   opts.max_windows = a.max_windows;
@@ -182,8 +204,12 @@ int RunPerf(const PerfArgs& a) {
   opts.batch_size = a.batch_size;
   opts.max_outstanding = a.max_outstanding;
   opts.seed = a.seed;
-  bool tty = isatty(STDERR_FILENO);
-  auto progress = [tty, pct = a.percentile](const perf::WindowProgress& p) {
+  return opts;
+}
+
+// A one-line progress display on a terminal's stderr, redrawn every window (nothing otherwise).
+std::function<void(const perf::WindowProgress&)> MakeProgressLine(bool tty, double pct) {
+  return [tty, pct](const perf::WindowProgress& p) {
     if (!tty) return;
     std::string load = p.mode == perf::LoadMode::kConcurrency ? "concurrency " + std::to_string(static_cast<int>(p.load))
                                                               : "rate " + Fmt("%.1f", p.load) + "/s";
@@ -192,74 +218,112 @@ int RunPerf(const PerfArgs& a) {
                  p.errors ? (", " + std::to_string(p.errors) + " errors").c_str() : "");
     std::fflush(stderr);
   };
-  perf::PerfRunner runner(*generator, client.get(), a.model, a.version, opts, &watcher.interrupted(), progress);
+}
 
+perf::RunSummary StartSummary(const PerfArgs& a, const perf::Endpoint& endpoint) {
   perf::RunSummary summary;
-  summary.url = endpoint.value().ToString();
+  summary.url = endpoint.ToString();
   summary.model = a.model;
   summary.version = a.version;
-  summary.protocol = grpc ? "grpc" : (a.binary ? "rest-binary" : "rest-json");
+  summary.protocol = endpoint.protocol == perf::Endpoint::Protocol::kGrpc ? "grpc" : (a.binary ? "rest-binary" : "rest-json");
   summary.percentile = a.percentile;
   summary.latency_bound_ms = a.latency_bound_ms;
   summary.target_qps = a.target_qps;
+  return summary;
+}
 
-  std::vector<perf::PerfResult> points;
-  int exit_code = 0;
-  auto measure = [&](perf::LoadMode m, double load) -> bool {
-    bool interrupted = false;
-    perf::PerfResult partial;
-    auto r = runner.MeasurePoint(m, load, &interrupted, &partial);
-    if (tty) std::fprintf(stderr, "\r\033[K");
-    if (!r.ok()) {
-      if (partial.windows_measured > 0) points.push_back(partial);  // the windows before the failure
-      std::cerr << "error: " << r.status().message() << "\n";
-      exit_code = 1;
-      return false;
-    }
-    if (r.value().windows_measured > 0) points.push_back(r.value());
-    if (interrupted) {
-      summary.interrupted = true;
-      exit_code = 130;
-      return false;
-    }
-    return true;
-  };
-  auto pct_ms = [&](const perf::PerfResult& r) { return perf::LatencyAtPercentile(r, a.percentile) / 1000; };
-  bool go_on = true;
+// The measured points of one run, in order. A failed point (its windows before the failure kept)
+// sets exit code 1 and Ctrl-C sets 130; either stops the run.
+class PerfSweep {
+ public:
+  PerfSweep(perf::PerfRunner& runner, const PerfArgs& a, bool tty, perf::RunSummary& summary)
+      : runner_(runner), a_(a), tty_(tty), summary_(summary) {}
+
+  // The --concurrency-range / --request-rate-range points, stopped past --latency-bound-ms;
+  // false when a failure or Ctrl-C stopped it.
+  bool SweepLoads(perf::LoadMode mode, const std::vector<double>& loads);
+  // --target-qps: sizes a concurrency by Little's law and measures it.
+  void MeasureTargetQps();
+  // --latency-bound-ms: the highest-throughput point under the bound.
+  void PickBestUnderBound();
+
+  const std::vector<perf::PerfResult>& points() const { return points_; }
+  int exit_code() const { return exit_code_; }
+
+ private:
+  bool Measure(perf::LoadMode m, double load);
+  double PercentileMs(const perf::PerfResult& r) const { return perf::LatencyAtPercentile(r, a_.percentile) / 1000; }
+
+  perf::PerfRunner& runner_;
+  const PerfArgs& a_;
+  const bool tty_;
+  perf::RunSummary& summary_;
+  std::vector<perf::PerfResult> points_;
+  int exit_code_ = 0;
+};
+
+bool PerfSweep::Measure(perf::LoadMode m, double load) {
+  bool interrupted = false;
+  perf::PerfResult partial;
+  auto r = runner_.MeasurePoint(m, load, &interrupted, &partial);
+  if (tty_) std::fprintf(stderr, "\r\033[K");
+  if (!r.ok()) {
+    if (partial.windows_measured > 0) points_.push_back(partial);  // the windows before the failure
+    std::cerr << "error: " << r.status().message() << "\n";
+    exit_code_ = 1;
+    return false;
+  }
+  if (r.value().windows_measured > 0) points_.push_back(r.value());
+  if (interrupted) {
+    summary_.interrupted = true;
+    exit_code_ = 130;
+    return false;
+  }
+  return true;
+}
+
+bool PerfSweep::SweepLoads(perf::LoadMode mode, const std::vector<double>& loads) {
   for (double load : loads) {
-    if (!(go_on = measure(mode, load))) break;
-    if (a.latency_bound_ms && pct_ms(points.back()) > *a.latency_bound_ms) {
-      std::cerr << "p" << a.percentile << " " << Fmt("%.3f", pct_ms(points.back())) << " ms is over the bound of "
-                << *a.latency_bound_ms << " ms: sweep stopped\n";
+    if (!Measure(mode, load)) return false;
+    if (a_.latency_bound_ms && PercentileMs(points_.back()) > *a_.latency_bound_ms) {
+      std::cerr << "p" << a_.percentile << " " << Fmt("%.3f", PercentileMs(points_.back()))
+                << " ms is over the bound of " << *a_.latency_bound_ms << " ms: sweep stopped\n";
       break;
     }
   }
-  if (go_on && a.target_qps) {
-    // Little's law from the latency at low load (concurrency 1): measured unless the sweep began there.
-    const perf::PerfResult* low = nullptr;
-    if (!points.empty() && points[0].mode == perf::LoadMode::kConcurrency && points[0].load == 1) low = &points[0];
-    if (!low && (go_on = measure(perf::LoadMode::kConcurrency, 1))) low = &points.back();
-    if (go_on && low) {
-      int c = perf::LittlesLawConcurrency(low->latency_avg_us, *a.target_qps / a.batch_size);
-      summary.suggested_concurrency = c;
-      std::cerr << "target " << *a.target_qps << " infer/s: avg latency " << Fmt("%.3f", low->latency_avg_us / 1000)
-                << " ms at concurrency 1, Little's law x " << perf::kLittleHeadroom << " headroom suggests concurrency "
-                << c << "\n";
-      if (measure(perf::LoadMode::kConcurrency, c)) {
-        const auto& p = points.back();
-        bool within = !a.latency_bound_ms || pct_ms(p) <= *a.latency_bound_ms;
-        summary.target_reached = p.throughput_infer_per_s >= 0.95 * *a.target_qps && within;
-      }
-    }
-  }
-  if (a.latency_bound_ms) {
-    for (size_t i = 0; i < points.size(); ++i)
-      if (pct_ms(points[i]) <= *a.latency_bound_ms && points[i].completed > 0 &&
-          (!summary.best_under_bound || points[i].throughput_infer_per_s > points[*summary.best_under_bound].throughput_infer_per_s))
-        summary.best_under_bound = i;
-  }
-  generator.reset();
+  return true;
+}
 
+void PerfSweep::MeasureTargetQps() {
+  // Little's law from the latency at low load (concurrency 1): measured unless the sweep began there.
+  const perf::PerfResult* low = nullptr;
+  if (!points_.empty() && points_[0].mode == perf::LoadMode::kConcurrency && points_[0].load == 1) low = &points_[0];
+  if (!low && Measure(perf::LoadMode::kConcurrency, 1)) low = &points_.back();
+  if (!low) return;
+  int c = perf::LittlesLawConcurrency(low->latency_avg_us, *a_.target_qps / a_.batch_size);
+  summary_.suggested_concurrency = c;
+  std::cerr << "target " << *a_.target_qps << " infer/s: avg latency " << Fmt("%.3f", low->latency_avg_us / 1000)
+            << " ms at concurrency 1, Little's law x " << perf::kLittleHeadroom << " headroom suggests concurrency "
+            << c << "\n";
+  if (Measure(perf::LoadMode::kConcurrency, c)) {
+    const auto& p = points_.back();
+    bool within = !a_.latency_bound_ms || PercentileMs(p) <= *a_.latency_bound_ms;
+    summary_.target_reached = p.throughput_infer_per_s >= 0.95 * *a_.target_qps && within;
+  }
+}
+
+void PerfSweep::PickBestUnderBound() {
+  for (size_t i = 0; i < points_.size(); ++i)
+    if (PercentileMs(points_[i]) <= *a_.latency_bound_ms && points_[i].completed > 0 &&
+        (!summary_.best_under_bound ||
+         points_[i].throughput_infer_per_s > points_[*summary_.best_under_bound].throughput_infer_per_s))
+      summary_.best_under_bound = i;
+}
+
+// The table on stdout, then the --csv, --json and --plot files. Returns `exit_code`, or 1 when it
+// was 0 and a file could not be written.
+int WriteReports(const PerfArgs& a, const std::vector<perf::PerfResult>& points, const perf::RunSummary& summary,
+                 int exit_code) {
   perf::WriteTable(std::cout, points, summary);
   std::cout.flush();
   if (!a.csv.empty()) {
@@ -278,6 +342,31 @@ int RunPerf(const PerfArgs& a) {
   }
 #endif
   return exit_code;
+}
+
+int RunPerf(const PerfArgs& a) {
+  const std::optional<PerfSetup> setup = CheckPerfArgs(a);
+  if (!setup) return 2;
+  RaiseOpenFileLimit();
+
+  InterruptWatcher watcher;  // before any thread (gRPC's included) starts
+  auto client = perf::MakeModelClient(setup->endpoint);
+  int exit_code = 0;
+  const std::optional<perf::EncodedRequest> encoded = PrepareRequest(*client, a, setup->inputs, &exit_code);
+  if (!encoded) return exit_code;
+  const bool grpc = setup->endpoint.protocol == perf::Endpoint::Protocol::kGrpc;
+  auto generator = grpc ? perf::MakeGrpcLoadGenerator(setup->endpoint, *encoded)
+                        : perf::MakeRestLoadGenerator(setup->endpoint, a.model, a.version, *encoded, a.io_threads);
+  const bool tty = isatty(STDERR_FILENO);
+  perf::PerfRunner runner(*generator, client.get(), a.model, a.version, MakeRunOptions(a), &watcher.interrupted(),
+                          MakeProgressLine(tty, a.percentile));
+
+  perf::RunSummary summary = StartSummary(a, setup->endpoint);
+  PerfSweep sweep(runner, a, tty, summary);
+  if (sweep.SweepLoads(setup->mode, setup->loads) && a.target_qps) sweep.MeasureTargetQps();
+  if (a.latency_bound_ms) sweep.PickBestUnderBound();
+  generator.reset();
+  return WriteReports(a, sweep.points(), summary, sweep.exit_code());
 }
 
 }  // namespace

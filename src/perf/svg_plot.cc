@@ -253,13 +253,8 @@ std::string Subtitle(const std::vector<const PerfResult*>& drawn, size_t skipped
   return s;
 }
 
-}  // namespace
-
-std::string RenderPerfPlotSvg(const std::vector<PerfResult>& points, const std::string& title,
-                              double latency_bound_ms) {
-  const bool has_bound = std::isfinite(latency_bound_ms) && latency_bound_ms > 0;
-
-  // The points that can be drawn, in load order.
+// The points that can be drawn (a successful request, a throughput, a latency), in load order.
+std::vector<const PerfResult*> DrawablePoints(const std::vector<PerfResult>& points) {
   std::vector<const PerfResult*> drawn;
   for (const PerfResult& r : points) {
     if (r.completed == 0 || !std::isfinite(r.throughput_infer_per_s) || r.throughput_infer_per_s < 0) continue;
@@ -270,78 +265,100 @@ std::string RenderPerfPlotSvg(const std::vector<PerfResult>& points, const std::
   std::stable_sort(drawn.begin(), drawn.end(), [](const PerfResult* a, const PerfResult* b) {
     return a->mode != b->mode ? a->mode < b->mode : a->load < b->load;
   });
-  const size_t skipped = points.size() - drawn.size();
+  return drawn;
+}
 
-  double max_x = 0, max_y = has_bound ? latency_bound_ms : 0;
+// The highest latency of any series at point `r` in ms (0 when none is drawn).
+double TopLatencyMs(const PerfResult& r) {
+  double top = 0;
+  for (const Series& s : kSeries) {
+    const double y = LatencyMs(r, s);
+    if (std::isfinite(y)) top = std::max(top, y);
+  }
+  return top;
+}
+
+// The axes, and where a value lands on the canvas.
+struct PlotScale {
+  Axis x, y;
+  double X(double v) const { return kPlotLeft + x.Frac(v) * (kPlotRight - kPlotLeft); }
+  double Y(double v) const { return kPlotBottom - y.Frac(v) * (kPlotBottom - kPlotTop); }
+};
+
+// Axes from 0 to past the highest throughput and latency (and the latency bound, if any).
+PlotScale ScaleFor(const std::vector<const PerfResult*>& drawn, double bound_ms) {
+  double max_x = 0, max_y = bound_ms;
   for (const PerfResult* r : drawn) {
     max_x = std::max(max_x, r->throughput_infer_per_s);
-    for (const Series& s : kSeries) {
-      const double y = LatencyMs(*r, s);
-      if (std::isfinite(y)) max_y = std::max(max_y, y);
-    }
+    max_y = std::max(max_y, TopLatencyMs(*r));
   }
-  const Axis ax = NiceAxis(max_x, 1.0), ay = NiceAxis(max_y, 1.08);
-  const double pw = kPlotRight - kPlotLeft, ph = kPlotBottom - kPlotTop;
-  auto px = [&](double v) { return kPlotLeft + ax.Frac(v) * pw; };
-  auto py = [&](double v) { return kPlotBottom - ay.Frac(v) * ph; };
+  return {NiceAxis(max_x, 1.0), NiceAxis(max_y, 1.08)};
+}
 
-  std::ostringstream o;
+// The XML declaration, the <svg> element's start, a white background and the title.
+void WriteHeader(std::ostringstream& o, const std::string& title) {
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
     << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << kWidth << "\" height=\"" << kHeight
     << "\" viewBox=\"0 0 " << kWidth << ' ' << kHeight << "\" font-family=\"" << kFont << "\">\n"
     << "<title>" << XmlEscape(title) << "</title>\n"
     << "<rect x=\"0\" y=\"0\" width=\"" << kWidth << "\" height=\"" << kHeight << "\" fill=\"white\"/>\n";
   Text(o, kPlotLeft, 34, title, "font-size=\"20\" font-weight=\"bold\" fill=\"#222\"");
+}
 
-  if (drawn.empty()) {
-    o << "<rect x=\"" << Num(kPlotLeft) << "\" y=\"" << Num(kPlotTop) << "\" width=\"" << Num(pw) << "\" height=\""
-      << Num(ph) << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
-    Text(o, kPlotLeft + pw / 2, kPlotTop + ph / 2, "no load point with a successful request: nothing to plot",
-         "font-size=\"16\" fill=\"#555\" text-anchor=\"middle\"");
-    o << "</svg>\n";
-    return o.str();
-  }
-  Text(o, kPlotLeft, 56, Subtitle(drawn, skipped), "font-size=\"13\" fill=\"#555\"");
+// An empty plot area that says there is nothing to plot.
+void WriteNothingToPlot(std::ostringstream& o) {
+  const double pw = kPlotRight - kPlotLeft, ph = kPlotBottom - kPlotTop;
+  o << "<rect x=\"" << Num(kPlotLeft) << "\" y=\"" << Num(kPlotTop) << "\" width=\"" << Num(pw) << "\" height=\""
+    << Num(ph) << "\" fill=\"#fafafa\" stroke=\"#999\"/>\n";
+  Text(o, kPlotLeft + pw / 2, kPlotTop + ph / 2, "no load point with a successful request: nothing to plot",
+       "font-size=\"16\" fill=\"#555\" text-anchor=\"middle\"");
+}
 
-  // Grid and tick labels.
+// Grid, tick labels, the axes (left and bottom) and their titles.
+void WriteGridAndAxes(std::ostringstream& o, const PlotScale& sc) {
+  const double pw = kPlotRight - kPlotLeft, ph = kPlotBottom - kPlotTop;
   o << "<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n";
-  for (int i = 1; i <= ax.count; ++i) {
-    const double x = px(i * ax.step);
+  for (int i = 1; i <= sc.x.count; ++i) {
+    const double x = sc.X(i * sc.x.step);
     o << "<line x1=\"" << Num(x) << "\" y1=\"" << Num(kPlotTop) << "\" x2=\"" << Num(x) << "\" y2=\""
       << Num(kPlotBottom) << "\"/>\n";
   }
-  for (int i = 1; i <= ay.count; ++i) {
-    const double y = py(i * ay.step);
+  for (int i = 1; i <= sc.y.count; ++i) {
+    const double y = sc.Y(i * sc.y.step);
     o << "<line x1=\"" << Num(kPlotLeft) << "\" y1=\"" << Num(y) << "\" x2=\"" << Num(kPlotRight) << "\" y2=\""
       << Num(y) << "\"/>\n";
   }
   o << "</g>\n<g font-size=\"12\" fill=\"#444\">\n";
-  for (int i = 0; i <= ax.count; ++i) {
-    Text(o, px(i * ax.step), kPlotBottom + 18, TickLabel(i * ax.step, ax), "text-anchor=\"middle\"");
+  for (int i = 0; i <= sc.x.count; ++i) {
+    Text(o, sc.X(i * sc.x.step), kPlotBottom + 18, TickLabel(i * sc.x.step, sc.x), "text-anchor=\"middle\"");
   }
-  for (int i = 0; i <= ay.count; ++i) {
-    Text(o, kPlotLeft - 8, py(i * ay.step) + 4, TickLabel(i * ay.step, ay), "text-anchor=\"end\"");
+  for (int i = 0; i <= sc.y.count; ++i) {
+    Text(o, kPlotLeft - 8, sc.Y(i * sc.y.step) + 4, TickLabel(i * sc.y.step, sc.y), "text-anchor=\"end\"");
   }
   o << "</g>\n";
-  // Axes (left and bottom) and their titles.
   o << "<path d=\"M" << Num(kPlotLeft) << ',' << Num(kPlotTop) << " V" << Num(kPlotBottom) << " H" << Num(kPlotRight)
     << "\" fill=\"none\" stroke=\"#333\" stroke-width=\"1.2\"/>\n";
   Text(o, kPlotLeft + pw / 2, kPlotBottom + 48, "Throughput (inferences/s)",
        "font-size=\"14\" fill=\"#222\" text-anchor=\"middle\"");
   o << "<text transform=\"translate(" << Num(kPlotLeft - 62) << ',' << Num(kPlotTop + ph / 2)
     << ") rotate(-90)\" font-size=\"14\" fill=\"#222\" text-anchor=\"middle\">Latency (ms)</text>\n";
+}
 
-  if (has_bound) {
-    const double y = py(latency_bound_ms);
-    o << "<line x1=\"" << Num(kPlotLeft) << "\" y1=\"" << Num(y) << "\" x2=\"" << Num(kPlotRight) << "\" y2=\""
-      << Num(y) << "\" stroke=\"#C00000\" stroke-width=\"1.5\" stroke-dasharray=\"7 5\"/>\n";
-    // At the left end, where latencies are lowest and the lines least likely to cross it.
-    Text(o, kPlotLeft + 6, y - 6, "latency bound " + Compact(latency_bound_ms) + " ms",
-         std::string("font-size=\"12\" fill=\"#C00000\"") + kHalo);
-  }
+// The dashed line at the latency bound, labelled.
+void WriteLatencyBound(std::ostringstream& o, const PlotScale& sc, double bound_ms) {
+  const double y = sc.Y(bound_ms);
+  o << "<line x1=\"" << Num(kPlotLeft) << "\" y1=\"" << Num(y) << "\" x2=\"" << Num(kPlotRight) << "\" y2=\""
+    << Num(y) << "\" stroke=\"#C00000\" stroke-width=\"1.5\" stroke-dasharray=\"7 5\"/>\n";
+  // At the left end, where latencies are lowest and the lines least likely to cross it.
+  Text(o, kPlotLeft + 6, y - 6, "latency bound " + Compact(bound_ms) + " ms",
+       std::string("font-size=\"12\" fill=\"#C00000\"") + kHalo);
+}
 
-  // One line with markers per percentile that has at least one value; the line breaks where a
-  // point lacks that percentile (a gap, not a bridge that would invent values).
+// One line with markers per percentile that has at least one value; the line breaks where a
+// point lacks that percentile (a gap, not a bridge that would invent values). Returns the series
+// drawn, for the legend.
+std::vector<const Series*> WriteSeriesLines(std::ostringstream& o, const PlotScale& sc,
+                                            const std::vector<const PerfResult*>& drawn) {
   std::vector<const Series*> legend;
   for (const Series& s : kSeries) {
     std::vector<std::string> segments(1);
@@ -353,8 +370,8 @@ std::string RenderPerfPlotSvg(const std::vector<PerfResult>& points, const std::
         continue;
       }
       std::string& seg = segments.back();
-      seg += (seg.empty() ? "" : " ") + Num(px(r->throughput_infer_per_s)) + "," + Num(py(y));
-      MarkerSvg(marks, s.marker, px(r->throughput_infer_per_s), py(y), s.color);
+      seg += (seg.empty() ? "" : " ") + Num(sc.X(r->throughput_infer_per_s)) + "," + Num(sc.Y(y));
+      MarkerSvg(marks, s.marker, sc.X(r->throughput_infer_per_s), sc.Y(y), s.color);
     }
     if (marks.str().empty()) continue;
     legend.push_back(&s);
@@ -366,25 +383,24 @@ std::string RenderPerfPlotSvg(const std::vector<PerfResult>& points, const std::
     }
     o << marks.str() << "</g>\n";
   }
+  return legend;
+}
 
-  // Each point's load, up and to the left of its highest marker: the curves rise to the right,
-  // so that side is the free one. A label that would cover one already placed (points close
-  // together, e.g. past saturation) moves up a line at a time, within the plot.
+// Each point's load, up and to the left of its highest marker: the curves rise to the right,
+// so that side is the free one. A label that would cover one already placed (points close
+// together, e.g. past saturation) moves up a line at a time, within the plot.
+void WritePointLabels(std::ostringstream& o, const PlotScale& sc, const std::vector<const PerfResult*>& drawn) {
   o << "<g font-size=\"11\" fill=\"#333\" text-anchor=\"end\"" << kHalo << ">\n";
   struct Box {
     double x0, y0, x1, y1;
   };
   std::vector<Box> placed;
   for (const PerfResult* r : drawn) {
-    double top = 0;
-    for (const Series& s : kSeries) {
-      const double y = LatencyMs(*r, s);
-      if (std::isfinite(y)) top = std::max(top, y);
-    }
+    const double top = TopLatencyMs(*r);
     const std::string label = PointLabel(*r);
     const double width = 6.5 * static_cast<double>(label.size());  // about, at 11 px
-    const double x = std::max(px(r->throughput_infer_per_s) - 6, kPlotLeft + 4 + width);
-    const double y0 = std::max(py(top) - 7, kPlotTop + 10);
+    const double x = std::max(sc.X(r->throughput_infer_per_s) - 6, kPlotLeft + 4 + width);
+    const double y0 = std::max(sc.Y(top) - 7, kPlotTop + 10);
     auto box_at = [&](double y) { return Box{x - width, y - 10, x, y + 2}; };
     auto free = [&](const Box& b) {
       for (const Box& p : placed) {
@@ -399,8 +415,10 @@ std::string RenderPerfPlotSvg(const std::vector<PerfResult>& points, const std::
     Text(o, x, y, label, "");
   }
   o << "</g>\n";
+}
 
-  // Legend, right of the plot.
+// The legend, right of the plot: the drawn series, and the latency bound when there is one.
+void WriteLegend(std::ostringstream& o, const std::vector<const Series*>& legend, bool has_bound) {
   const double lx = kPlotRight + 24;
   double ly = kPlotTop + 8;
   o << "<g font-size=\"13\" fill=\"#222\">\n";
@@ -418,7 +436,30 @@ std::string RenderPerfPlotSvg(const std::vector<PerfResult>& points, const std::
       << Num(ly - 4) << "\" stroke=\"#C00000\" stroke-width=\"1.5\" stroke-dasharray=\"7 5\"/>\n";
     Text(o, lx + 38, ly, "latency bound", "");
   }
-  o << "</g>\n</svg>\n";
+  o << "</g>\n";
+}
+
+}  // namespace
+
+std::string RenderPerfPlotSvg(const std::vector<PerfResult>& points, const std::string& title,
+                              double latency_bound_ms) {
+  const bool has_bound = std::isfinite(latency_bound_ms) && latency_bound_ms > 0;
+  const std::vector<const PerfResult*> drawn = DrawablePoints(points);
+  std::ostringstream o;
+  WriteHeader(o, title);
+  if (drawn.empty()) {
+    WriteNothingToPlot(o);
+    o << "</svg>\n";
+    return o.str();
+  }
+  Text(o, kPlotLeft, 56, Subtitle(drawn, points.size() - drawn.size()), "font-size=\"13\" fill=\"#555\"");
+  const PlotScale sc = ScaleFor(drawn, has_bound ? latency_bound_ms : 0);
+  WriteGridAndAxes(o, sc);
+  if (has_bound) WriteLatencyBound(o, sc, latency_bound_ms);
+  const std::vector<const Series*> legend = WriteSeriesLines(o, sc, drawn);
+  WritePointLabels(o, sc, drawn);
+  WriteLegend(o, legend, has_bound);
+  o << "</svg>\n";
   return o.str();
 }
 

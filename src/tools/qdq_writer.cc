@@ -127,11 +127,11 @@ std::vector<std::string> QuantizableLayers(const Model& m, const QdqOptions& opt
   return out;
 }
 
-Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, const QdqOptions& opts) {
-  QdqResult res;
-  res.model = fp32;
-  Model& m = res.model;
-  Graph& g = m.graph;
+namespace {
+
+// Checks the request against the model (opset, --exclude / only names). Returns whether weights
+// are quantized per channel: as asked, except below opset 13 (with a warning).
+Result<bool> CheckQdqRequest(const Model& m, const QdqOptions& opts, std::vector<std::string>& warnings) {
   const int64_t opset = m.opsets.count("") ? m.opsets.at("") : 0;
   if (opset < 10)
     return Status::InvalidArgument("the model's opset " + std::to_string(opset) +
@@ -139,191 +139,279 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
   bool per_channel = opts.per_channel;
   if (per_channel && opset < 13) {
     per_channel = false;
-    res.warnings.push_back("opset " + std::to_string(opset) +
-                           " has no per-axis DequantizeLinear (13+): weights are quantized per tensor");
+    warnings.push_back("opset " + std::to_string(opset) +
+                       " has no per-axis DequantizeLinear (13+): weights are quantized per tensor");
   }
   std::set<std::string> ids;
-  for (const Node& n : g.nodes) ids.insert(NodeId(n));
+  for (const Node& n : m.graph.nodes) ids.insert(NodeId(n));
   for (const auto* set : {&opts.exclude, &opts.only})
     for (const auto& e : *set)
       if (!ids.count(e)) return Status::InvalidArgument("no node named '" + e + "' in the model (--exclude takes node names)");
+  return per_channel;
+}
 
+// What both passes read: the FP32 graph and facts about it.
+struct QdqGraphFacts {
+  const Graph& g;
+  const QdqOptions& opts;
   std::map<std::string, const Tensor*> inits;
-  for (const auto& [n, t] : fp32.graph.initializers) inits[n] = &t;
   std::set<std::string> graph_outputs;
-  for (const auto& o : g.outputs) graph_outputs.insert(o.name);
+  std::set<std::string> layers;                          // QuantizableLayers, as node ids
+  std::map<std::string, std::vector<size_t>> consumers;  // tensor -> indices of the nodes reading it
+};
+
+QdqGraphFacts ReadGraphFacts(const Model& fp32, const QdqOptions& opts) {
+  const Graph& g = fp32.graph;
+  QdqGraphFacts f{g, opts, {}, {}, {}, {}};
+  for (const auto& [n, t] : g.initializers) f.inits[n] = &t;
+  for (const auto& o : g.outputs) f.graph_outputs.insert(o.name);
   const std::vector<std::string> layer_list = QuantizableLayers(fp32, opts);
-  const std::set<std::string> layers(layer_list.begin(), layer_list.end());
-
-  std::map<std::string, std::vector<size_t>> consumers;
+  f.layers.insert(layer_list.begin(), layer_list.end());
   for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const auto& in : g.nodes[i].inputs) consumers[in].push_back(i);
+    for (const auto& in : g.nodes[i].inputs) f.consumers[in].push_back(i);
+  return f;
+}
 
-  // Pass 1 (graph order, which ONNX requires to be topological): which nodes are quantized, which
-  // tensors come out of quantized layers (P), which tensors need a QDQ pair (wanted).
-  std::vector<bool> selected(g.nodes.size(), false);
-  std::set<std::string> produced_int8, wanted;
+// Pass 1's answer: which nodes are quantized, which tensors need a QDQ pair (wanted) and with
+// which parameters.
+struct QdqSelection {
+  std::vector<bool> selected;
+  std::set<std::string> wanted;
   std::map<std::string, ActivationQuant> act;
-  auto has_range = [&](const std::string& t) -> bool {
-    if (act.count(t)) return true;
-    auto r = ranges(t);
-    if (!r) return false;
-    act[t] = ActivationParams(*r);
-    return true;
-  };
+};
+
+// Looks up the parameters of `t` once (into `act`); false when it has no calibrated range.
+bool HasRange(const RangeLookup& ranges, std::map<std::string, ActivationQuant>& act, const std::string& t) {
+  if (act.count(t)) return true;
+  auto r = ranges(t);
+  if (!r) return false;
+  act[t] = ActivationParams(*r);
+  return true;
+}
+
+// The float activation inputs quantizing `n` puts a QDQ pair on, or nullopt when `n` stays FP32.
+// `produced_int8` holds the tensors that come out of quantized layers; a Relu, non-negative Clip
+// or movement op of one stays FP32 but passes the mark on to its output.
+std::optional<std::vector<std::string>> ActivationInputsToQuantize(const QdqGraphFacts& f, const Node& n,
+                                                                   std::set<std::string>& produced_int8) {
+  if (!n.domain.empty()) return std::nullopt;
+  const std::string id = NodeId(n);
+  const bool excluded = f.opts.exclude.count(id) > 0;
+  std::vector<std::string> act_inputs;
+  if (f.layers.count(id)) {
+    if (excluded || (!f.opts.only.empty() && !f.opts.only.count(id))) return std::nullopt;
+    act_inputs.push_back(n.inputs[0]);
+    if (n.op_type == "MatMul" && !f.inits.count(n.inputs[1])) act_inputs.push_back(n.inputs[1]);
+  } else if (n.op_type == "Add" && n.inputs.size() == 2 && f.opts.only.empty() && !excluded) {
+    if (!produced_int8.count(n.inputs[0]) || !produced_int8.count(n.inputs[1])) return std::nullopt;
+    act_inputs = {n.inputs[0], n.inputs[1]};
+  } else if (IsPool(n.op_type) && f.opts.only.empty() && !excluded && !n.inputs.empty()) {
+    if (!produced_int8.count(n.inputs[0]) || (n.outputs.size() > 1 && !n.outputs[1].empty())) return std::nullopt;
+    act_inputs = {n.inputs[0]};
+  } else {
+    if ((n.op_type == "Relu" || IsNonNegativeClip(n, f.inits) || IsMovement(n.op_type)) && !n.inputs.empty() &&
+        produced_int8.count(n.inputs[0]))
+      produced_int8.insert(n.outputs[0]);
+    return std::nullopt;
+  }
+  return act_inputs;
+}
+
+// The output of a quantized Add or pooling node `n`, followed through a chain of single
+// Relu / non-negative Clip readers: the tensor that gets the pair after it.
+std::string OutputThroughRelus(const QdqGraphFacts& f, const Node& n) {
+  std::string t = n.outputs[0];
+  for (;;) {
+    auto c = f.consumers.find(t);
+    if (f.graph_outputs.count(t) || c == f.consumers.end() || c->second.size() != 1) break;
+    const Node& next = f.g.nodes[c->second[0]];
+    if (next.op_type != "Relu" && !IsNonNegativeClip(next, f.inits)) break;
+    t = next.outputs[0];
+  }
+  return t;
+}
+
+// A MaxPool's output, and the output of a movement op (Reshape, Flatten, ...) of a quantized
+// tensor, take the parameters of the input: the executor runs them on the 8-bit values.
+void ShareParamsThroughMovement(const Graph& g, QdqSelection& sel) {
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     const Node& n = g.nodes[i];
-    if (!n.domain.empty()) continue;
-    const std::string id = NodeId(n);
-    const bool excluded = opts.exclude.count(id) > 0;
-    std::vector<std::string> act_inputs;
-    if (layers.count(id)) {
-      if (excluded || (!opts.only.empty() && !opts.only.count(id))) continue;
-      act_inputs.push_back(n.inputs[0]);
-      if (n.op_type == "MatMul" && !inits.count(n.inputs[1])) act_inputs.push_back(n.inputs[1]);
-    } else if (n.op_type == "Add" && n.inputs.size() == 2 && opts.only.empty() && !excluded) {
-      if (!produced_int8.count(n.inputs[0]) || !produced_int8.count(n.inputs[1])) continue;
-      act_inputs = {n.inputs[0], n.inputs[1]};
-    } else if (IsPool(n.op_type) && opts.only.empty() && !excluded && !n.inputs.empty()) {
-      if (!produced_int8.count(n.inputs[0]) || (n.outputs.size() > 1 && !n.outputs[1].empty())) continue;
-      act_inputs = {n.inputs[0]};
-    } else {
-      if ((n.op_type == "Relu" || IsNonNegativeClip(n, inits) || IsMovement(n.op_type)) && !n.inputs.empty() &&
-          produced_int8.count(n.inputs[0]))
-        produced_int8.insert(n.outputs[0]);
-      continue;
-    }
+    if (n.inputs.empty() || n.outputs.empty() || !n.domain.empty()) continue;
+    if (!((n.op_type == "MaxPool" && sel.selected[i]) || IsMovement(n.op_type))) continue;
+    if (sel.wanted.count(n.inputs[0]) && sel.wanted.count(n.outputs[0])) sel.act[n.outputs[0]] = sel.act.at(n.inputs[0]);
+  }
+}
+
+// Pass 1 (graph order, which ONNX requires to be topological). Counts quantized nodes and warns
+// about nodes left FP32 for want of a range into `res`.
+QdqSelection SelectQuantizedNodes(const QdqGraphFacts& f, const RangeLookup& ranges, QdqResult& res) {
+  const Graph& g = f.g;
+  QdqSelection sel;
+  sel.selected.assign(g.nodes.size(), false);
+  std::set<std::string> produced_int8;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    const std::optional<std::vector<std::string>> act_inputs = ActivationInputsToQuantize(f, n, produced_int8);
+    if (!act_inputs) continue;
     bool ok = true;
-    for (const auto& t : act_inputs)
-      if (!has_range(t)) {
+    for (const auto& t : *act_inputs)
+      if (!HasRange(ranges, sel.act, t)) {
         ok = false;
         res.warnings.push_back(n.Describe() + " stays FP32: no calibration range for its input '" + t + "'");
       }
     if (!ok) continue;
-    selected[i] = true;
+    sel.selected[i] = true;
     ++res.quantized_nodes;
-    wanted.insert(act_inputs.begin(), act_inputs.end());
+    sel.wanted.insert(act_inputs->begin(), act_inputs->end());
     if (!n.outputs.empty()) produced_int8.insert(n.outputs[0]);
     // Add and pooling run in int8 only as DQ -> op [-> Relu] -> Q: their output gets a pair even
     // when no quantized node reads it (not a graph output, though).
     if (n.op_type == "Add" || IsPool(n.op_type)) {
-      std::string t = n.outputs[0];
-      for (;;) {
-        auto c = consumers.find(t);
-        if (graph_outputs.count(t) || c == consumers.end() || c->second.size() != 1) break;
-        const Node& next = g.nodes[c->second[0]];
-        if (next.op_type != "Relu" && !IsNonNegativeClip(next, inits)) break;
-        t = next.outputs[0];
-      }
-      if (!graph_outputs.count(t) && consumers.count(t) && has_range(t)) wanted.insert(t);
+      const std::string t = OutputThroughRelus(f, n);
+      if (!f.graph_outputs.count(t) && f.consumers.count(t) && HasRange(ranges, sel.act, t)) sel.wanted.insert(t);
     }
   }
-  // A MaxPool's output, and the output of a movement op (Reshape, Flatten, ...) of a quantized
-  // tensor, take the parameters of the input: the executor runs them on the 8-bit values.
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    if (n.inputs.empty() || n.outputs.empty() || !n.domain.empty()) continue;
-    if (!((n.op_type == "MaxPool" && selected[i]) || IsMovement(n.op_type))) continue;
-    if (wanted.count(n.inputs[0]) && wanted.count(n.outputs[0])) act[n.outputs[0]] = act.at(n.inputs[0]);
-  }
+  ShareParamsThroughMovement(g, sel);
+  return sel;
+}
 
-  // Pass 2: the new graph.
-  Namer names(g);
-  std::vector<Node> prologue, body;
-  std::vector<std::pair<std::string, Tensor>> new_inits;
-  std::map<std::string, std::string> dq_of;  // activation tensor -> its DequantizeLinear output
-  std::map<std::string, std::vector<Node>> after;  // tensor -> Q/DQ nodes to place after its producer
-  for (const auto& t : wanted) {
-    const ActivationQuant& q = act.at(t);
-    const std::string s = names.Make(t + "_scale"), z = names.Make(t + "_zero_point");
-    new_inits.emplace_back(s, Tensor::Scalar(q.scale));
-    new_inits.emplace_back(z, Tensor::FromVector<uint8_t>(DataType::kUInt8, {}, {q.zero_point}));
-    const std::string qo = names.Make(t + "_quantized"), dqo = names.Make(t + "_dequantized");
-    after[t].push_back(MakeNode("QuantizeLinear", "", {t, s, z}, {qo}, names.Make(t + "_QuantizeLinear")));
-    after[t].push_back(MakeNode("DequantizeLinear", "", {qo, s, z}, {dqo}, names.Make(t + "_DequantizeLinear")));
-    dq_of[t] = dqo;
-    ++res.qdq_tensors;
-  }
-  std::map<std::pair<std::string, int>, std::pair<std::string, std::vector<float>>> weight_dq;  // (w, axis) -> dq, scales
-  std::set<std::string> replaced_weights;
-  auto quantize_weight = [&](const std::string& w, int axis) -> Result<std::pair<std::string, std::vector<float>>> {
-    const int a = per_channel ? axis : -1;
-    auto key = std::make_pair(w, a);
-    if (auto it = weight_dq.find(key); it != weight_dq.end()) return it->second;
-    IL_ASSIGN_OR_RETURN(WeightQuant q, QuantizeWeightSymmetric(*inits.at(w), a));
-    const std::string qn = names.Make(w + "_quantized"), s = names.Make(w + "_scale"), z = names.Make(w + "_zero_point");
-    const bool vec = a >= 0;
-    new_inits.emplace_back(qn, std::move(q.values));
-    new_inits.emplace_back(s, vec ? Tensor::FromVector<float>(DataType::kFloat, {static_cast<int64_t>(q.scales.size())}, q.scales)
-                                  : Tensor::Scalar(q.scales[0]));
-    new_inits.emplace_back(z, vec ? Tensor::FromVector<int8_t>(DataType::kInt8, {static_cast<int64_t>(q.scales.size())},
-                                                               std::vector<int8_t>(q.scales.size(), 0))
-                                  : Tensor::FromVector<int8_t>(DataType::kInt8, {}, {0}));
-    const std::string dqo = names.Make(w + "_dequantized");
-    Node dq = MakeNode("DequantizeLinear", "", {qn, s, z}, {dqo}, names.Make(w + "_DequantizeLinear"));
-    if (vec) SetAttr(dq, "axis", int64_t{a});
-    prologue.push_back(std::move(dq));
-    replaced_weights.insert(w);
-    weight_dq[key] = {dqo, q.scales};
-    return weight_dq[key];
-  };
-  auto quantize_bias = [&](const std::string& b, float x_scale, const std::vector<float>& w_scales) -> std::string {
-    const Tensor* t = inits.at(b);
-    if (t->dtype() != DataType::kFloat || t->rank() != 1) return b;
-    const int64_t n = t->dim(0);
-    if (w_scales.size() != 1 && static_cast<int64_t>(w_scales.size()) != n) return b;
-    std::vector<float> bs;
-    for (float ws : w_scales) bs.push_back(x_scale * ws);
-    for (float s : bs)
-      if (!(s > 0) || !std::isfinite(s)) return b;
-    std::vector<int32_t> q(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const double v = std::nearbyint(static_cast<double>(t->data<float>()[i]) / bs[bs.size() == 1 ? 0 : i]);
-      q[i] = static_cast<int32_t>(std::clamp(std::isfinite(v) ? v : 0.0, -2147483647.0, 2147483647.0));
-    }
-    const bool vec = bs.size() > 1;
-    const std::string qn = names.Make(b + "_quantized"), s = names.Make(b + "_scale"), z = names.Make(b + "_zero_point");
-    new_inits.emplace_back(qn, Tensor::FromVector<int32_t>(DataType::kInt32, {n}, q));
-    new_inits.emplace_back(s, vec ? Tensor::FromVector<float>(DataType::kFloat, {n}, bs) : Tensor::Scalar(bs[0]));
-    new_inits.emplace_back(z, vec ? Tensor::FromVector<int32_t>(DataType::kInt32, {n}, std::vector<int32_t>(n, 0))
-                                  : Tensor::FromVector<int32_t>(DataType::kInt32, {}, {0}));
-    const std::string dqo = names.Make(b + "_dequantized");
-    Node dq = MakeNode("DequantizeLinear", "", {qn, s, z}, {dqo}, names.Make(b + "_DequantizeLinear"));
-    if (vec) SetAttr(dq, "axis", int64_t{0});
-    prologue.push_back(std::move(dq));
-    replaced_weights.insert(b);
-    return dqo;
-  };
+// Pass 2: the new graph. New names are made in a fixed order (activation pairs, then weights and
+// biases in graph order), as the output depends on it.
+class QdqRewriter {
+ public:
+  QdqRewriter(const QdqGraphFacts& f, const QdqSelection& sel, bool per_channel)
+      : f_(f), sel_(sel), per_channel_(per_channel), names_(f.g) {}
 
+  // Parameters and a Q -> DQ node pair for every wanted tensor; returns how many.
+  int AddActivationPairs();
+  // The nodes in graph order, with quantized weights and biases; readers of a paired tensor read
+  // its DequantizeLinear output.
+  Status RewriteNodes();
+  // Moves the new nodes and initializers into `g` (the FP32 graph's copy).
+  void MoveInto(Graph& g);
+
+ private:
+  using DequantizedWeight = std::pair<std::string, std::vector<float>>;  // DQ output, scales
+  Result<DequantizedWeight> QuantizeWeight(const std::string& w, int axis);
+  std::string QuantizeBias(const std::string& b, float x_scale, const std::vector<float>& w_scales);
+  // Quantizes the constant weight (and bias) of the selected layer `n` in place.
+  Status QuantizeLayerConstants(Node& n);
+
+  const QdqGraphFacts& f_;
+  const QdqSelection& sel_;
+  const bool per_channel_;
+  Namer names_;
+  std::vector<Node> prologue_, body_;
+  std::vector<std::pair<std::string, Tensor>> new_inits_;
+  std::map<std::string, std::string> dq_of_;       // activation tensor -> its DequantizeLinear output
+  std::map<std::string, std::vector<Node>> after_;  // tensor -> Q/DQ nodes to place after its producer
+  std::map<std::pair<std::string, int>, DequantizedWeight> weight_dq_;  // (w, axis) -> dq, scales
+  std::set<std::string> replaced_weights_;
+};
+
+int QdqRewriter::AddActivationPairs() {
+  int pairs = 0;
+  for (const auto& t : sel_.wanted) {
+    const ActivationQuant& q = sel_.act.at(t);
+    const std::string s = names_.Make(t + "_scale"), z = names_.Make(t + "_zero_point");
+    new_inits_.emplace_back(s, Tensor::Scalar(q.scale));
+    new_inits_.emplace_back(z, Tensor::FromVector<uint8_t>(DataType::kUInt8, {}, {q.zero_point}));
+    const std::string qo = names_.Make(t + "_quantized"), dqo = names_.Make(t + "_dequantized");
+    after_[t].push_back(MakeNode("QuantizeLinear", "", {t, s, z}, {qo}, names_.Make(t + "_QuantizeLinear")));
+    after_[t].push_back(MakeNode("DequantizeLinear", "", {qo, s, z}, {dqo}, names_.Make(t + "_DequantizeLinear")));
+    dq_of_[t] = dqo;
+    ++pairs;
+  }
+  return pairs;
+}
+
+Result<QdqRewriter::DequantizedWeight> QdqRewriter::QuantizeWeight(const std::string& w, int axis) {
+  const int a = per_channel_ ? axis : -1;
+  auto key = std::make_pair(w, a);
+  if (auto it = weight_dq_.find(key); it != weight_dq_.end()) return it->second;
+  IL_ASSIGN_OR_RETURN(WeightQuant q, QuantizeWeightSymmetric(*f_.inits.at(w), a));
+  const std::string qn = names_.Make(w + "_quantized"), s = names_.Make(w + "_scale"), z = names_.Make(w + "_zero_point");
+  const bool vec = a >= 0;
+  new_inits_.emplace_back(qn, std::move(q.values));
+  new_inits_.emplace_back(s, vec ? Tensor::FromVector<float>(DataType::kFloat, {static_cast<int64_t>(q.scales.size())}, q.scales)
+                                 : Tensor::Scalar(q.scales[0]));
+  new_inits_.emplace_back(z, vec ? Tensor::FromVector<int8_t>(DataType::kInt8, {static_cast<int64_t>(q.scales.size())},
+                                                              std::vector<int8_t>(q.scales.size(), 0))
+                                 : Tensor::FromVector<int8_t>(DataType::kInt8, {}, {0}));
+  const std::string dqo = names_.Make(w + "_dequantized");
+  Node dq = MakeNode("DequantizeLinear", "", {qn, s, z}, {dqo}, names_.Make(w + "_DequantizeLinear"));
+  if (vec) SetAttr(dq, "axis", int64_t{a});
+  prologue_.push_back(std::move(dq));
+  replaced_weights_.insert(w);
+  weight_dq_[key] = {dqo, q.scales};
+  return weight_dq_[key];
+}
+
+std::string QdqRewriter::QuantizeBias(const std::string& b, float x_scale, const std::vector<float>& w_scales) {
+  const Tensor* t = f_.inits.at(b);
+  if (t->dtype() != DataType::kFloat || t->rank() != 1) return b;
+  const int64_t n = t->dim(0);
+  if (w_scales.size() != 1 && static_cast<int64_t>(w_scales.size()) != n) return b;
+  std::vector<float> bs;
+  for (float ws : w_scales) bs.push_back(x_scale * ws);
+  for (float s : bs)
+    if (!(s > 0) || !std::isfinite(s)) return b;
+  std::vector<int32_t> q(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = std::nearbyint(static_cast<double>(t->data<float>()[i]) / bs[bs.size() == 1 ? 0 : i]);
+    q[i] = static_cast<int32_t>(std::clamp(std::isfinite(v) ? v : 0.0, -2147483647.0, 2147483647.0));
+  }
+  const bool vec = bs.size() > 1;
+  const std::string qn = names_.Make(b + "_quantized"), s = names_.Make(b + "_scale"), z = names_.Make(b + "_zero_point");
+  new_inits_.emplace_back(qn, Tensor::FromVector<int32_t>(DataType::kInt32, {n}, q));
+  new_inits_.emplace_back(s, vec ? Tensor::FromVector<float>(DataType::kFloat, {n}, bs) : Tensor::Scalar(bs[0]));
+  new_inits_.emplace_back(z, vec ? Tensor::FromVector<int32_t>(DataType::kInt32, {n}, std::vector<int32_t>(n, 0))
+                                 : Tensor::FromVector<int32_t>(DataType::kInt32, {}, {0}));
+  const std::string dqo = names_.Make(b + "_dequantized");
+  Node dq = MakeNode("DequantizeLinear", "", {qn, s, z}, {dqo}, names_.Make(b + "_DequantizeLinear"));
+  if (vec) SetAttr(dq, "axis", int64_t{0});
+  prologue_.push_back(std::move(dq));
+  replaced_weights_.insert(b);
+  return dqo;
+}
+
+Status QdqRewriter::QuantizeLayerConstants(Node& n) {
+  int axis = 1;  // MatMul [K,N]
+  if (n.op_type == "Conv") axis = 0;
+  if (n.op_type == "Gemm") axis = AttrInt(n, "transB", 0) ? 0 : 1;
+  if (n.op_type == "MatMul" && f_.inits.at(n.inputs[1])->rank() != 2) axis = -1;
+  auto w = QuantizeWeight(n.inputs[1], axis);
+  if (!w.ok()) return w.status().WithContext(n.Describe());
+  n.inputs[1] = w->first;
+  const bool bias_ok = n.op_type == "Conv" ||
+                       (n.op_type == "Gemm" && AttrFloat(n, "alpha", 1.f) == 1.f && AttrFloat(n, "beta", 1.f) == 1.f);
+  if (bias_ok && n.inputs.size() > 2 && f_.inits.count(n.inputs[2]))
+    n.inputs[2] = QuantizeBias(n.inputs[2], sel_.act.at(n.inputs[0]).scale, w->second);
+  return Status::Ok();
+}
+
+Status QdqRewriter::RewriteNodes() {
+  const Graph& g = f_.g;
   // Graph inputs first.
   for (const auto& in : g.inputs)
-    if (auto it = after.find(in.name); it != after.end()) for (auto& n : it->second) prologue.push_back(n);
+    if (auto it = after_.find(in.name); it != after_.end()) for (auto& n : it->second) prologue_.push_back(n);
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node n = g.nodes[i];
-    if (selected[i] && layers.count(NodeId(n)) && inits.count(n.inputs[1])) {
-      int axis = 1;  // MatMul [K,N]
-      if (n.op_type == "Conv") axis = 0;
-      if (n.op_type == "Gemm") axis = AttrInt(n, "transB", 0) ? 0 : 1;
-      if (n.op_type == "MatMul" && inits.at(n.inputs[1])->rank() != 2) axis = -1;
-      auto w = quantize_weight(n.inputs[1], axis);
-      if (!w.ok()) return w.status().WithContext(n.Describe());
-      n.inputs[1] = w->first;
-      const bool bias_ok = n.op_type == "Conv" ||
-                           (n.op_type == "Gemm" && AttrFloat(n, "alpha", 1.f) == 1.f && AttrFloat(n, "beta", 1.f) == 1.f);
-      if (bias_ok && n.inputs.size() > 2 && inits.count(n.inputs[2]))
-        n.inputs[2] = quantize_bias(n.inputs[2], act.at(g.nodes[i].inputs[0]).scale, w->second);
-    }
+    if (sel_.selected[i] && f_.layers.count(NodeId(n)) && f_.inits.count(n.inputs[1]))
+      IL_RETURN_IF_ERROR(QuantizeLayerConstants(n));
     for (auto& in : n.inputs)
-      if (auto it = dq_of.find(in); it != dq_of.end()) in = it->second;
-    body.push_back(std::move(n));
+      if (auto it = dq_of_.find(in); it != dq_of_.end()) in = it->second;
+    body_.push_back(std::move(n));
     for (const auto& o : g.nodes[i].outputs)
-      if (auto it = after.find(o); it != after.end()) for (auto& qn : it->second) body.push_back(qn);
+      if (auto it = after_.find(o); it != after_.end()) for (auto& qn : it->second) body_.push_back(qn);
   }
-  // Inputs that are initializers used as activations never get a pair (no range for them), so
-  // every wanted tensor has a producer or is a graph input.
-  g.nodes = std::move(prologue);
-  for (auto& n : body) g.nodes.push_back(std::move(n));
-  // Drop float weights nothing reads any more.
+  return Status::Ok();
+}
+
+// Replaces g's initializers by the ones still read plus `new_inits`: float weights in `replaced`
+// that nothing reads any more are dropped, and so are graph inputs naming them.
+void ReplaceInitializers(Graph& g, const std::set<std::string>& replaced,
+                         std::vector<std::pair<std::string, Tensor>> new_inits) {
   std::set<std::string> used;
   for (const auto& n : g.nodes) {
     used.insert(n.inputs.begin(), n.inputs.end());
@@ -336,7 +424,7 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
   for (const auto& o : g.outputs) used.insert(o.name);
   std::vector<std::pair<std::string, Tensor>> kept;
   for (auto& [name, t] : g.initializers)
-    if (!replaced_weights.count(name) || used.count(name)) kept.emplace_back(name, std::move(t));
+    if (!replaced.count(name) || used.count(name)) kept.emplace_back(name, std::move(t));
   for (auto& it : new_inits) kept.push_back(std::move(it));
   g.initializers = std::move(kept);
   // Graph inputs that name a removed initializer (IR < 4 lists initializers as inputs too): drop
@@ -344,8 +432,30 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
   std::set<std::string> inits_now;
   for (const auto& [name, t] : g.initializers) inits_now.insert(name);
   g.inputs.erase(std::remove_if(g.inputs.begin(), g.inputs.end(),
-                                [&](const GraphValue& v) { return replaced_weights.count(v.name) && !inits_now.count(v.name); }),
+                                [&](const GraphValue& v) { return replaced.count(v.name) && !inits_now.count(v.name); }),
                  g.inputs.end());
+}
+
+void QdqRewriter::MoveInto(Graph& g) {
+  // Inputs that are initializers used as activations never get a pair (no range for them), so
+  // every wanted tensor has a producer or is a graph input.
+  g.nodes = std::move(prologue_);
+  for (auto& n : body_) g.nodes.push_back(std::move(n));
+  ReplaceInitializers(g, replaced_weights_, std::move(new_inits_));
+}
+
+}  // namespace
+
+Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, const QdqOptions& opts) {
+  QdqResult res;
+  IL_ASSIGN_OR_RETURN(const bool per_channel, CheckQdqRequest(fp32, opts, res.warnings));
+  res.model = fp32;
+  const QdqGraphFacts facts = ReadGraphFacts(fp32, opts);
+  const QdqSelection sel = SelectQuantizedNodes(facts, ranges, res);
+  QdqRewriter rewriter(facts, sel, per_channel);
+  res.qdq_tensors = rewriter.AddActivationPairs();
+  IL_RETURN_IF_ERROR(rewriter.RewriteNodes());
+  rewriter.MoveInto(res.model.graph);
   return res;
 }
 
