@@ -1,5 +1,8 @@
 #include "graph/shape_inference.h"
 
+#include "graph/shape_rules.h"
+#include "graph/shape_rules/dims.h"
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -8,93 +11,9 @@
 namespace inferloop {
 namespace {
 
-using Dims = std::vector<Dim>;
-
-Dim Fixed(int64_t v) { return Dim{v, ""}; }
-bool Known(const Dim& d) { return d.value >= 0; }
-bool SameDim(const Dim& a, const Dim& b) {
-  if (Known(a) || Known(b)) return a.value == b.value;
-  return !a.symbol.empty() && a.symbol == b.symbol;
-}
-
-struct SymEntry {
-  bool literal = false;  // `value` is the element
-  int64_t value = 0;
-  Dim dim;               // else the element equals this dim
-};
-
-struct Info {
-  DataType dtype = DataType::kUndefined;
-  bool has_shape = false;
-  Dims dims;
-  bool has_value = false;        // small int64 tensor with known contents
-  std::vector<int64_t> value;
-  // A 0-D / 1-D int64 tensor whose elements are each a known number or a (symbolic or
-  // unknown) dim of some tensor: Shape -> Gather -> Unsqueeze -> Concat -> Reshape on
-  // symbolic shapes.
-  bool has_sym = false;
-  std::vector<SymEntry> sym;
-  TypeInfo::Kind kind = TypeInfo::Kind::kTensor;
-};
-
-Info TensorInfo(DataType t, Dims d) {
-  Info i;
-  i.dtype = t;
-  i.has_shape = true;
-  i.dims = std::move(d);
-  return i;
-}
-Info Unknown(DataType t) {
-  Info i;
-  i.dtype = t;
-  return i;
-}
-
-bool AllKnown(const Info& i) {
-  if (!i.has_shape) return false;
-  for (const auto& d : i.dims)
-    if (!Known(d)) return false;
-  return true;
-}
-
-Dim Broadcast(const Dim& a, const Dim& b) {
-  if (a.value == 1) return b;
-  if (b.value == 1) return a;
-  if (Known(a)) return a;
-  if (Known(b)) return b;
-  if (SameDim(a, b)) return a;
-  return Dim{};
-}
-
-bool BroadcastAll(const std::vector<const Info*>& ins, Dims* out) {
-  size_t rank = 0;
-  for (auto* i : ins) {
-    if (!i || !i->has_shape) return false;
-    rank = std::max(rank, i->dims.size());
-  }
-  out->assign(rank, Fixed(1));
-  for (auto* i : ins)
-    for (size_t k = 0; k < i->dims.size(); ++k) {
-      Dim& o = (*out)[rank - i->dims.size() + k];
-      o = Broadcast(o, i->dims[k]);
-    }
-  return true;
-}
-
-int64_t NormAxis(int64_t a, size_t rank) { return a < 0 ? a + static_cast<int64_t>(rank) : a; }
-
-// The elements of a small int64 tensor: its known values, else its symbolic ones.
-bool SymOf(const Info* i, std::vector<SymEntry>* out) {
-  if (!i) return false;
-  if (i->has_value) {
-    out->clear();
-    for (int64_t v : i->value) out->push_back({true, v, Dim{}});
-    return true;
-  }
-  if (!i->has_sym) return false;
-  *out = i->sym;
-  return true;
-}
+using namespace shape_rules;
+using Info = InferredValue;
+using SymEntry = SymbolicElement;
 
 // Reshape's output dims for a target whose entries may be symbolic: 0 copies the input dim
 // (unless allowzero), -1 is solved when the other entries' fixed product and symbols cancel
@@ -172,18 +91,7 @@ class Inferencer {
   }
 
  private:
-  void SetConst(const std::string& name, const Tensor& t) {
-    Info i;
-    i.dtype = t.dtype();
-    i.has_shape = true;
-    for (int64_t d : t.shape()) i.dims.push_back(Fixed(d));
-    if ((t.dtype() == DataType::kInt64 || t.dtype() == DataType::kInt32) && t.size() <= 64) {
-      i.has_value = true;
-      for (int64_t k = 0; k < t.size(); ++k)
-        i.value.push_back(t.dtype() == DataType::kInt64 ? t.data<int64_t>()[k] : t.data<int32_t>()[k]);
-    }
-    values_[name] = i;
-  }
+  void SetConst(const std::string& name, const Tensor& t) { values_[name] = ConstantValue(t); }
 
   const Info* In(const Node& n, size_t i) const {
     if (i >= n.inputs.size() || n.inputs[i].empty()) return nullptr;
@@ -192,10 +100,6 @@ class Inferencer {
   }
   void Out(const Node& n, size_t i, Info info) {
     if (i < n.outputs.size() && !n.outputs[i].empty()) values_[n.outputs[i]] = std::move(info);
-  }
-  int64_t Opset() const {
-    auto it = model_.opsets.find("");
-    return it == model_.opsets.end() ? 1 : it->second;
   }
   // Axes from the attribute (old opsets) or a constant input.
   bool Axes(const Node& n, size_t input_index, std::vector<int64_t>* axes) const {
@@ -386,6 +290,10 @@ class Inferencer {
       return;
     }
     if (!n.domain.empty()) return;  // rules cover ai.onnx only
+    if (DefaultShapeRules().HasRule(n.domain, op)) {
+      DefaultShapeRules().Infer(n, values_);
+      return;
+    }
     if (op == "DynamicQuantizeLinear") {  // y: uint8 of x's shape; y_scale, y_zero_point: scalars
       Out(n, 0, x && x->has_shape ? TensorInfo(DataType::kUInt8, x->dims) : Unknown(DataType::kUInt8));
       if (n.outputs.size() > 1) Out(n, 1, TensorInfo(DataType::kFloat, {}));
@@ -533,7 +441,7 @@ class Inferencer {
     }
     if (!x->has_shape) {
       // Without an input shape, only the dtype follows for the remaining rules.
-      static const std::set<std::string> kIndexOut = {"ArgMax", "ArgMin", "NonZero"};
+      static const std::set<std::string> kIndexOut = {"NonZero"};
       Out(n, 0, Unknown(kIndexOut.count(op) ? DataType::kInt64 : xt));
       return;
     }
@@ -731,25 +639,6 @@ class Inferencer {
       Out(n, 0, TensorInfo(xt, d));
       return;
     }
-    if (op.rfind("Reduce", 0) == 0 || op == "ArgMax" || op == "ArgMin") {
-      bool keep = !n.FindAttribute("keepdims") || n.FindAttribute("keepdims")->i != 0;
-      std::vector<int64_t> axes;
-      DataType t = (op == "ArgMax" || op == "ArgMin") ? DataType::kInt64 : xt;
-      if (op == "ArgMax" || op == "ArgMin") axes = {n.FindAttribute("axis") ? n.FindAttribute("axis")->i : 0};
-      else if (!Axes(n, 1, &axes)) { Out(n, 0, Unknown(t)); return; }
-      bool noop = n.FindAttribute("noop_with_empty_axes") && n.FindAttribute("noop_with_empty_axes")->i;
-      if (axes.empty() && noop) { Out(n, 0, TensorInfo(t, x->dims)); return; }
-      std::set<int64_t> ax;
-      for (int64_t a : axes) ax.insert(NormAxis(a, r));
-      Dims d;
-      for (size_t k = 0; k < r; ++k) {
-        bool reduced = axes.empty() || ax.count(static_cast<int64_t>(k));
-        if (!reduced) d.push_back(x->dims[k]);
-        else if (keep) d.push_back(Fixed(1));
-      }
-      Out(n, 0, TensorInfo(t, d));
-      return;
-    }
     if (op == "MatMul" || op == "MatMulInteger") {
       const Info* y = In(n, 1);
       if (!y || !y->has_shape || r == 0 || y->dims.empty()) { Out(n, 0, Unknown(xt)); return; }
@@ -804,16 +693,6 @@ class Inferencer {
         d[axis] = k < sizes.size() ? Fixed(sizes[k]) : Dim{};
         Out(n, k, TensorInfo(xt, d));
       }
-      return;
-    }
-    if (op == "TopK") {
-      const Info* k = In(n, 1);
-      int64_t axis = NormAxis(n.FindAttribute("axis") ? n.FindAttribute("axis")->i : -1, r);
-      if (axis < 0 || axis >= static_cast<int64_t>(r)) return;
-      Dims d = x->dims;
-      d[axis] = k && k->has_value && k->value.size() == 1 ? Fixed(k->value[0]) : Dim{};
-      Out(n, 0, TensorInfo(xt, d));
-      Out(n, 1, TensorInfo(DataType::kInt64, d));
       return;
     }
     if (op == "DepthToSpace" || op == "SpaceToDepth") {
@@ -903,7 +782,7 @@ class Inferencer {
   }
 
   const Model& model_;
-  std::unordered_map<std::string, Info> values_;
+  InferredValues values_;
 };
 
 }  // namespace
