@@ -93,10 +93,25 @@ void ShapeRuleRegistry::Infer(const Node& node, InferredValues& values) const {
   rule->fn(ctx);
 }
 
+namespace {
+
+// An ai.onnx op without a rule: X's dtype when X has no shape (kRanked), else every output
+// unknown, dtype included, so nothing downstream relies on it.
+void InferUnknownOp(ShapeContext& c) {
+  for (size_t k = 0; k < c.node().outputs.size(); ++k) c.Out(k, shape_rules::Unknown(DataType::kUndefined));
+}
+
+}  // namespace
+
 const ShapeRuleRegistry& DefaultShapeRules() {
   static const ShapeRuleRegistry registry = [] {
     ShapeRuleRegistry r;
+    RegisterElementwiseShapeRules(r);
     RegisterReductionShapeRules(r);
+    RegisterMatmulShapeRules(r);
+    RegisterShapeOpShapeRules(r);
+    RegisterNnShapeRules(r);
+    r.RegisterFallback("", InferUnknownOp);
     return r;
   }();
   return registry;

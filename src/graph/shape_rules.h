@@ -102,6 +102,10 @@ class ShapeRuleRegistry {
 const ShapeRuleRegistry& DefaultShapeRules();
 
 // One function per op family (src/graph/shape_rules/<family>.cc).
-void RegisterReductionShapeRules(ShapeRuleRegistry& r);  // Reduce*, ArgMax/Min, TopK
+void RegisterElementwiseShapeRules(ShapeRuleRegistry& r);  // ops shaped like X, broadcasting ops, Cast, quantize ops
+void RegisterReductionShapeRules(ShapeRuleRegistry& r);    // Reduce*, ArgMax/Min, TopK
+void RegisterMatmulShapeRules(ShapeRuleRegistry& r);       // MatMul, MatMulInteger, Gemm
+void RegisterShapeOpShapeRules(ShapeRuleRegistry& r);      // Shape, Reshape, Concat, Gather, Slice, Split, Pad, ...
+void RegisterNnShapeRules(ShapeRuleRegistry& r);           // Conv family, pooling
 
 }  // namespace inferloop
