@@ -112,6 +112,7 @@ const ShapeRuleRegistry& DefaultShapeRules() {
     RegisterShapeOpShapeRules(r);
     RegisterNnShapeRules(r);
     r.RegisterFallback("", InferUnknownOp);
+    RegisterInferloopOpShapeRules(r);
     return r;
   }();
   return registry;

@@ -107,5 +107,6 @@ void RegisterReductionShapeRules(ShapeRuleRegistry& r);    // Reduce*, ArgMax/Mi
 void RegisterMatmulShapeRules(ShapeRuleRegistry& r);       // MatMul, MatMulInteger, Gemm
 void RegisterShapeOpShapeRules(ShapeRuleRegistry& r);      // Shape, Reshape, Concat, Gather, Slice, Split, Pad, ...
 void RegisterNnShapeRules(ShapeRuleRegistry& r);           // Conv family, pooling
+void RegisterInferloopOpShapeRules(ShapeRuleRegistry& r);  // com.inferloop: NCHW16c, int8 and fused ops
 
 }  // namespace inferloop
