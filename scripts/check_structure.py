@@ -41,8 +41,9 @@ LOWER = {
     "serve": ["base", "llm", "runtime", "serve_core"],
     "frontends": ["base", "serve_core"],
     "perf": ["base", "serve_core", "frontends"],
+    "server": ["base", "llm", "runtime", "serve_core", "serve", "frontends"],
     "cli": ["base", "llm", "graph", "compute", "optimizer", "runtime", "tools", "serve_core", "serve",
-            "frontends", "perf"],
+            "frontends", "perf", "server"],
 }
 # include/inferloop/<header> -> the layer that implements it.
 PUBLIC_HEADERS = {
