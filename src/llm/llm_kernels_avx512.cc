@@ -5,21 +5,28 @@
 // nibbles are stored as q + 8 already, Q8_0 bytes become q + 128 by flipping the top bit. The
 // offset's contribution, offset * sum(q_x) per block, is taken back with the activation row's
 // precomputed block sums.
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstring>
-
-#include "llm/llm_kernels.h"
+#include "llm/llm_kernels_impl.h"
 
 namespace inferloop::llm {
 namespace {
 
-float HalfAt(const uint8_t* p) {
-  uint16_t h;
-  std::memcpy(&h, p, 2);
-  return _cvtsh_ss(h);
-}
+// The vector type of llm_kernels_impl.h's loops: 16 floats.
+struct Vec16 {
+  using F = __m512;
+  static constexpr int kLanes = 16;
+  static F Set1(float a) { return _mm512_set1_ps(a); }
+  static F Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F Fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F LoadHalf(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static void StoreHalf(uint16_t* p, F v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static F LoadI8(const uint8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+};
 
 float DotF32(const float* w, const float* x, int64_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -128,38 +135,6 @@ float DotQ4_0(const uint8_t* w, const Q8Row& x, int64_t n) {
   return _mm512_reduce_add_ps(acc) + tail - 8.0f * corr;
 }
 
-void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
-  const __m512 av = _mm512_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 xf = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
-    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(av, xf, _mm512_loadu_ps(y + i)));
-  }
-  for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
-}
-
-void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
-  const __m512 av = _mm512_set1_ps(a);
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const uint8_t* blk = x + b * 34;
-    const __m512 d = _mm512_set1_ps(HalfAt(blk));
-    float* yb = y + b * 32;
-    for (int k = 0; k < 2; ++k) {
-      const __m128i q8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 2 + 16 * k));
-      const __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q8)), d);
-      _mm512_storeu_ps(yb + 16 * k, _mm512_fmadd_ps(v, av, _mm512_loadu_ps(yb + 16 * k)));
-    }
-  }
-}
-
-void ToF16(const float* x, uint16_t* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-  }
-  for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
-}
-
 // Products of weight rows with up to 8 activation rows at once: each pair of weight blocks is
 // unpacked once into a vector of unsigned bytes, then multiplied with every activation row.
 // The weight offset (8 for Q4_0, 128 for Q8_0 after flipping the sign bit) is taken back through
@@ -227,16 +202,7 @@ void Gemm(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, i
     for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
     for (int64_t r = 0; r < rows; ++r) {
       const uint8_t* wr = w + r * row_bytes;
-      switch (nt) {
-        case 8: GemmTile<kQ4, 8>(wr, chunks, xr, out); break;
-        case 7: GemmTile<kQ4, 7>(wr, chunks, xr, out); break;
-        case 6: GemmTile<kQ4, 6>(wr, chunks, xr, out); break;
-        case 5: GemmTile<kQ4, 5>(wr, chunks, xr, out); break;
-        case 4: GemmTile<kQ4, 4>(wr, chunks, xr, out); break;
-        case 3: GemmTile<kQ4, 3>(wr, chunks, xr, out); break;
-        case 2: GemmTile<kQ4, 2>(wr, chunks, xr, out); break;
-        default: GemmTile<kQ4, 1>(wr, chunks, xr, out); break;
-      }
+      WithTileRows<8>(nt, [&](auto tile_rows) { GemmTile<kQ4, decltype(tile_rows)::value>(wr, chunks, xr, out); });
       for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
     }
   }
@@ -249,41 +215,13 @@ void Gemm(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, i
 // llama.cpp's AVX2 kernels (lane l + lane l + 8: the same integers), and the float terms are added
 // in that kernel's order (llm_kernels_scalar.cc says which), so the results are llama.cpp's bit
 // for bit.
-
-// Sum of 8 float lanes as llama.cpp's AVX2 kernels sum them.
-inline float SumLanes8(__m256 v) {
-  const __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
-  const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
-
 inline __m256i Fold16(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
-
-// Q4_K's 12 packed bytes (ggml_types.cc) as 8 sub-block scales (bytes 0-7) and 8 mins (8-15).
-inline __m128i Q4KScalesMins(const uint8_t* p) {
-  uint32_t w[3];
-  std::memcpy(w, p, 12);
-  const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, mn_lo = w[1] & 0x3F3F3F3Fu;
-  const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | ((w[0] >> 2) & 0x30303030u);
-  const uint32_t mn_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
-  return _mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo), static_cast<int>(sc_hi), static_cast<int>(sc_lo));
-}
 
 // Index vectors for vpermw: 32 int16 lanes, lane i taking element base + i / span.
 inline __m512i SpreadIndex(int base, int span) {
   alignas(64) int16_t idx[32];
   for (int i = 0; i < 32; ++i) idx[i] = static_cast<int16_t>(base + i / span);
   return _mm512_load_si512(idx);
-}
-
-// Software prefetch of the weight bytes `kPrefetchAhead` ahead of a block about to be used (rows
-// are contiguous, so this runs into the next rows): decoding one token streams every weight once,
-// and the hardware prefetcher alone left the K-quant dots waiting on memory (measured: about 1.4x
-// the single-thread decode speed on a TinyLlama-shaped Q4_K_M file). Prefetches never fault, so
-// running past the end of the matrix is harmless.
-constexpr int kPrefetchAhead = 2048;
-inline void PrefetchBlock(const uint8_t* blk, int bytes) {
-  for (int o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T0);
 }
 
 // Q4_K row times NT Q8_K rows. Per 64 values (32 bytes of nibbles: low = sub-block 2c, high =
@@ -306,7 +244,6 @@ void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
     PrefetchBlock(blk, 144);
     const __m128i sm = Q4KScalesMins(blk + 4);
     const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));  // lanes 0-7 scales, 8-15 mins
-    // Mins as 8 int16 against the 32-value sums (pairs of 16-value sums): 4 int32 lanes.
     const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
     __m512i sumi[NT];
     #pragma GCC unroll 8
@@ -325,21 +262,10 @@ void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
     }
     const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
     #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) {
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
-      const __m128i s32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-      const __m128i prod = _mm_madd_epi16(mn16, s32);
-      const float dx = xr[j].d[b];
-      accm[j] = _mm_fmadd_ps(_mm_set1_ps(-dx * dmin), _mm_cvtepi32_ps(prod), accm[j]);
-      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(dx * d), _mm256_cvtepi32_ps(Fold16(sumi[j])), acc[j]);
-    }
+    for (int j = 0; j < NT; ++j) Q4KAddBlock(xr[j], b, Fold16(sumi[j]), mn16, d, dmin, acc[j], accm[j]);
   }
   #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) {
-    __m128 m = _mm_add_ps(accm[j], _mm_movehl_ps(accm[j], accm[j]));
-    m = _mm_add_ss(m, _mm_movehdup_ps(m));
-    out[j] = SumLanes8(acc[j]) + _mm_cvtss_f32(m);
-  }
+  for (int j = 0; j < NT; ++j) out[j] = Q4KResult(acc[j], accm[j]);
 }
 
 // Q6_K row times NT Q8_K rows. Per half of 128 values, 64 bytes of low bits L and 32 bytes of
@@ -361,10 +287,7 @@ void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
     const __m512i sc512 = _mm512_castsi256_si512(sc16);
     __m512i sumi[NT];
     #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) {
-      const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[j].bsum + b * 16));
-      sumi[j] = _mm512_zextsi256_si512(_mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5)));
-    }
+    for (int j = 0; j < NT; ++j) sumi[j] = _mm512_zextsi256_si512(Q6KOffsetLanes(xr[j], b, sc16));
     #pragma GCC unroll 4
     for (int h = 0; h < 2; ++h) {
       const __m512i L = _mm512_loadu_si512(blk + 64 * h);
@@ -391,57 +314,6 @@ void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
   for (int j = 0; j < NT; ++j) out[j] = SumLanes8(acc[j]);
 }
 
-template <bool kQ6>
-float DotK(const uint8_t* w, const Q8KRow& x, int64_t n) {
-  float out;
-  if constexpr (kQ6) {
-    Q6KTile<1>(w, n / 256, &x, &out);
-  } else {
-    Q4KTile<1>(w, n / 256, &x, &out);
-  }
-  return out;
-}
-
-template <bool kQ6, int NT>
-void KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
-  if constexpr (kQ6) {
-    Q6KTile<NT>(wr, blocks, xr, out);
-  } else {
-    Q4KTile<NT>(wr, blocks, xr, out);
-  }
-}
-
-// Up to 8 activation rows per pass over a weight row. Weight rows are taken 8 at a time, and each
-// group is multiplied with every tile of activation rows while it is in L1: the weights are read
-// from memory once per product, not once per tile.
-template <bool kQ6>
-void GemmK(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride) {
-  const int64_t blocks = x.n() / 256;
-  Q8KRow xr[8];
-  float out[8];
-  for (int64_t r0 = 0; r0 < rows; r0 += 8) {
-    const int64_t r1 = std::min<int64_t>(rows, r0 + 8);
-    for (int64_t t0 = 0; t0 < T; t0 += 8) {
-      const int nt = static_cast<int>(std::min<int64_t>(8, T - t0));
-      for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
-      for (int64_t r = r0; r < r1; ++r) {
-        const uint8_t* wr = w + r * row_bytes;
-        switch (nt) {
-          case 8: KTile<kQ6, 8>(wr, blocks, xr, out); break;
-          case 7: KTile<kQ6, 7>(wr, blocks, xr, out); break;
-          case 6: KTile<kQ6, 6>(wr, blocks, xr, out); break;
-          case 5: KTile<kQ6, 5>(wr, blocks, xr, out); break;
-          case 4: KTile<kQ6, 4>(wr, blocks, xr, out); break;
-          case 3: KTile<kQ6, 3>(wr, blocks, xr, out); break;
-          case 2: KTile<kQ6, 2>(wr, blocks, xr, out); break;
-          default: KTile<kQ6, 1>(wr, blocks, xr, out); break;
-        }
-        for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
-      }
-    }
-  }
-}
-
 LlmKernelTable MakeTable() {
   LlmKernelTable t = *ScalarLlmKernels();
   t.name = "avx512_vnni";
@@ -449,15 +321,15 @@ LlmKernelTable MakeTable() {
   t.dot_f16 = DotF16;
   t.dot_q8_0 = DotQ8_0;
   t.dot_q4_0 = DotQ4_0;
-  t.axpy_f16 = AxpyF16;
-  t.to_f16 = ToF16;
-  t.axpy_q8_0 = AxpyQ8_0;
+  t.axpy_f16 = AxpyF16<Vec16>;
+  t.to_f16 = ToF16<Vec16>;
+  t.axpy_q8_0 = AxpyQ8_0<Vec16>;
   t.gemm_q8_0 = Gemm<false>;
   t.gemm_q4_0 = Gemm<true>;
   t.dot_q4_k = DotK<false>;
   t.dot_q6_k = DotK<true>;
-  t.gemm_q4_k = GemmK<false>;
-  t.gemm_q6_k = GemmK<true>;
+  t.gemm_q4_k = GemmK<false, 8>;  // up to 8 activation rows per pass over a weight row
+  t.gemm_q6_k = GemmK<true, 8>;
   return t;
 }
 
