@@ -63,39 +63,9 @@ inline __m512 Scales2(float s0, float s1) {
   return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
 }
 
-float DotQ8_0(const uint8_t* w, const Q8Row& x, int64_t n) {
-  const int64_t nb = n / 32;
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-  __m512 acc = _mm512_setzero_ps();
-  float corr = 0;
-  int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    const uint8_t* b0 = w + b * 34;
-    const uint8_t* b1 = b0 + 34;
-    const __m512i wq = _mm512_inserti64x4(
-        _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2))),
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2)), 1);
-    const __m512i xq = _mm512_loadu_si512(x.q + b * 32);
-    const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_xor_si512(wq, flip), xq);
-    const float d0 = HalfAt(b0), d1 = HalfAt(b1);
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), Scales2(d0 * x.d[b], d1 * x.d[b + 1]), acc);
-    corr += d0 * x.sum[b] + d1 * x.sum[b + 1];
-  }
-  float tail = 0;
-  for (; b < nb; ++b) {
-    const uint8_t* b0 = w + b * 34;
-    const __m256i wq = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2)),
-                                        _mm256_set1_epi8(static_cast<char>(0x80)));
-    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
-    const __m256i dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wq, xq);
-    const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(dot), _mm256_extracti128_si256(dot, 1));
-    const __m128i s2 = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    const __m128i s4 = _mm_add_epi32(s2, _mm_shuffle_epi32(s2, 0xB1));
-    const float d0 = HalfAt(b0);
-    tail += d0 * x.d[b] * static_cast<float>(_mm_cvtsi128_si32(s4));
-    corr += d0 * x.sum[b];
-  }
-  return _mm512_reduce_add_ps(acc) + tail - 128.0f * corr;
+// The 32 bytes of a Q8_0 block made unsigned (q + 128: the top bit flipped).
+inline __m256i FlippedBytes(const uint8_t* qs) {
+  return _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs)), _mm256_set1_epi8(static_cast<char>(0x80)));
 }
 
 // The 32 nibbles of a Q4_0 block in element order (low nibbles are elements 0-15, high 16-31).
@@ -105,15 +75,18 @@ inline __m256i Nibbles(const uint8_t* qs) {
   return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(v, 4), m), _mm_and_si128(v, m));
 }
 
-float DotQ4_0(const uint8_t* w, const Q8Row& x, int64_t n) {
+// A row of kBytes-byte blocks (half-float scale, then the values) times x: Unsigned(values) is a
+// block's 32 weights as unsigned bytes q + kOffset. Two blocks per vpdpbusd, one for an odd last.
+template <int kBytes, int kOffset, __m256i (*Unsigned)(const uint8_t*)>
+float DotBlocks(const uint8_t* w, const Q8Row& x, int64_t n) {
   const int64_t nb = n / 32;
   __m512 acc = _mm512_setzero_ps();
   float corr = 0;
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2) {
-    const uint8_t* b0 = w + b * 18;
-    const uint8_t* b1 = b0 + 18;
-    const __m512i wq = _mm512_inserti64x4(_mm512_zextsi256_si512(Nibbles(b0 + 2)), Nibbles(b1 + 2), 1);
+    const uint8_t* b0 = w + b * kBytes;
+    const uint8_t* b1 = b0 + kBytes;
+    const __m512i wq = _mm512_inserti64x4(_mm512_zextsi256_si512(Unsigned(b0 + 2)), Unsigned(b1 + 2), 1);
     const __m512i xq = _mm512_loadu_si512(x.q + b * 32);
     const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, xq);
     const float d0 = HalfAt(b0), d1 = HalfAt(b1);
@@ -122,9 +95,9 @@ float DotQ4_0(const uint8_t* w, const Q8Row& x, int64_t n) {
   }
   float tail = 0;
   for (; b < nb; ++b) {
-    const uint8_t* b0 = w + b * 18;
+    const uint8_t* b0 = w + b * kBytes;
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.q + b * 32));
-    const __m256i dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), Nibbles(b0 + 2), xq);
+    const __m256i dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), Unsigned(b0 + 2), xq);
     const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(dot), _mm256_extracti128_si256(dot, 1));
     const __m128i s2 = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
     const __m128i s4 = _mm_add_epi32(s2, _mm_shuffle_epi32(s2, 0xB1));
@@ -132,7 +105,7 @@ float DotQ4_0(const uint8_t* w, const Q8Row& x, int64_t n) {
     tail += d0 * x.d[b] * static_cast<float>(_mm_cvtsi128_si32(s4));
     corr += d0 * x.sum[b];
   }
-  return _mm512_reduce_add_ps(acc) + tail - 8.0f * corr;
+  return _mm512_reduce_add_ps(acc) + tail - static_cast<float>(kOffset) * corr;
 }
 
 // Products of weight rows with up to 8 activation rows at once: each pair of weight blocks is
@@ -319,8 +292,8 @@ LlmKernelTable MakeTable() {
   t.name = "avx512_vnni";
   t.dot_f32 = DotF32;
   t.dot_f16 = DotF16;
-  t.dot_q8_0 = DotQ8_0;
-  t.dot_q4_0 = DotQ4_0;
+  t.dot_q8_0 = DotBlocks<34, 128, FlippedBytes>;
+  t.dot_q4_0 = DotBlocks<18, 8, Nibbles>;
   t.axpy_f16 = AxpyF16<Vec16>;
   t.to_f16 = ToF16<Vec16>;
   t.axpy_q8_0 = AxpyQ8_0<Vec16>;
