@@ -34,11 +34,15 @@ const LlmKernelTable* Choose() {
 
 }  // namespace
 
-void Q8Rows::Resize(int64_t rows, int64_t n) {
+void Int8RowStorage::ResizeValues(int64_t rows, int64_t n, int64_t block) {
   n_ = n;
   rows_ = rows;
   q_.resize(rows * n + 64);
-  d_.resize(rows * n / 32);
+  d_.resize(rows * n / block);
+}
+
+void Q8Rows::Resize(int64_t rows, int64_t n) {
+  ResizeValues(rows, n, 32);
   sum_.resize(rows * n / 32);
   qsum_.resize(rows * n / 32);
   if (n % 64 == 0) {
@@ -101,10 +105,7 @@ Q8Row Q8Rows::Row(int64_t r) const {
 }
 
 void Q8KRows::Resize(int64_t rows, int64_t n) {
-  n_ = n;
-  rows_ = rows;
-  q_.resize(rows * n + 64);
-  d_.resize(rows * n / 256);
+  ResizeValues(rows, n, 256);
   bsum_.resize(rows * n / 16);
 }
 
