@@ -177,19 +177,11 @@ void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
 }
 
 LlmKernelTable MakeTable() {
-  LlmKernelTable t = *ScalarLlmKernels();
-  t.name = "avx2";
+  LlmKernelTable t = TableWithSharedKernels<Vec8, 4>("avx2");
   t.dot_f32 = DotF32;
   t.dot_f16 = DotF16;
   t.dot_q8_0 = DotQ8_0;
   t.dot_q4_0 = DotQ4_0;
-  t.dot_q4_k = DotK<false>;
-  t.dot_q6_k = DotK<true>;
-  t.gemm_q4_k = GemmK<false, 4>;  // up to 4 activation rows per pass over a weight row
-  t.gemm_q6_k = GemmK<true, 4>;
-  t.axpy_f16 = AxpyF16<Vec8>;
-  t.to_f16 = ToF16<Vec8>;
-  t.axpy_q8_0 = AxpyQ8_0<Vec8>;
   return t;
 }
 

@@ -288,21 +288,13 @@ void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
 }
 
 LlmKernelTable MakeTable() {
-  LlmKernelTable t = *ScalarLlmKernels();
-  t.name = "avx512_vnni";
+  LlmKernelTable t = TableWithSharedKernels<Vec16, 8>("avx512_vnni");
   t.dot_f32 = DotF32;
   t.dot_f16 = DotF16;
   t.dot_q8_0 = DotBlocks<34, 128, FlippedBytes>;
   t.dot_q4_0 = DotBlocks<18, 8, Nibbles>;
-  t.axpy_f16 = AxpyF16<Vec16>;
-  t.to_f16 = ToF16<Vec16>;
-  t.axpy_q8_0 = AxpyQ8_0<Vec16>;
   t.gemm_q8_0 = Gemm<false>;
   t.gemm_q4_0 = Gemm<true>;
-  t.dot_q4_k = DotK<false>;
-  t.dot_q6_k = DotK<true>;
-  t.gemm_q4_k = GemmK<false, 8>;  // up to 8 activation rows per pass over a weight row
-  t.gemm_q6_k = GemmK<true, 8>;
   return t;
 }
 

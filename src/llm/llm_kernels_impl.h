@@ -171,5 +171,21 @@ void ToF16(const float* x, uint16_t* y, int64_t n) {
   for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
+// The scalar table with `name` and the entries written here: the K-quant dots and products (up to
+// kMaxNT activation rows per pass over a weight row) and the element-wise loops at V's width.
+template <class V, int kMaxNT>
+LlmKernelTable TableWithSharedKernels(const char* name) {
+  LlmKernelTable t = *ScalarLlmKernels();
+  t.name = name;
+  t.dot_q4_k = DotK<false>;
+  t.dot_q6_k = DotK<true>;
+  t.gemm_q4_k = GemmK<false, kMaxNT>;
+  t.gemm_q6_k = GemmK<true, kMaxNT>;
+  t.axpy_f16 = AxpyF16<V>;
+  t.to_f16 = ToF16<V>;
+  t.axpy_q8_0 = AxpyQ8_0<V>;
+  return t;
+}
+
 }  // namespace
 }  // namespace inferloop::llm
