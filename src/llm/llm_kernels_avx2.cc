@@ -80,28 +80,14 @@ float DotQ4_0(const uint8_t* w, const Q8Row& x, int64_t n) {
   return SumLanes8(acc);
 }
 
-// Q4_K row times NT Q8_K rows: nibbles (0..15) are unsigned, so vpmaddubsw takes them directly
-// (pair sums <= 2*15*127); vpmaddwd then applies the sub-block's scale. The mins term uses the
-// activation's 16-value sums. Each weight block is unpacked once for the NT rows; per row the
-// arithmetic is the same whatever NT is. Float terms are added in llama.cpp's order
-// (llm_kernels_scalar.cc says which): eight lanes for the scaled sums, four for the mins.
+// Q4_K's integer sums: nibbles (0..15) are unsigned, so vpmaddubsw takes them directly (pair sums
+// <= 2*15*127); vpmaddwd then applies the sub-block's scale.
 template <int NT>
-void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
-  __m256 acc[NT];
-  __m128 accm[NT];
-  #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) {
-    acc[j] = _mm256_setzero_ps();
-    accm[j] = _mm_setzero_ps();
-  }
+struct Q4KSums {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* blk = w + b * 144;
-    PrefetchBlock(blk, 144);
+  void operator()(const uint8_t* blk, __m128i sm128, const Q8KRow* xr, int64_t b, __m256i* sumi) const {
     alignas(16) uint8_t sm[16];
-    const __m128i sm128 = Q4KScalesMins(blk + 4);
     _mm_store_si128(reinterpret_cast<__m128i*>(sm), sm128);
-    __m256i sumi[NT];
     #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) sumi[j] = _mm256_setzero_si256();
     #pragma GCC unroll 4
@@ -118,33 +104,16 @@ void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
         sumi[j] = _mm256_add_epi32(sumi[j], _mm256_madd_epi16(phi, shi));
       }
     }
-    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm128, 8));
-    const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
-    #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) Q4KAddBlock(xr[j], b, sumi[j], mn16, d, dmin, acc[j], accm[j]);
   }
-  #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) out[j] = Q4KResult(acc[j], accm[j]);
-}
+};
 
-// Q6_K row times NT Q8_K rows: the 6-bit values (0..63) unsigned through vpmaddubsw (pair sums
-// <= 2*63*127), scaled per 16 values with vpmaddwd; the offset of 32 is taken back as
-// 32 * scale_g * (16-value sum g), lane l starting from -32 * (that of groups 2l and 2l+1): each
-// int32 lane holds what llama.cpp's lane holds.
+// Q6_K's integer sums: the 6-bit values (0..63) unsigned through vpmaddubsw (pair sums
+// <= 2*63*127), scaled per 16 values with vpmaddwd.
 template <int NT>
-void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
-  __m256 acc[NT];
-  #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+struct Q6KSums {
   const __m256i m4 = _mm256_set1_epi8(0x0F), m2 = _mm256_set1_epi8(0x30);
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* blk = w + b * 210;
-    PrefetchBlock(blk, 210);
+  void operator()(const uint8_t* blk, __m256i /*sc16*/, const Q8KRow* xr, int64_t b, __m256i* sumi) const {
     const int8_t* sc = reinterpret_cast<const int8_t*>(blk + 192);
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc)));
-    __m256i sumi[NT];
-    #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) sumi[j] = Q6KOffsetLanes(xr[j], b, sc16);
     #pragma GCC unroll 4
     for (int h = 0; h < 2; ++h) {
       const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 64 * h));
@@ -168,13 +137,8 @@ void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
         }
       }
     }
-    const float d = HalfAt(blk + 208);
-    #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(xr[j].d[b] * d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
   }
-  #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) out[j] = SumLanes8(acc[j]);
-}
+};
 
 LlmKernelTable MakeTable() {
   LlmKernelTable t = TableWithSharedKernels<Vec8, 4>("avx2");

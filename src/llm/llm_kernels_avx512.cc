@@ -188,6 +188,8 @@ void Gemm(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, i
 // llama.cpp's AVX2 kernels (lane l + lane l + 8: the same integers), and the float terms are added
 // in that kernel's order (llm_kernels_scalar.cc says which), so the results are llama.cpp's bit
 // for bit.
+//
+// 16 int32 lanes folded to 8: lane l + lane l + 8.
 inline __m256i Fold16(__m512i v) { return _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1)); }
 
 // Index vectors for vpermw: 32 int16 lanes, lane i taking element base + i / span.
@@ -197,27 +199,15 @@ inline __m512i SpreadIndex(int base, int span) {
   return _mm512_load_si512(idx);
 }
 
-// Q4_K row times NT Q8_K rows. Per 64 values (32 bytes of nibbles: low = sub-block 2c, high =
-// 2c+1) one vector of 64 unsigned bytes in element order; its 32 int16 pair sums take scale 2c in
-// lanes 0-15 and 2c+1 in lanes 16-31. The mins term, d_x * dmin * sum_g min_(g/2) * bsum_g, comes
-// from the activation's 16-value sums, in four float lanes (pairs of sub-blocks).
+// Q4_K's integer sums. Per 64 values (32 bytes of nibbles: low = sub-block 2c, high = 2c+1) one
+// vector of 64 unsigned bytes in element order; its 32 int16 pair sums take scale 2c in lanes 0-15
+// and 2c+1 in lanes 16-31.
 template <int NT>
-void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
-  __m256 acc[NT];
-  __m128 accm[NT];
-  #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) {
-    acc[j] = _mm256_setzero_ps();
-    accm[j] = _mm_setzero_ps();
-  }
+struct Q4KSums {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   const __m512i idx[4] = {SpreadIndex(0, 16), SpreadIndex(2, 16), SpreadIndex(4, 16), SpreadIndex(6, 16)};
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* blk = wr + b * 144;
-    PrefetchBlock(blk, 144);
-    const __m128i sm = Q4KScalesMins(blk + 4);
+  void operator()(const uint8_t* blk, __m128i sm, const Q8KRow* xr, int64_t b, __m256i* out) const {
     const __m512i sc16 = _mm512_castsi256_si512(_mm256_cvtepu8_epi16(sm));  // lanes 0-7 scales, 8-15 mins
-    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
     __m512i sumi[NT];
     #pragma GCC unroll 8
     for (int j = 0; j < NT; ++j) sumi[j] = _mm512_setzero_si512();
@@ -233,34 +223,23 @@ void Q4KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
         sumi[j] = _mm512_dpwssd_epi32(sumi[j], p, scv);
       }
     }
-    const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
     #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) Q4KAddBlock(xr[j], b, Fold16(sumi[j]), mn16, d, dmin, acc[j], accm[j]);
+    for (int j = 0; j < NT; ++j) out[j] = Fold16(sumi[j]);
   }
-  #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) out[j] = Q4KResult(acc[j], accm[j]);
-}
+};
 
-// Q6_K row times NT Q8_K rows. Per half of 128 values, 64 bytes of low bits L and 32 bytes of
-// high bits H; with H2 = [H, H >> 2]: values 0-63 = (L & 15) | ((H2 << 4) & 0x30), values 64-127 =
-// (L >> 4 & 15) | (H2 & 0x30). Scales apply per 16 values (8 int16 pair-sum lanes each). The
-// offset of 32 is taken back as 32 * scale_g * (16-value sum g), folded lane l starting from -32 *
-// that of groups 2l and 2l+1: each folded int32 lane holds what llama.cpp's lane holds.
+// Q6_K's integer sums. Per half of 128 values, 64 bytes of low bits L and 32 bytes of high bits
+// H; with H2 = [H, H >> 2]: values 0-63 = (L & 15) | ((H2 << 4) & 0x30), values 64-127 =
+// (L >> 4 & 15) | (H2 & 0x30). Scales apply per 16 values (8 int16 pair-sum lanes each).
 template <int NT>
-void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
-  __m256 acc[NT];
-  #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+struct Q6KSums {
   const __m512i m4 = _mm512_set1_epi8(0x0F), m2 = _mm512_set1_epi8(0x30);
   const __m512i idx[4] = {SpreadIndex(0, 8), SpreadIndex(4, 8), SpreadIndex(8, 8), SpreadIndex(12, 8)};
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* blk = wr + b * 210;
-    PrefetchBlock(blk, 210);
-    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+  void operator()(const uint8_t* blk, __m256i sc16, const Q8KRow* xr, int64_t b, __m256i* out) const {
     const __m512i sc512 = _mm512_castsi256_si512(sc16);
     __m512i sumi[NT];
     #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) sumi[j] = _mm512_zextsi256_si512(Q6KOffsetLanes(xr[j], b, sc16));
+    for (int j = 0; j < NT; ++j) sumi[j] = _mm512_zextsi256_si512(out[j]);
     #pragma GCC unroll 4
     for (int h = 0; h < 2; ++h) {
       const __m512i L = _mm512_loadu_si512(blk + 64 * h);
@@ -277,15 +256,10 @@ void Q6KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
         sumi[j] = _mm512_dpwssd_epi32(sumi[j], _mm512_maddubs_epi16(q1, _mm512_loadu_si512(xq + 64)), s1);
       }
     }
-    const float d = HalfAt(blk + 208);
     #pragma GCC unroll 8
-    for (int j = 0; j < NT; ++j) {
-      acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(xr[j].d[b] * d), _mm256_cvtepi32_ps(Fold16(sumi[j])), acc[j]);
-    }
+    for (int j = 0; j < NT; ++j) out[j] = Fold16(sumi[j]);
   }
-  #pragma GCC unroll 8
-  for (int j = 0; j < NT; ++j) out[j] = SumLanes8(acc[j]);
-}
+};
 
 LlmKernelTable MakeTable() {
   LlmKernelTable t = TableWithSharedKernels<Vec16, 8>("avx512_vnni");

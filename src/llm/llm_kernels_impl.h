@@ -11,8 +11,8 @@
 // (a * b + c, fused), LoadHalf (kLanes half floats widened), StoreHalf (rounded to nearest even)
 // and LoadI8 (kLanes int8 values as floats).
 //
-// The including file defines Q4KTile<NT> and Q6KTile<NT>, declared below: one weight row of
-// `blocks` super-blocks times NT Q8_K activation rows, out[j] = dot with row j.
+// The including file defines Q4KSums<NT> and Q6KSums<NT>, the integer part of the K-quant tiles
+// (declared below).
 #pragma once
 
 #include <immintrin.h>
@@ -97,10 +97,70 @@ inline void WithTileRows(int nt, F&& f) {
   f(std::integral_constant<int, kMax>{});
 }
 
+// ---- K-quant tiles: one weight row of `blocks` super-blocks times NT Q8_K rows, out[j] = the dot
+// with row j. Each weight block is unpacked once for the NT rows; per row the arithmetic is the
+// same whatever NT is. The integer sums are the including file's (Q4KSums, Q6KSums); the float
+// terms are added here, in llama.cpp's order (llm_kernels_scalar.cc says which): eight lanes for
+// the scaled sums, four for Q4_K's mins.
+
+// Q4_K: Q4KSums<NT>{}(blk, sm, xr, b, sumi) sets each row's eight int32 lanes of scaled sums
+// (sm: the block's scales and mins as Q4KScalesMins gives them). The mins term, d_x * dmin *
+// sum_g min_(g/2) * bsum_g, comes from the activation's 16-value sums.
 template <int NT>
-void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out);
+struct Q4KSums;
+
 template <int NT>
-void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out);
+void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
+  __m256 acc[NT];
+  __m128 accm[NT];
+  #pragma GCC unroll 8
+  for (int j = 0; j < NT; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    accm[j] = _mm_setzero_ps();
+  }
+  const Q4KSums<NT> sums{};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk = w + b * 144;
+    PrefetchBlock(blk, 144);
+    const __m128i sm = Q4KScalesMins(blk + 4);
+    __m256i sumi[NT];
+    sums(blk, sm, xr, b, sumi);
+    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
+    #pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) Q4KAddBlock(xr[j], b, sumi[j], mn16, d, dmin, acc[j], accm[j]);
+  }
+  #pragma GCC unroll 8
+  for (int j = 0; j < NT; ++j) out[j] = Q4KResult(acc[j], accm[j]);
+}
+
+// Q6_K: Q6KSums<NT>{}(blk, sc16, xr, b, sumi) adds each row's scaled sums of the 6-bit values
+// (0..63) into its eight int32 lanes (sc16: the 16 int16 scales), which start from the offset of
+// 32 taken back (Q6KOffsetLanes): each lane then holds what llama.cpp's lane holds.
+template <int NT>
+struct Q6KSums;
+
+template <int NT>
+void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
+  __m256 acc[NT];
+  #pragma GCC unroll 8
+  for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+  const Q6KSums<NT> sums{};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk = w + b * 210;
+    PrefetchBlock(blk, 210);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+    __m256i sumi[NT];
+    #pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) sumi[j] = Q6KOffsetLanes(xr[j], b, sc16);
+    sums(blk, sc16, xr, b, sumi);
+    const float d = HalfAt(blk + 208);
+    #pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(xr[j].d[b] * d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
+  }
+  #pragma GCC unroll 8
+  for (int j = 0; j < NT; ++j) out[j] = SumLanes8(acc[j]);
+}
 
 template <bool kQ6, int NT>
 inline void KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
