@@ -1,90 +1,48 @@
 #include "llm/llm_kernels.h"
 
+#include "base/cpu_features.h"
 #include "llm/amx_matmul.h"
-
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
-#if defined(__x86_64__) && defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 namespace inferloop::llm {
 namespace {
 
-#if defined(__x86_64__)
-// CPUID bits not every compiler's __builtin_cpu_supports knows (clang 14: no "avx512vnni").
-bool CpuidBit(unsigned leaf, unsigned sub, int reg, int bit) {
-  unsigned r[4] = {0, 0, 0, 0};
-  if (!__get_cpuid_count(leaf, sub, &r[0], &r[1], &r[2], &r[3])) return false;
-  return (r[reg] >> bit) & 1u;
-}
-#endif
-
+// The AVX2 table's instructions: AVX2, FMA, F16C.
 bool HasAvx2() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuidBit(1, 0, 2, 29);  // F16C
-#else
-  return false;
-#endif
+  const CpuFeatures& f = DetectedCpuFeatures();
+  return f.avx2 && f.f16c;
 }
 
+// The AVX-512 VNNI table's: those and AVX-512 F, BW, VL, DQ, VNNI.
 bool HasAvx512Vnni() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return HasAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-         CpuidBit(7, 0, 2, 11);  // AVX512_VNNI (leaf 7, ECX bit 11)
-#else
-  return false;
-#endif
+  const CpuFeatures& f = DetectedCpuFeatures();
+  return HasAvx2() && f.avx512 && f.avx512_vnni;
 }
 
-// INFERLOOP_ISA as a cap on the kernels chosen: 3 amx (the default, also when unset or
-// unrecognised), 2 avx512, 1 avx2, 0 scalar.
-int IsaCap() {
-  const char* env = std::getenv("INFERLOOP_ISA");
-  if (env == nullptr) return 3;
-  if (std::strcmp(env, "avx512") == 0) return 2;
-  if (std::strcmp(env, "avx2") == 0) return 1;
-  if (std::strcmp(env, "scalar") == 0) return 0;
-  return 3;
-}
-
-bool HasAmxInt8() {
-#if defined(__x86_64__) && defined(__linux__)
-  if (!HasAvx512Vnni() || !CpuidBit(7, 0, 3, 24) || !CpuidBit(7, 0, 3, 25)) return false;  // AMX-TILE, AMX-INT8
-  // Linux hands out the 8 KiB tile state only on request (ARCH_REQ_XCOMP_PERM for
-  // XFEATURE_XTILEDATA); the permission then holds for every thread of the process.
-  constexpr long kArchReqXcompPerm = 0x1023;
-  constexpr long kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
-}
+// AMX-INT8 with the tile state granted; the AMX products do their decode steps with AVX-512 VNNI.
+bool HasAmxInt8() { return HasAvx512Vnni() && DetectedCpuFeatures().amx_int8 && RequestAmxTileState(); }
 
 const LlmKernelTable* Choose() {
-  const int cap = IsaCap();
-  if (cap >= 2 && HasAvx512Vnni() && Avx512VnniLlmKernels() != nullptr) return Avx512VnniLlmKernels();
-  if (cap >= 1 && HasAvx2() && Avx2LlmKernels() != nullptr) return Avx2LlmKernels();
+  const IsaCap cap = IsaCapFromEnv();
+  if (cap >= IsaCap::kAvx512 && HasAvx512Vnni() && Avx512VnniLlmKernels() != nullptr) return Avx512VnniLlmKernels();
+  if (cap >= IsaCap::kAvx2 && HasAvx2() && Avx2LlmKernels() != nullptr) return Avx2LlmKernels();
   return ScalarLlmKernels();
 }
 
 }  // namespace
 
-void Q8Rows::Resize(int64_t rows, int64_t n) {
+void Int8RowStorage::ResizeValues(int64_t rows, int64_t n, int64_t block) {
   n_ = n;
   rows_ = rows;
   q_.resize(rows * n + 64);
-  d_.resize(rows * n / 32);
+  d_.resize(rows * n / block);
+}
+
+void Q8Rows::Resize(int64_t rows, int64_t n) {
+  ResizeValues(rows, n, 32);
   sum_.resize(rows * n / 32);
   qsum_.resize(rows * n / 32);
   if (n % 64 == 0) {
@@ -147,10 +105,7 @@ Q8Row Q8Rows::Row(int64_t r) const {
 }
 
 void Q8KRows::Resize(int64_t rows, int64_t n) {
-  n_ = n;
-  rows_ = rows;
-  q_.resize(rows * n + 64);
-  d_.resize(rows * n / 256);
+  ResizeValues(rows, n, 256);
   bsum_.resize(rows * n / 16);
 }
 
@@ -193,8 +148,8 @@ void Q8KRows::Quantize(int64_t r, const float* x) {
 }
 
 bool AmxAvailable() {
-  // AMX products do their decode steps with AVX-512 VNNI (HasAmxInt8 requires it).
-  static const bool available = IsaCap() >= 3 && HasAmxInt8();
+  // INFERLOOP_ISA set to any of its levels turns AMX off.
+  static const bool available = IsaCapFromEnv() == IsaCap::kNone && HasAmxInt8();
   return available;
 }
 

@@ -44,21 +44,33 @@ struct Q8Row {
   const float* lane_d4 = nullptr;
 };
 
+// What the quantized row sets below have in common: `rows` rows of `n` int8 values (64 bytes of
+// slack at the end for vector loads), and one float scale per block of values.
+class Int8RowStorage {
+ public:
+  int64_t n() const { return n_; }
+  int64_t rows() const { return rows_; }
+
+ protected:
+  // Sizes q_ and d_ for `rows` rows of `n` values in blocks of `block`.
+  void ResizeValues(int64_t rows, int64_t n, int64_t block);
+
+  int64_t n_ = 0;
+  int64_t rows_ = 0;
+  std::vector<int8_t> q_;
+  std::vector<float> d_;
+};
+
 // Owns the storage of `rows` quantized rows of `n` values each.
-class Q8Rows {
+class Q8Rows : public Int8RowStorage {
  public:
   void Resize(int64_t rows, int64_t n);
   // Quantizes row `r` from `x` (n floats).
   void Quantize(int64_t r, const float* x);
   Q8Row Row(int64_t r) const;
-  int64_t n() const { return n_; }
-  int64_t rows() const { return rows_; }
 
  private:
-  int64_t n_ = 0;
-  int64_t rows_ = 0;
-  std::vector<int8_t> q_;
-  std::vector<float> d_, sum_;
+  std::vector<float> sum_;
   std::vector<int32_t> qsum_;
   std::vector<int32_t> lane_nsum_, lane_nsum4_;
   std::vector<float> lane_d_, lane_d4_;
@@ -75,20 +87,14 @@ struct Q8KRow {
 };
 
 // Owns the storage of `rows` Q8_K rows of `n` values each (n % 256 == 0).
-class Q8KRows {
+class Q8KRows : public Int8RowStorage {
  public:
   void Resize(int64_t rows, int64_t n);
   // Quantizes row `r` from `x` (n floats). The same scalar code for every ISA.
   void Quantize(int64_t r, const float* x);
   Q8KRow Row(int64_t r) const { return {q_.data() + r * n_, d_.data() + r * n_ / 256, bsum_.data() + r * n_ / 16}; }
-  int64_t n() const { return n_; }
-  int64_t rows() const { return rows_; }
 
  private:
-  int64_t n_ = 0;
-  int64_t rows_ = 0;
-  std::vector<int8_t> q_;
-  std::vector<float> d_;
   std::vector<int16_t> bsum_;
 };
 

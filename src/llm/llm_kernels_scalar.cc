@@ -26,31 +26,32 @@ float DotF16(const uint16_t* w, const float* x, int64_t n) {
   return s;
 }
 
-float DotQ8_0(const uint8_t* w, const Q8Row& x, int64_t n) {
+// A row of kBytes-byte blocks (half-float scale, then the values) times x: per block of 32,
+// scale * d_x * BlockSum(values, activations), the integer dot of the block.
+template <int kBytes, int32_t (*BlockSum)(const uint8_t*, const int8_t*)>
+float DotBlocks(const uint8_t* w, const Q8Row& x, int64_t n) {
   float s = 0;
   for (int64_t b = 0; b < n / 32; ++b) {
-    const uint8_t* blk = w + b * 34;
-    const int8_t* xq = x.q + b * 32;
-    int32_t acc = 0;
-    for (int i = 0; i < 32; ++i) acc += static_cast<int8_t>(blk[2 + i]) * xq[i];
-    s += Half(blk) * x.d[b] * static_cast<float>(acc);
+    const uint8_t* blk = w + b * kBytes;
+    s += Half(blk) * x.d[b] * static_cast<float>(BlockSum(blk + 2, x.q + b * 32));
   }
   return s;
 }
 
-float DotQ4_0(const uint8_t* w, const Q8Row& x, int64_t n) {
-  float s = 0;
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const uint8_t* blk = w + b * 18;
-    const int8_t* xq = x.q + b * 32;
-    int32_t acc = 0;
-    for (int j = 0; j < 16; ++j) {
-      acc += ((blk[2 + j] & 0x0F) - 8) * xq[j];
-      acc += ((blk[2 + j] >> 4) - 8) * xq[j + 16];
-    }
-    s += Half(blk) * x.d[b] * static_cast<float>(acc);
+int32_t SumQ8_0(const uint8_t* qs, const int8_t* xq) {
+  int32_t acc = 0;
+  for (int i = 0; i < 32; ++i) acc += static_cast<int8_t>(qs[i]) * xq[i];
+  return acc;
+}
+
+// Low nibbles are elements 0-15, high ones 16-31, each stored as q + 8.
+int32_t SumQ4_0(const uint8_t* qs, const int8_t* xq) {
+  int32_t acc = 0;
+  for (int j = 0; j < 16; ++j) {
+    acc += ((qs[j] & 0x0F) - 8) * xq[j];
+    acc += ((qs[j] >> 4) - 8) * xq[j + 16];
   }
-  return s;
+  return acc;
 }
 
 void QuantizeQ8(const float* x, int64_t n, int8_t* q, float* d, float* sum) {
@@ -178,8 +179,8 @@ void ToF16(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = FloatToHalf(x[i]);
 }
 
-const LlmKernelTable kTable = {"scalar", DotF32,  DotF16,  DotQ8_0,  DotQ4_0, QuantizeQ8, AxpyF16, ToF16,
-                               nullptr,  nullptr, AxpyQ8_0, DotQ4K,  DotQ6K,     nullptr, nullptr};
+const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotBlocks<34, SumQ8_0>, DotBlocks<18, SumQ4_0>, QuantizeQ8,
+                               AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr};
 
 }  // namespace
 

@@ -10,11 +10,11 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
 
+#include "base/cpu_features.h"
 #include "base/float_types.h"
 #include "compute/kernels/dnnl_common.h"
 #include "compute/simd/cpu_isa.h"
@@ -48,19 +48,12 @@ __attribute__((target("avx2,f16c"))) void HalfToFloatF16c(const uint16_t* h, flo
   for (; i < n; ++i) f[i] = HalfToFloat(h[i]);
 }
 
-// F16C (CPUID leaf 1, ECX bit 29); clang 14's __builtin_cpu_supports does not know "f16c".
-bool HasF16c() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  static const bool has = __get_cpuid(1, &a, &b, &c, &d) && ((c >> 29) & 1u);
-  return has;
-}
-
 // One conversion on the instruction set in force.
 void Widen(const uint16_t* h, float* f, size_t n) {
   switch (simd::ActiveIsa()) {
     case simd::Isa::kAvx512: HalfToFloatAvx512(h, f, n); return;
     case simd::Isa::kAvx2:
-      if (HasF16c()) {
+      if (DetectedCpuFeatures().f16c) {
         HalfToFloatF16c(h, f, n);
         return;
       }

@@ -1,9 +1,8 @@
 #include "compute/simd/cpu_isa.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
+#include "base/cpu_features.h"
 #include "compute/simd/simd_table.h"
 
 namespace inferloop {
@@ -11,23 +10,20 @@ namespace simd {
 namespace {
 
 Isa Detect() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return Isa::kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
-#endif
+  const CpuFeatures& f = DetectedCpuFeatures();
+  if (f.avx512) return Isa::kAvx512;
+  if (f.avx2) return Isa::kAvx2;
   return Isa::kScalar;
 }
 
-// INFERLOOP_ISA as a level; `fallback` when unset or unrecognised.
+// INFERLOOP_ISA as a level; `fallback` when it sets no cap.
 Isa FromEnv(Isa fallback) {
-  const char* v = std::getenv("INFERLOOP_ISA");
-  if (v == nullptr) return fallback;
-  if (std::strcmp(v, "avx512") == 0) return Isa::kAvx512;
-  if (std::strcmp(v, "avx2") == 0) return Isa::kAvx2;
-  if (std::strcmp(v, "scalar") == 0) return Isa::kScalar;
+  switch (IsaCapFromEnv()) {
+    case IsaCap::kAvx512: return Isa::kAvx512;
+    case IsaCap::kAvx2: return Isa::kAvx2;
+    case IsaCap::kScalar: return Isa::kScalar;
+    case IsaCap::kNone: break;
+  }
   return fallback;
 }
 

@@ -1,8 +1,9 @@
 // Which vector instruction set the float32 kernels in src/compute/simd run with.
 //
-// Detected once from CPUID (with the OS's register-state support); INFERLOOP_ISA=avx512|avx2|scalar
-// in the environment lowers it (never raises it past what the CPU has), so one binary runs on
-// any x86-64 and tests can cover every path on a machine with AVX-512. Thread-safe.
+// Chosen from base/cpu_features.h (CPUID, with the OS's register-state support, read once there);
+// INFERLOOP_ISA=avx512|avx2|scalar in the environment lowers it (never raises it past what the CPU
+// has), so one binary runs on any x86-64 and tests can cover every path on a machine with
+// AVX-512. Thread-safe.
 #pragma once
 
 namespace inferloop {

@@ -1,0 +1,251 @@
+// Internal to the LLM kernels: what the AVX2 and the AVX-512 VNNI tables (llm_kernels_avx2.cc,
+// llm_kernels_avx512.cc) share - block decoding, the float sums in llama.cpp's order, the loops
+// written once against a vector type V, and the drivers that tile activation rows. Each of those
+// files includes this one and is compiled with its own -m flags (both at least AVX2, FMA, F16C),
+// as compute/simd's per-ISA files include simd_impl.h. Everything is in an anonymous namespace:
+// each file gets its own copy, inlined into its kernels and compiled for its instruction set (a
+// shared inline function with external linkage could end up as the AVX-512 copy on a CPU
+// without AVX-512).
+//
+// V supplies, for its width V::kLanes of floats: F (the float vector), Set1, Load, Store, Mul, Fma
+// (a * b + c, fused), LoadHalf (kLanes half floats widened), StoreHalf (rounded to nearest even)
+// and LoadI8 (kLanes int8 values as floats).
+//
+// The including file defines Q4KSums<NT> and Q6KSums<NT>, the integer part of the K-quant tiles
+// (declared below).
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+#include "llm/llm_kernels.h"
+
+namespace inferloop::llm {
+namespace {
+
+inline float HalfAt(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Sum of 8 float lanes as llama.cpp's AVX2 kernels sum them: (l0+l4 + l2+l6) + (l1+l5 + l3+l7).
+inline float SumLanes8(__m256 v) {
+  const __m128 s = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+  const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// Q4_K's 12 packed bytes (ggml_types.cc) as 8 sub-block scales (bytes 0-7 of the result) and
+// 8 mins (bytes 8-15), unpacked four at a time as 32-bit words.
+inline __m128i Q4KScalesMins(const uint8_t* p) {
+  uint32_t w[3];
+  std::memcpy(w, p, 12);
+  const uint32_t sc_lo = w[0] & 0x3F3F3F3Fu, mn_lo = w[1] & 0x3F3F3F3Fu;
+  const uint32_t sc_hi = (w[2] & 0x0F0F0F0Fu) | ((w[0] >> 2) & 0x30303030u);
+  const uint32_t mn_hi = ((w[2] >> 4) & 0x0F0F0F0Fu) | ((w[1] >> 2) & 0x30303030u);
+  return _mm_set_epi32(static_cast<int>(mn_hi), static_cast<int>(mn_lo), static_cast<int>(sc_hi), static_cast<int>(sc_lo));
+}
+
+// Software prefetch of the weight bytes `kPrefetchAhead` ahead of a block about to be used (rows
+// are contiguous, so this runs into the next rows): decoding one token streams every weight once,
+// and the hardware prefetcher alone left the K-quant dots waiting on memory (measured: about 1.4x
+// the single-thread decode speed on a TinyLlama-shaped Q4_K_M file). Prefetches never fault, so
+// running past the end of the matrix is harmless.
+constexpr int kPrefetchAhead = 2048;
+inline void PrefetchBlock(const uint8_t* blk, int bytes) {
+  for (int o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T0);
+}
+
+// One Q4_K super-block's float terms for activation row x (block b), in llama.cpp's order: the
+// eight int32 lanes of scaled sums `sumi` into acc, and the mins - 8 int16 `mn16` against the
+// 32-value sums (pairs of 16-value sums), 4 int32 lanes - into accm.
+inline void Q4KAddBlock(const Q8KRow& x, int64_t b, __m256i sumi, __m128i mn16, float d, float dmin, __m256& acc,
+                        __m128& accm) {
+  const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsum + b * 16));
+  const __m128i s32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+  const __m128i prod = _mm_madd_epi16(mn16, s32);
+  const float dx = x.d[b];
+  accm = _mm_fmadd_ps(_mm_set1_ps(-dx * dmin), _mm_cvtepi32_ps(prod), accm);
+  acc = _mm256_fmadd_ps(_mm256_set1_ps(dx * d), _mm256_cvtepi32_ps(sumi), acc);
+}
+
+// A Q4_K dot from its lanes: the eight scaled-sum lanes, then the four mins lanes (m0+m2)+(m1+m3).
+inline float Q4KResult(__m256 acc, __m128 accm) {
+  __m128 m = _mm_add_ps(accm, _mm_movehl_ps(accm, accm));
+  m = _mm_add_ss(m, _mm_movehdup_ps(m));
+  return SumLanes8(acc) + _mm_cvtss_f32(m);
+}
+
+// Q6_K's offset of 32 for activation row x (block b), as the starting value of the eight int32
+// lanes: lane l = -32 * (scale_2l * bsum_2l + scale_2l+1 * bsum_2l+1), `sc16` the 16 int16 scales.
+inline __m256i Q6KOffsetLanes(const Q8KRow& x, int64_t b, __m256i sc16) {
+  const __m256i bs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.bsum + b * 16));
+  return _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(_mm256_madd_epi16(bs, sc16), 5));
+}
+
+// Calls f(std::integral_constant<int, NT>{}) with NT = nt, for 1 <= nt <= kMax: a tile kernel
+// instantiated for each number of activation rows.
+template <int kMax, class F>
+inline void WithTileRows(int nt, F&& f) {
+  if constexpr (kMax > 1) {
+    if (nt != kMax) return WithTileRows<kMax - 1>(nt, f);
+  }
+  f(std::integral_constant<int, kMax>{});
+}
+
+// ---- K-quant tiles: one weight row of `blocks` super-blocks times NT Q8_K rows, out[j] = the dot
+// with row j. Each weight block is unpacked once for the NT rows; per row the arithmetic is the
+// same whatever NT is. The integer sums are the including file's (Q4KSums, Q6KSums); the float
+// terms are added here, in llama.cpp's order (llm_kernels_scalar.cc says which): eight lanes for
+// the scaled sums, four for Q4_K's mins.
+
+// Q4_K: Q4KSums<NT>{}(blk, sm, xr, b, sumi) sets each row's eight int32 lanes of scaled sums
+// (sm: the block's scales and mins as Q4KScalesMins gives them). The mins term, d_x * dmin *
+// sum_g min_(g/2) * bsum_g, comes from the activation's 16-value sums.
+template <int NT>
+struct Q4KSums;
+
+template <int NT>
+void Q4KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
+  __m256 acc[NT];
+  __m128 accm[NT];
+  #pragma GCC unroll 8
+  for (int j = 0; j < NT; ++j) {
+    acc[j] = _mm256_setzero_ps();
+    accm[j] = _mm_setzero_ps();
+  }
+  const Q4KSums<NT> sums{};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk = w + b * 144;
+    PrefetchBlock(blk, 144);
+    const __m128i sm = Q4KScalesMins(blk + 4);
+    __m256i sumi[NT];
+    sums(blk, sm, xr, b, sumi);
+    const __m128i mn16 = _mm_cvtepu8_epi16(_mm_srli_si128(sm, 8));
+    const float d = HalfAt(blk), dmin = HalfAt(blk + 2);
+    #pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) Q4KAddBlock(xr[j], b, sumi[j], mn16, d, dmin, acc[j], accm[j]);
+  }
+  #pragma GCC unroll 8
+  for (int j = 0; j < NT; ++j) out[j] = Q4KResult(acc[j], accm[j]);
+}
+
+// Q6_K: Q6KSums<NT>{}(blk, sc16, xr, b, sumi) adds each row's scaled sums of the 6-bit values
+// (0..63) into its eight int32 lanes (sc16: the 16 int16 scales), which start from the offset of
+// 32 taken back (Q6KOffsetLanes): each lane then holds what llama.cpp's lane holds.
+template <int NT>
+struct Q6KSums;
+
+template <int NT>
+void Q6KTile(const uint8_t* w, int64_t blocks, const Q8KRow* xr, float* out) {
+  __m256 acc[NT];
+  #pragma GCC unroll 8
+  for (int j = 0; j < NT; ++j) acc[j] = _mm256_setzero_ps();
+  const Q6KSums<NT> sums{};
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* blk = w + b * 210;
+    PrefetchBlock(blk, 210);
+    const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192)));
+    __m256i sumi[NT];
+    #pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) sumi[j] = Q6KOffsetLanes(xr[j], b, sc16);
+    sums(blk, sc16, xr, b, sumi);
+    const float d = HalfAt(blk + 208);
+    #pragma GCC unroll 8
+    for (int j = 0; j < NT; ++j) acc[j] = _mm256_fmadd_ps(_mm256_set1_ps(xr[j].d[b] * d), _mm256_cvtepi32_ps(sumi[j]), acc[j]);
+  }
+  #pragma GCC unroll 8
+  for (int j = 0; j < NT; ++j) out[j] = SumLanes8(acc[j]);
+}
+
+template <bool kQ6, int NT>
+inline void KTile(const uint8_t* wr, int64_t blocks, const Q8KRow* xr, float* out) {
+  if constexpr (kQ6) {
+    Q6KTile<NT>(wr, blocks, xr, out);
+  } else {
+    Q4KTile<NT>(wr, blocks, xr, out);
+  }
+}
+
+template <bool kQ6>
+float DotK(const uint8_t* w, const Q8KRow& x, int64_t n) {
+  float out;
+  KTile<kQ6, 1>(w, n / 256, &x, &out);
+  return out;
+}
+
+// Up to kMaxNT activation rows per pass over a weight row. Weight rows are taken 8 at a time, and
+// each group is multiplied with every tile of activation rows while it is in L1: the weights are
+// read from memory once per product, not once per tile.
+template <bool kQ6, int kMaxNT>
+void GemmK(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride) {
+  const int64_t blocks = x.n() / 256;
+  Q8KRow xr[kMaxNT];
+  float out[kMaxNT];
+  for (int64_t r0 = 0; r0 < rows; r0 += 8) {
+    const int64_t r1 = std::min<int64_t>(rows, r0 + 8);
+    for (int64_t t0 = 0; t0 < T; t0 += kMaxNT) {
+      const int nt = static_cast<int>(std::min<int64_t>(kMaxNT, T - t0));
+      for (int j = 0; j < nt; ++j) xr[j] = x.Row(t0 + j);
+      for (int64_t r = r0; r < r1; ++r) {
+        const uint8_t* wr = w + r * row_bytes;
+        WithTileRows<kMaxNT>(nt, [&](auto tile_rows) { KTile<kQ6, decltype(tile_rows)::value>(wr, blocks, xr, out); });
+        for (int j = 0; j < nt; ++j) Y[(t0 + j) * y_stride + r] = out[j];
+      }
+    }
+  }
+}
+
+// ---- element-wise loops, the same per element at every width ----
+
+template <class V>
+void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
+  const typename V::F av = V::Set1(a);
+  int64_t i = 0;
+  for (; i + V::kLanes <= n; i += V::kLanes) V::Store(y + i, V::Fma(av, V::LoadHalf(x + i), V::Load(y + i)));
+  for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
+}
+
+template <class V>
+void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
+  const typename V::F av = V::Set1(a);
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = x + b * 34;
+    const typename V::F d = V::Set1(HalfAt(blk));
+    float* yb = y + b * 32;
+    for (int k = 0; k < 32 / V::kLanes; ++k) {
+      const typename V::F v = V::Mul(V::LoadI8(blk + 2 + V::kLanes * k), d);
+      V::Store(yb + V::kLanes * k, V::Fma(v, av, V::Load(yb + V::kLanes * k)));
+    }
+  }
+}
+
+template <class V>
+void ToF16(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + V::kLanes <= n; i += V::kLanes) V::StoreHalf(y + i, V::Load(x + i));
+  for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
+}
+
+// The scalar table with `name` and the entries written here: the K-quant dots and products (up to
+// kMaxNT activation rows per pass over a weight row) and the element-wise loops at V's width.
+template <class V, int kMaxNT>
+LlmKernelTable TableWithSharedKernels(const char* name) {
+  LlmKernelTable t = *ScalarLlmKernels();
+  t.name = name;
+  t.dot_q4_k = DotK<false>;
+  t.dot_q6_k = DotK<true>;
+  t.gemm_q4_k = GemmK<false, kMaxNT>;
+  t.gemm_q6_k = GemmK<true, kMaxNT>;
+  t.axpy_f16 = AxpyF16<V>;
+  t.to_f16 = ToF16<V>;
+  t.axpy_q8_0 = AxpyQ8_0<V>;
+  return t;
+}
+
+}  // namespace
+}  // namespace inferloop::llm
