@@ -97,6 +97,45 @@ void MatMulABt(const C* a, const C* b, C* c, int64_t M, int64_t N, int64_t K) {
   }
 }
 
+// The node's inputs; the optional ones (B, sequence_lens, initial_h, and LSTM's initial_c and P)
+// are null when not given.
+struct RnnInputs {
+  const Tensor *X = nullptr, *W = nullptr, *R = nullptr, *B = nullptr, *lens = nullptr, *h0 = nullptr, *c0 = nullptr,
+               *P = nullptr;
+};
+
+// X is (seq, batch, I) (layout 0) or (batch, seq, I) (layout 1); D directions of H hidden units
+// with G gates each (GH = G * H rows of W and R per direction).
+struct RnnDims {
+  int64_t seq = 0, batch = 0, I = 0, D = 1, H = 0, G = 1, GH = 0;
+  Shape state_shape;  // initial_h, initial_c, Y_h and Y_c
+};
+
+// The inputs in the compute type C; the optional ones are undefined when not given.
+struct RnnComputeInputs {
+  Tensor x, w, r, b, h0, c0, p;
+};
+
+// One direction's parameters: W (GH x I), R (GH x H), the biases Wb and Rb (GH each), the
+// peepholes P (3 * H), and the direction's activations.
+template <typename C>
+struct DirectionParams {
+  const C *W, *R, *Wb, *Rb, *P;
+  const Activation* act;
+};
+
+// clip's saturation (none when clip is 0).
+template <typename C>
+struct Clipper {
+  C clip;
+  C operator()(C v) const { return clip > 0 ? std::min(clip, std::max(-clip, v)) : v; }
+};
+
+// The outputs in C (Yc only for LSTM).
+struct RnnOutputs {
+  Tensor Y, Yh, Yc;
+};
+
 class RnnKernel : public Kernel {
  public:
   explicit RnnKernel(RnnAttrs a) : a_(std::move(a)) {}
@@ -114,173 +153,241 @@ class RnnKernel : public Kernel {
   }
 
  private:
+  // Scratch space of one time step: the gates g (GH), and H-vectors for GRU's reset gate.
+  template <typename C>
+  struct StepScratch {
+    std::vector<C> g, rh, hr;
+  };
+
   template <typename C>
   Status Run(KernelContext& ctx) const;
+  Status CheckShapes(KernelContext& ctx, const RnnInputs& in, RnnDims* dims) const;
+  static Result<std::vector<int64_t>> SequenceLengths(KernelContext& ctx, const Tensor* lens_t, const RnnDims& dims);
+  template <typename C>
+  static Status ToCompute(const RnnInputs& in, RnnComputeInputs* c);
+  template <typename C>
+  void RunDirection(int64_t d, const RnnInputs& in, const RnnComputeInputs& ic, const RnnDims& dims,
+                    const std::vector<int64_t>& lens, C* xw, std::vector<C>& h, std::vector<C>& c, StepScratch<C>& s,
+                    RnnOutputs& out) const;
+  template <typename C>
+  void Step(const C* xg, const DirectionParams<C>& p, int64_t H, Clipper<C> clipped, C* hb, C* cb,
+            StepScratch<C>& s) const;
+  template <typename C>
+  void GruStep(const C* xg, const DirectionParams<C>& p, int64_t H, Clipper<C> clipped, C* hb, StepScratch<C>& s) const;
+  template <typename C>
+  void LstmStep(const C* xg, const DirectionParams<C>& p, int64_t H, Clipper<C> clipped, C* hb, C* cb,
+                StepScratch<C>& s) const;
 
   RnnAttrs a_;
 };
 
-template <typename C>
-Status RnnKernel::Run(KernelContext& ctx) const {
-  const bool lstm = a_.cell == Cell::kLstm;
-  IL_ASSIGN_OR_RETURN(const Tensor* X, ctx.RequireInput(0));
-  IL_ASSIGN_OR_RETURN(const Tensor* W, ctx.RequireInput(1));
-  IL_ASSIGN_OR_RETURN(const Tensor* R, ctx.RequireInput(2));
-  const Tensor* Bt = ctx.input(3);
-  const Tensor* lens_t = ctx.input(4);
-  const Tensor* h0_t = ctx.input(5);
-  const Tensor* c0_t = lstm ? ctx.input(6) : nullptr;
-  const Tensor* P_t = lstm ? ctx.input(7) : nullptr;
-  const DataType dt = X->dtype();
-  for (const Tensor* t : {W, R, Bt, h0_t, c0_t, P_t})
+Status RnnKernel::CheckShapes(KernelContext& ctx, const RnnInputs& in, RnnDims* dims) const {
+  const DataType dt = in.X->dtype();
+  for (const Tensor* t : {in.W, in.R, in.B, in.h0, in.c0, in.P})
     if (t && t->dtype() != dt)
       return ctx.Invalid(std::string("W, R, B, initial_h, initial_c and P must have X's dtype ") + DataTypeName(dt) + ", got " +
                          DataTypeName(t->dtype()));
-  if (X->rank() != 3) return ctx.Invalid("X must be 3-D, got " + ShapeToString(X->shape()));
-  const int64_t seq = a_.layout1 ? X->dim(1) : X->dim(0);
-  const int64_t batch = a_.layout1 ? X->dim(0) : X->dim(1);
-  const int64_t I = X->dim(2);
-  const int64_t D = a_.dirs;
-  if (R->rank() != 3) return ctx.Invalid("R must be 3-D, got " + ShapeToString(R->shape()));
-  const int64_t H = a_.hidden > 0 ? a_.hidden : R->dim(2);
-  const int64_t G = a_.gates;
-  const int64_t GH = G * H;
-  if (W->shape() != Shape{D, GH, I})
-    return ctx.Invalid("W expected shape " + ShapeToString({D, GH, I}) + ", got " + ShapeToString(W->shape()));
-  if (R->shape() != Shape{D, GH, H})
-    return ctx.Invalid("R expected shape " + ShapeToString({D, GH, H}) + ", got " + ShapeToString(R->shape()));
-  if (Bt && Bt->shape() != Shape{D, 2 * GH})
-    return ctx.Invalid("B expected shape " + ShapeToString({D, 2 * GH}) + ", got " + ShapeToString(Bt->shape()));
-  if (P_t && P_t->shape() != Shape{D, 3 * H})
-    return ctx.Invalid("P expected shape " + ShapeToString({D, 3 * H}) + ", got " + ShapeToString(P_t->shape()));
-  const Shape state_shape = a_.layout1 ? Shape{batch, D, H} : Shape{D, batch, H};
-  if (h0_t && h0_t->shape() != state_shape)
-    return ctx.Invalid("initial_h expected shape " + ShapeToString(state_shape) + ", got " + ShapeToString(h0_t->shape()));
-  if (c0_t && c0_t->shape() != state_shape)
-    return ctx.Invalid("initial_c expected shape " + ShapeToString(state_shape) + ", got " + ShapeToString(c0_t->shape()));
+  if (in.X->rank() != 3) return ctx.Invalid("X must be 3-D, got " + ShapeToString(in.X->shape()));
+  dims->seq = a_.layout1 ? in.X->dim(1) : in.X->dim(0);
+  dims->batch = a_.layout1 ? in.X->dim(0) : in.X->dim(1);
+  const int64_t I = dims->I = in.X->dim(2);
+  const int64_t D = dims->D = a_.dirs;
+  if (in.R->rank() != 3) return ctx.Invalid("R must be 3-D, got " + ShapeToString(in.R->shape()));
+  const int64_t H = dims->H = a_.hidden > 0 ? a_.hidden : in.R->dim(2);
+  dims->G = a_.gates;
+  const int64_t GH = dims->GH = dims->G * H;
+  if (in.W->shape() != Shape{D, GH, I})
+    return ctx.Invalid("W expected shape " + ShapeToString({D, GH, I}) + ", got " + ShapeToString(in.W->shape()));
+  if (in.R->shape() != Shape{D, GH, H})
+    return ctx.Invalid("R expected shape " + ShapeToString({D, GH, H}) + ", got " + ShapeToString(in.R->shape()));
+  if (in.B && in.B->shape() != Shape{D, 2 * GH})
+    return ctx.Invalid("B expected shape " + ShapeToString({D, 2 * GH}) + ", got " + ShapeToString(in.B->shape()));
+  if (in.P && in.P->shape() != Shape{D, 3 * H})
+    return ctx.Invalid("P expected shape " + ShapeToString({D, 3 * H}) + ", got " + ShapeToString(in.P->shape()));
+  const Shape& state_shape = dims->state_shape = a_.layout1 ? Shape{dims->batch, D, H} : Shape{D, dims->batch, H};
+  if (in.h0 && in.h0->shape() != state_shape)
+    return ctx.Invalid("initial_h expected shape " + ShapeToString(state_shape) + ", got " + ShapeToString(in.h0->shape()));
+  if (in.c0 && in.c0->shape() != state_shape)
+    return ctx.Invalid("initial_c expected shape " + ShapeToString(state_shape) + ", got " + ShapeToString(in.c0->shape()));
+  return Status::Ok();
+}
 
+// sequence_lens, or seq for every batch entry when not given.
+Result<std::vector<int64_t>> RnnKernel::SequenceLengths(KernelContext& ctx, const Tensor* lens_t, const RnnDims& dims) {
+  const int64_t batch = dims.batch, seq = dims.seq;
   std::vector<int64_t> lens(batch, seq);
-  if (lens_t) {
-    if (lens_t->shape() != Shape{batch} || (lens_t->dtype() != DataType::kInt32 && lens_t->dtype() != DataType::kInt64))
-      return ctx.Invalid("sequence_lens must be int32 of shape " + ShapeToString({batch}) + ", got " +
-                         DataTypeName(lens_t->dtype()) + ShapeToString(lens_t->shape()));
-    for (int64_t b = 0; b < batch; ++b) {
-      lens[b] = lens_t->dtype() == DataType::kInt32 ? lens_t->data<int32_t>()[b] : lens_t->data<int64_t>()[b];
-      if (lens[b] < 0 || lens[b] > seq)
-        return ctx.Invalid("sequence_lens[" + std::to_string(b) + "] = " + std::to_string(lens[b]) + " out of range [0, " +
-                           std::to_string(seq) + "]");
-    }
+  if (!lens_t) return lens;
+  if (lens_t->shape() != Shape{batch} || (lens_t->dtype() != DataType::kInt32 && lens_t->dtype() != DataType::kInt64))
+    return ctx.Invalid("sequence_lens must be int32 of shape " + ShapeToString({batch}) + ", got " +
+                       DataTypeName(lens_t->dtype()) + ShapeToString(lens_t->shape()));
+  for (int64_t b = 0; b < batch; ++b) {
+    lens[b] = lens_t->dtype() == DataType::kInt32 ? lens_t->data<int32_t>()[b] : lens_t->data<int64_t>()[b];
+    if (lens[b] < 0 || lens[b] > seq)
+      return ctx.Invalid("sequence_lens[" + std::to_string(b) + "] = " + std::to_string(lens[b]) + " out of range [0, " +
+                         std::to_string(seq) + "]");
   }
+  return lens;
+}
 
-  IL_ASSIGN_OR_RETURN(Tensor xc, AsCompute<C>(*X));
-  IL_ASSIGN_OR_RETURN(Tensor wc, AsCompute<C>(*W));
-  IL_ASSIGN_OR_RETURN(Tensor rc, AsCompute<C>(*R));
-  Tensor bc, h0c, c0c, pc;
-  if (Bt) { IL_ASSIGN_OR_RETURN(bc, AsCompute<C>(*Bt)); }
-  if (h0_t) { IL_ASSIGN_OR_RETURN(h0c, AsCompute<C>(*h0_t)); }
-  if (c0_t) { IL_ASSIGN_OR_RETURN(c0c, AsCompute<C>(*c0_t)); }
-  if (P_t) { IL_ASSIGN_OR_RETURN(pc, AsCompute<C>(*P_t)); }
+template <typename C>
+Status RnnKernel::ToCompute(const RnnInputs& in, RnnComputeInputs* c) {
+  IL_ASSIGN_OR_RETURN(c->x, AsCompute<C>(*in.X));
+  IL_ASSIGN_OR_RETURN(c->w, AsCompute<C>(*in.W));
+  IL_ASSIGN_OR_RETURN(c->r, AsCompute<C>(*in.R));
+  if (in.B) { IL_ASSIGN_OR_RETURN(c->b, AsCompute<C>(*in.B)); }
+  if (in.h0) { IL_ASSIGN_OR_RETURN(c->h0, AsCompute<C>(*in.h0)); }
+  if (in.c0) { IL_ASSIGN_OR_RETURN(c->c0, AsCompute<C>(*in.c0)); }
+  if (in.P) { IL_ASSIGN_OR_RETURN(c->p, AsCompute<C>(*in.P)); }
+  return Status::Ok();
+}
 
-  const Shape y_shape = a_.layout1 ? Shape{batch, seq, D, H} : Shape{seq, D, batch, H};
-  IL_ASSIGN_OR_RETURN(Tensor Y, ctx.Allocate(ComputeDtype<C>(), y_shape));
-  IL_ASSIGN_OR_RETURN(Tensor Yh, ctx.Allocate(ComputeDtype<C>(), state_shape));
-  Tensor Yc;
-  if (lstm) { IL_ASSIGN_OR_RETURN(Yc, ctx.Allocate(ComputeDtype<C>(), state_shape)); }
+// One time step of one batch entry: hb (and LSTM's cb) from the projected input xg (GH) and hb.
+template <typename C>
+void RnnKernel::Step(const C* xg, const DirectionParams<C>& p, int64_t H, Clipper<C> clipped, C* hb, C* cb,
+                     StepScratch<C>& s) const {
+  if (a_.cell == Cell::kRnn) {
+    MatMulABt(hb, p.R, s.g.data(), 1, H, H);
+    for (int64_t k = 0; k < H; ++k) hb[k] = p.act[0](clipped(xg[k] + s.g[k] + p.Rb[k]));
+  } else if (a_.cell == Cell::kGru) {
+    GruStep(xg, p, H, clipped, hb, s);
+  } else {
+    LstmStep(xg, p, H, clipped, hb, cb, s);
+  }
+}
 
-  auto y_off = [&](int64_t t, int64_t d, int64_t b) {
+template <typename C>
+void RnnKernel::GruStep(const C* xg, const DirectionParams<C>& p, int64_t H, Clipper<C> clipped, C* hb,
+                        StepScratch<C>& s) const {
+  std::vector<C>& g = s.g;
+  std::vector<C>& hr = s.hr;
+  // z and r gates.
+  MatMulABt(hb, p.R, g.data(), 1, 2 * H, H);
+  for (int64_t k = 0; k < 2 * H; ++k) g[k] = p.act[0](clipped(xg[k] + g[k] + p.Rb[k]));
+  const C* z = g.data();
+  const C* r = g.data() + H;
+  const C* Rh = p.R + 2 * H * H;
+  if (a_.linear_before_reset) {
+    MatMulABt(hb, Rh, hr.data(), 1, H, H);
+    for (int64_t k = 0; k < H; ++k) hr[k] = p.act[1](clipped(xg[2 * H + k] + r[k] * (hr[k] + p.Rb[2 * H + k])));
+  } else {
+    for (int64_t k = 0; k < H; ++k) s.rh[k] = r[k] * hb[k];
+    MatMulABt(s.rh.data(), Rh, hr.data(), 1, H, H);
+    for (int64_t k = 0; k < H; ++k) hr[k] = p.act[1](clipped(xg[2 * H + k] + hr[k] + p.Rb[2 * H + k]));
+  }
+  for (int64_t k = 0; k < H; ++k) hb[k] = (C(1) - z[k]) * hr[k] + z[k] * hb[k];
+}
+
+template <typename C>
+void RnnKernel::LstmStep(const C* xg, const DirectionParams<C>& p, int64_t H, Clipper<C> clipped, C* hb, C* cb,
+                         StepScratch<C>& s) const {
+  // Gates i, o, f, c; peepholes i, o, f.
+  const int64_t GH = 4 * H;
+  std::vector<C>& g = s.g;
+  const C* Pd = p.P;
+  const Activation* act = p.act;
+  MatMulABt(hb, p.R, g.data(), 1, GH, H);
+  for (int64_t k = 0; k < GH; ++k) g[k] += xg[k] + p.Rb[k];
+  for (int64_t k = 0; k < H; ++k) {
+    const C it = act[0](clipped(g[k] + Pd[k] * cb[k]));
+    const C ft = a_.input_forget ? C(1) - it : act[0](clipped(g[2 * H + k] + Pd[2 * H + k] * cb[k]));
+    const C ct = act[1](clipped(g[3 * H + k]));
+    const C cnew = ft * cb[k] + it * ct;
+    const C ot = act[0](clipped(g[H + k] + Pd[H + k] * cnew));
+    cb[k] = cnew;
+    hb[k] = ot * act[2](cnew);
+  }
+}
+
+// Direction d over the whole sequence: projects the input into xw (seq * batch x GH), starts from
+// initial_h/initial_c (h and c: batch x H) and writes Y's steps and the final Y_h/Y_c.
+template <typename C>
+void RnnKernel::RunDirection(int64_t d, const RnnInputs& in, const RnnComputeInputs& ic, const RnnDims& dims,
+                             const std::vector<int64_t>& lens, C* xw, std::vector<C>& h, std::vector<C>& c,
+                             StepScratch<C>& s, RnnOutputs& out) const {
+  const bool lstm = a_.cell == Cell::kLstm;
+  const int64_t seq = dims.seq, batch = dims.batch, I = dims.I, D = dims.D, H = dims.H, GH = dims.GH;
+  auto y_off = [&](int64_t t, int64_t b) {
     return a_.layout1 ? ((b * seq + t) * D + d) * H : ((t * D + d) * batch + b) * H;
   };
-  auto state_off = [&](int64_t d, int64_t b) { return a_.layout1 ? (b * D + d) * H : (d * batch + b) * H; };
+  auto state_off = [&](int64_t b) { return a_.layout1 ? (b * D + d) * H : (d * batch + b) * H; };
   auto x_row = [&](int64_t t, int64_t b) { return a_.layout1 ? b * seq + t : t * batch + b; };
+  const std::vector<C> zero_b(2 * GH, C(0)), zero_p(3 * H, C(0));
+  const bool rev = a_.reverse || d == 1;
+  DirectionParams<C> p;
+  p.W = ic.w.data<C>() + d * GH * I;
+  p.R = ic.r.data<C>() + d * GH * H;
+  p.Wb = in.B ? ic.b.data<C>() + d * 2 * GH : zero_b.data();
+  p.Rb = p.Wb + GH;
+  p.P = in.P ? ic.p.data<C>() + d * 3 * H : zero_p.data();
+  p.act = &a_.acts[d * a_.acts_per_dir];
+  const Clipper<C> clipped{static_cast<C>(a_.clip)};
 
-  const C clip = static_cast<C>(a_.clip);
-  auto clipped = [&](C v) { return clip > 0 ? std::min(clip, std::max(-clip, v)) : v; };
-  const C* xd = xc.data<C>();
-  C* yd = Y.data<C>();
-  // Scratch for the input projection, through the session's allocator (memory limit).
-  IL_ASSIGN_OR_RETURN(Tensor xw_t, ctx.Allocate(ComputeDtype<C>(), {seq * batch, GH}));
-  C* xw = xw_t.data<C>();
-  std::vector<C> zero_b(2 * GH, C(0)), zero_p(3 * H, C(0));
-  std::vector<C> h(batch * H), c(lstm ? batch * H : 0), g(GH), rh(H), hr(H);
-
-  for (int64_t d = 0; d < D; ++d) {
-    const bool rev = a_.reverse || d == 1;
-    const C* Wd = wc.data<C>() + d * GH * I;
-    const C* Rd = rc.data<C>() + d * GH * H;
-    const C* Wb = Bt ? bc.data<C>() + d * 2 * GH : zero_b.data();
-    const C* Rb = Wb + GH;
-    const C* Pd = P_t ? pc.data<C>() + d * 3 * H : zero_p.data();
-    const Activation* act = &a_.acts[d * a_.acts_per_dir];
-
-    // Input projection for every (t, b), indexed by X's row.
-    MatMulABt(xd, Wd, xw, seq * batch, GH, I);
-    for (int64_t r = 0; r < seq * batch; ++r)
-      for (int64_t k = 0; k < GH; ++k) xw[r * GH + k] += Wb[k];
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t k = 0; k < H; ++k) {
-        h[b * H + k] = h0_t ? h0c.data<C>()[state_off(d, b) + k] : C(0);
-        if (lstm) c[b * H + k] = c0_t ? c0c.data<C>()[state_off(d, b) + k] : C(0);
-      }
-    }
-
-    for (int64_t s = 0; s < seq; ++s) {
-      for (int64_t b = 0; b < batch; ++b) {
-        if (s >= lens[b]) continue;
-        const int64_t t = rev ? lens[b] - 1 - s : s;
-        const C* xg = xw + x_row(t, b) * GH;
-        C* hb = h.data() + b * H;
-        if (a_.cell == Cell::kRnn) {
-          MatMulABt(hb, Rd, g.data(), 1, H, H);
-          for (int64_t k = 0; k < H; ++k) hb[k] = act[0](clipped(xg[k] + g[k] + Rb[k]));
-        } else if (a_.cell == Cell::kGru) {
-          // z and r gates.
-          MatMulABt(hb, Rd, g.data(), 1, 2 * H, H);
-          for (int64_t k = 0; k < 2 * H; ++k) g[k] = act[0](clipped(xg[k] + g[k] + Rb[k]));
-          const C* z = g.data();
-          const C* r = g.data() + H;
-          const C* Rh = Rd + 2 * H * H;
-          if (a_.linear_before_reset) {
-            MatMulABt(hb, Rh, hr.data(), 1, H, H);
-            for (int64_t k = 0; k < H; ++k) hr[k] = act[1](clipped(xg[2 * H + k] + r[k] * (hr[k] + Rb[2 * H + k])));
-          } else {
-            for (int64_t k = 0; k < H; ++k) rh[k] = r[k] * hb[k];
-            MatMulABt(rh.data(), Rh, hr.data(), 1, H, H);
-            for (int64_t k = 0; k < H; ++k) hr[k] = act[1](clipped(xg[2 * H + k] + hr[k] + Rb[2 * H + k]));
-          }
-          for (int64_t k = 0; k < H; ++k) hb[k] = (C(1) - z[k]) * hr[k] + z[k] * hb[k];
-        } else {
-          // Gates i, o, f, c; peepholes i, o, f.
-          MatMulABt(hb, Rd, g.data(), 1, GH, H);
-          for (int64_t k = 0; k < GH; ++k) g[k] += xg[k] + Rb[k];
-          C* cb = c.data() + b * H;
-          for (int64_t k = 0; k < H; ++k) {
-            const C it = act[0](clipped(g[k] + Pd[k] * cb[k]));
-            const C ft = a_.input_forget ? C(1) - it : act[0](clipped(g[2 * H + k] + Pd[2 * H + k] * cb[k]));
-            const C ct = act[1](clipped(g[3 * H + k]));
-            const C cnew = ft * cb[k] + it * ct;
-            const C ot = act[0](clipped(g[H + k] + Pd[H + k] * cnew));
-            cb[k] = cnew;
-            hb[k] = ot * act[2](cnew);
-          }
-        }
-        std::copy(hb, hb + H, yd + y_off(t, d, b));
-      }
-    }
-    for (int64_t b = 0; b < batch; ++b) {
-      std::copy(h.begin() + b * H, h.begin() + (b + 1) * H, Yh.data<C>() + state_off(d, b));
-      if (lstm) std::copy(c.begin() + b * H, c.begin() + (b + 1) * H, Yc.data<C>() + state_off(d, b));
+  // Input projection for every (t, b), indexed by X's row.
+  MatMulABt(ic.x.data<C>(), p.W, xw, seq * batch, GH, I);
+  for (int64_t r = 0; r < seq * batch; ++r)
+    for (int64_t k = 0; k < GH; ++k) xw[r * GH + k] += p.Wb[k];
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t k = 0; k < H; ++k) {
+      h[b * H + k] = in.h0 ? ic.h0.data<C>()[state_off(b) + k] : C(0);
+      if (lstm) c[b * H + k] = in.c0 ? ic.c0.data<C>()[state_off(b) + k] : C(0);
     }
   }
+  C* yd = out.Y.data<C>();
+  for (int64_t st = 0; st < seq; ++st) {
+    for (int64_t b = 0; b < batch; ++b) {
+      if (st >= lens[b]) continue;
+      const int64_t t = rev ? lens[b] - 1 - st : st;
+      C* hb = h.data() + b * H;
+      Step(xw + x_row(t, b) * GH, p, H, clipped, hb, lstm ? c.data() + b * H : nullptr, s);
+      std::copy(hb, hb + H, yd + y_off(t, b));
+    }
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    std::copy(h.begin() + b * H, h.begin() + (b + 1) * H, out.Yh.data<C>() + state_off(b));
+    if (lstm) std::copy(c.begin() + b * H, c.begin() + (b + 1) * H, out.Yc.data<C>() + state_off(b));
+  }
+}
 
+template <typename C>
+Status RnnKernel::Run(KernelContext& ctx) const {
+  const bool lstm = a_.cell == Cell::kLstm;
+  RnnInputs in;
+  IL_ASSIGN_OR_RETURN(in.X, ctx.RequireInput(0));
+  IL_ASSIGN_OR_RETURN(in.W, ctx.RequireInput(1));
+  IL_ASSIGN_OR_RETURN(in.R, ctx.RequireInput(2));
+  in.B = ctx.input(3);
+  in.lens = ctx.input(4);
+  in.h0 = ctx.input(5);
+  in.c0 = lstm ? ctx.input(6) : nullptr;
+  in.P = lstm ? ctx.input(7) : nullptr;
+  RnnDims dims;
+  IL_RETURN_IF_ERROR(CheckShapes(ctx, in, &dims));
+  IL_ASSIGN_OR_RETURN(std::vector<int64_t> lens, SequenceLengths(ctx, in.lens, dims));
+  RnnComputeInputs ic;
+  IL_RETURN_IF_ERROR(ToCompute<C>(in, &ic));
+
+  const int64_t seq = dims.seq, batch = dims.batch, H = dims.H, GH = dims.GH;
+  const Shape y_shape = a_.layout1 ? Shape{batch, seq, dims.D, H} : Shape{seq, dims.D, batch, H};
+  RnnOutputs out;
+  IL_ASSIGN_OR_RETURN(out.Y, ctx.Allocate(ComputeDtype<C>(), y_shape));
+  IL_ASSIGN_OR_RETURN(out.Yh, ctx.Allocate(ComputeDtype<C>(), dims.state_shape));
+  if (lstm) { IL_ASSIGN_OR_RETURN(out.Yc, ctx.Allocate(ComputeDtype<C>(), dims.state_shape)); }
+  // Scratch for the input projection, through the session's allocator (memory limit).
+  IL_ASSIGN_OR_RETURN(Tensor xw_t, ctx.Allocate(ComputeDtype<C>(), {seq * batch, GH}));
+  std::vector<C> h(batch * H), c(lstm ? batch * H : 0);
+  StepScratch<C> scratch{std::vector<C>(GH), std::vector<C>(H), std::vector<C>(H)};
+  for (int64_t d = 0; d < dims.D; ++d) RunDirection(d, in, ic, dims, lens, xw_t.data<C>(), h, c, scratch, out);
+
+  const DataType dt = in.X->dtype();
   auto emit = [&](int i, Tensor t) -> Status {
     if (!ctx.output_wanted(i)) return Status::Ok();
     if (t.dtype() != dt) { IL_ASSIGN_OR_RETURN(t, CastTensor(t, dt)); }
     ctx.SetOutput(i, std::move(t));
     return Status::Ok();
   };
-  IL_RETURN_IF_ERROR(emit(0, std::move(Y)));
-  IL_RETURN_IF_ERROR(emit(1, std::move(Yh)));
-  if (lstm) IL_RETURN_IF_ERROR(emit(2, std::move(Yc)));
+  IL_RETURN_IF_ERROR(emit(0, std::move(out.Y)));
+  IL_RETURN_IF_ERROR(emit(1, std::move(out.Yh)));
+  if (lstm) IL_RETURN_IF_ERROR(emit(2, std::move(out.Yc)));
   return Status::Ok();
 }
 

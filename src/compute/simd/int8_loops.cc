@@ -1,34 +1,33 @@
-// The loops below are written for the auto-vectorizer: -O2's cheap cost model leaves them scalar.
-#pragma GCC optimize("O3")
+// int8_loops.h: each loop runs the instantiation for ActiveIsa() (int8_loops_impl.h).
 #include "compute/simd/int8_loops.h"
 
-#include <algorithm>
-
-#include "compute/simd/isa_clones.h"
+#include "compute/simd/isa_dispatch.h"
 
 namespace inferloop {
 namespace simd {
+namespace int8_impl {
+// Defined in int8_loops_impl.h, instantiated by int8_loops_{scalar,avx2,avx512}.cc.
+template <Isa kIsa, typename TA, typename TB, typename TY>
+void AddRequant(const TA* a, const TB* b, TY* y, int64_t n, float fa, float fb, float c, float lo, float hi);
+template <Isa kIsa, typename T>
+void MaxInto(T* acc, const T* x, int64_t n);
+template <Isa kIsa, typename T>
+void SumInto(int32_t* acc, const T* x, int64_t n);
+}  // namespace int8_impl
 
 template <typename TA, typename TB, typename TY>
-IL_ISA_CLONES void AddRequant(const TA* __restrict a, const TB* __restrict b, TY* __restrict y, int64_t n, float fa,
-                              float fb, float c, float lo, float hi) {
-  constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding and subtracting rounds half to even
-  for (int64_t i = 0; i < n; ++i) {
-    float v = static_cast<float>(a[i]) * fa + static_cast<float>(b[i]) * fb + c;
-    v = std::min(std::max(v, lo), hi);
-    v = (v + kRound) - kRound;
-    y[i] = static_cast<TY>(static_cast<int32_t>(v));
-  }
+void AddRequant(const TA* a, const TB* b, TY* y, int64_t n, float fa, float fb, float c, float lo, float hi) {
+  CallForActiveIsa([&](auto isa) { int8_impl::AddRequant<decltype(isa)::value>(a, b, y, n, fa, fb, c, lo, hi); });
 }
 
 template <typename T>
-IL_ISA_CLONES void MaxInto(T* __restrict acc, const T* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], x[i]);
+void MaxInto(T* acc, const T* x, int64_t n) {
+  CallForActiveIsa([&](auto isa) { int8_impl::MaxInto<decltype(isa)::value>(acc, x, n); });
 }
 
 template <typename T>
-IL_ISA_CLONES void SumInto(int32_t* __restrict acc, const T* __restrict x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+void SumInto(int32_t* acc, const T* x, int64_t n) {
+  CallForActiveIsa([&](auto isa) { int8_impl::SumInto<decltype(isa)::value>(acc, x, n); });
 }
 
 #define IL_ADD_REQUANT(TA, TB, TY) \

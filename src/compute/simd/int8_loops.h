@@ -1,5 +1,5 @@
 // Vectorized 8-bit elementwise loops of the INT8 kernels (compute/kernels/dnnl_int8*.cc),
-// compiled for AVX-512, AVX2 and baseline x86-64 and picked at load time (isa_clones.h).
+// compiled for AVX-512, AVX2 and baseline x86-64 and run for ActiveIsa() (int8_loops_impl.h).
 // Defined for T, TA, TB, TY each uint8_t or int8_t.
 #pragma once
 

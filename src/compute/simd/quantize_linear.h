@@ -1,6 +1,6 @@
 // Vectorized per-tensor QuantizeLinear / DequantizeLinear between float32 and 8-bit integers, the
-// graph edges of an INT8 model (compiled for AVX-512, AVX2 and baseline x86-64 and picked at run
-// time by the compiler's function multiversioning). Same results as the reference kernels in
+// graph edges of an INT8 model (compiled for AVX-512, AVX2 and baseline x86-64 and run for
+// ActiveIsa(), quantize_linear_impl.h). Same results as the reference kernels in
 // compute/kernels/quantize_kernels.cc: q = saturate(round_half_even(x / scale) + zp), NaN -> zp;
 // x = (q - zp) * scale in float32.
 #pragma once

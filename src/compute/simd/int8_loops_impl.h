@@ -1,0 +1,67 @@
+// Internal to src/compute/simd: the loops of int8_loops.h, written once for the auto-vectorizer
+// as templates on the instruction set.
+//
+// int8_loops_scalar.cc, int8_loops_avx2.cc and int8_loops_avx512.cc each include this header,
+// compiled with their set's -m flags (CMakeLists.txt) and `#pragma GCC optimize("O3")` (-O2's
+// cheap cost model leaves these loops scalar), and instantiate it for their Isa with
+// IL_INT8_LOOPS_INSTANTIATE. int8_loops.cc declares the templates and calls the ActiveIsa() one;
+// nothing else includes this header.
+//
+// Everything here is a template on the Isa, and nothing calls the standard library (min and max
+// are spelled out): as in simd_impl.h, a shared inline function would be emitted by every unit,
+// each with its own -m flags, and the linker would keep any one of them. The AVX units are
+// compiled with -ffp-contract=off, so every instruction set gives the scalar unit's results.
+#pragma once
+
+#include <cstdint>
+
+#include "compute/simd/cpu_isa.h"
+
+namespace inferloop {
+namespace simd {
+namespace int8_impl {
+
+template <Isa kIsa, typename TA, typename TB, typename TY>
+void AddRequant(const TA* __restrict a, const TB* __restrict b, TY* __restrict y, int64_t n, float fa, float fb,
+                float c, float lo, float hi) {
+  constexpr float kRound = 12582912.f;  // 1.5 * 2^23: adding and subtracting rounds half to even
+  for (int64_t i = 0; i < n; ++i) {
+    float v = static_cast<float>(a[i]) * fa + static_cast<float>(b[i]) * fb + c;
+    v = v < lo ? lo : v;  // std::min(std::max(v, lo), hi) spelled out
+    v = hi < v ? hi : v;
+    v = (v + kRound) - kRound;
+    y[i] = static_cast<TY>(static_cast<int32_t>(v));
+  }
+}
+
+template <Isa kIsa, typename T>
+void MaxInto(T* __restrict acc, const T* __restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = acc[i] < x[i] ? x[i] : acc[i];
+}
+
+template <Isa kIsa, typename T>
+void SumInto(int32_t* __restrict acc, const T* __restrict x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+
+}  // namespace int8_impl
+}  // namespace simd
+}  // namespace inferloop
+
+#define IL_INT8_ADD_REQUANT(ISA, TA, TB, TY)                                                                   \
+  template void inferloop::simd::int8_impl::AddRequant<ISA, TA, TB, TY>(const TA*, const TB*, TY*, int64_t, float, \
+                                                                        float, float, float, float);
+// Every loop for the types int8_loops.h promises, for `isa` (an Isa).
+#define IL_INT8_LOOPS_INSTANTIATE(isa)                                                       \
+  IL_INT8_ADD_REQUANT(isa, uint8_t, uint8_t, uint8_t)                                        \
+  IL_INT8_ADD_REQUANT(isa, uint8_t, uint8_t, int8_t)                                         \
+  IL_INT8_ADD_REQUANT(isa, uint8_t, int8_t, uint8_t)                                         \
+  IL_INT8_ADD_REQUANT(isa, uint8_t, int8_t, int8_t)                                          \
+  IL_INT8_ADD_REQUANT(isa, int8_t, uint8_t, uint8_t)                                         \
+  IL_INT8_ADD_REQUANT(isa, int8_t, uint8_t, int8_t)                                          \
+  IL_INT8_ADD_REQUANT(isa, int8_t, int8_t, uint8_t)                                          \
+  IL_INT8_ADD_REQUANT(isa, int8_t, int8_t, int8_t)                                           \
+  template void inferloop::simd::int8_impl::MaxInto<isa, uint8_t>(uint8_t*, const uint8_t*, int64_t); \
+  template void inferloop::simd::int8_impl::MaxInto<isa, int8_t>(int8_t*, const int8_t*, int64_t);    \
+  template void inferloop::simd::int8_impl::SumInto<isa, uint8_t>(int32_t*, const uint8_t*, int64_t); \
+  template void inferloop::simd::int8_impl::SumInto<isa, int8_t>(int32_t*, const int8_t*, int64_t);
