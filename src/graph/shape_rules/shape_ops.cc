@@ -71,11 +71,12 @@ void InferShape(ShapeContext& c) {
   c.Out(0, o);
 }
 
-// Size: an int64 scalar, with its value when X's dims are known.
+// Size: an int64 scalar, with its value when X's dims are known (X may be unknown: made by an op
+// of a domain without rules).
 void InferSize(ShapeContext& c) {
   const InferredValue* x = c.In(0);
   InferredValue o = TensorInfo(DataType::kInt64, {});
-  if (AllKnown(*x)) {
+  if (x != nullptr && AllKnown(*x)) {
     int64_t count = 1;
     for (auto& d : x->dims) count *= d.value;
     o.has_value = true;
