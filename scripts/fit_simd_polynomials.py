@@ -7,7 +7,7 @@ the error (Lawson's algorithm), which converges towards the minimax (equal-rippl
 the relative error. Targets come from libm in double, or from their Taylor series near 0 where
 the remainder terms below would cancel catastrophically. Prints the coefficients (lowest degree
 first) and the fit's maximum relative error in double; the float kernels' end-to-end error is
-checked by tests/unit/compute/simd_math_test.cc.
+checked by tests/unit/compute/simd/float_kernels_test.cc.
 """
 import math
 from fractions import Fraction

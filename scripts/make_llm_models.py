@@ -13,7 +13,7 @@ scripts/requirements-dev.txt). Run with the project's venv: .venv/bin/python scr
       context 2048); `small`, `tiny`, `tiny-hd32` (head dim 32, as a Q8_0 KV cache needs) and
       `tiny256` (rows of 256 values, for K-quants) are small shapes for tests.
   requantize IN.gguf OUT.gguf --type Q4_0|Q8_0|F16
-      Copies IN (a real model, e.g. shared/models/stories260k.gguf) with every 2-D weight whose row
+      Copies IN (a real model, e.g. tests/data/llm/stories260k.gguf) with every 2-D weight whose row
       length is a multiple of 32 quantized to --type (other tensors keep their type).
 """
 import argparse

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
-bash scripts/build.sh
+bash scripts/build.sh --target inferloop  # the server alone: no tests or fuzzers
 cat <<'MSG'
 Serving examples/model_repository. Try, from another shell:
   curl -s localhost:8000/v2/health/ready -o /dev/null -w '%{http_code}\n'

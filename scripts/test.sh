@@ -6,7 +6,9 @@
 #      GGUF reader),
 #      bounded runs from a fixed seed (libFuzzer, same build-asan/ build)
 # The serve end-to-end tests (tests/e2e) use the project venv, made here by scripts/setup_venv.sh.
-# Ends with one line "summary: N passed, N failed, N skipped" over all ctest runs.
+# Ends with a line "skipped: NAME (reason)" for every skipped test (a missing prerequisite, or a
+# GTEST_SKIP: gtest_discover_tests makes each gtest its own ctest that reports skipped), then one
+# line "summary: N passed, N failed, N skipped" over all ctest runs.
 # Env: INFERLOOP_FUZZ_RUNS (default 300000), INFERLOOP_FUZZ_SECONDS (cap, default 120),
 #      INFERLOOP_SKIP_ASAN=1, INFERLOOP_SKIP_FUZZ=1, INFERLOOP_SKIP_LLAMA_CPP=1 (do not build
 #      llama-cpp-python; its comparison test then reports skipped).
@@ -28,6 +30,22 @@ if [ "${INFERLOOP_SKIP_LLAMA_CPP:-0}" != 1 ]; then
 fi
 
 total_pass=0; total_fail=0; total_skip=0; status=0
+skipped_lines=()
+# The reason a skipped ctest gave, from its output in DIR/Testing/Temporary/LastTest.log: the line
+# after gtest's "file:line: Skipped", a "SKIPPED: ..." line (the conformance script), or unittest's
+# "... skipped 'reason'" (the e2e scripts).
+skip_reason() {  # dir, test name
+  awk -v name="$2" '
+    $0 ~ /^[0-9]+\/[0-9]+ Test: / { sub(/^[0-9]+\/[0-9]+ Test: /, ""); mine = ($0 == name); out = 0; next }
+    mine && /^Output:$/ { out = 1; next }
+    !mine || !out || done { next }
+    after_skipped { if ($0 != "") reason = $0; done = 1; next }
+    /: Skipped$/ { after_skipped = 1; next }
+    /^SKIPPED: / { reason = substr($0, 10); done = 1; next }
+    / \.\.\. skipped / { r = $0; sub(/.* \.\.\. skipped /, "", r); reason = r; done = 1; next }
+    /^<end of output>$/ { mine = 0 }
+    END { print (reason == "" ? "no reason given" : reason) }' "$1/Testing/Temporary/LastTest.log" 2>/dev/null
+}
 run_ctest() {  # dir, extra ctest args...
   local dir=$1; shift
   local log
@@ -43,6 +61,10 @@ run_ctest() {  # dir, extra ctest args...
     # ctest counts a skipped test (SKIP_RETURN_CODE) as passed; here it counts as skipped.
     local skipped
     skipped=$(grep -cE '^[[:space:]]+[0-9]+ - .+ \(Skipped\)$' "$log")
+    local name
+    while IFS= read -r name; do
+      skipped_lines+=("skipped: $name [$dir] ($(skip_reason "$dir" "$name"))")
+    done < <(grep -E '^[[:space:]]+[0-9]+ - .+ \(Skipped\)$' "$log" | sed -E 's/^[[:space:]]+[0-9]+ - (.+) \(Skipped\)$/\1/')
     total_fail=$((total_fail + failed)); total_skip=$((total_skip + skipped))
     total_pass=$((total_pass + total - failed - skipped))
   fi
@@ -96,5 +118,6 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
   done
 fi
 
+for line in ${skipped_lines[@]+"${skipped_lines[@]}"}; do echo "$line"; done
 echo "summary: $total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status

@@ -2,7 +2,7 @@
 """inferloop against llama.cpp (PyPI llama-cpp-python) on the same GGUF files: token ids of a set
 of strings (Unicode, whitespace, special tokens) and greedy generations token for token.
 
-Models: the real stories260k (shared/models; SentencePiece vocab) in F32 and requantized to Q8_0
+Models: the real stories260k (tests/data/llm; SentencePiece vocab) in F32 and requantized to Q8_0
 and Q4_0, and small random-weight models made by scripts/make_llm_models.py: llama with a 'gpt2'
 BPE vocab (Llama 3 pre-tokenizer) and Llama 3.1 RoPE frequency factors, qwen2 (attention biases, NeoX RoPE) with a Qwen2 BPE vocab.
 With a Q8_0 KV cache on both sides (llama.cpp: type_k = type_v = Q8_0, flash attention): greedy
@@ -27,7 +27,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-STORIES = os.path.join(ROOT, "..", "shared", "models", "stories260k.gguf")
+STORIES = os.path.join(ROOT, "tests", "data", "llm", "stories260k.gguf")
 INFERLOOP = None
 sys.path.insert(0, HERE)
 import serve_harness  # noqa: E402  (run_tests)

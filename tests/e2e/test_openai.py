@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """End-to-end tests of the OpenAI-compatible API of `inferloop serve` with the OpenAI Python SDK.
 
-A temporary model repository holds the real stories260k model (shared/models) as
+A temporary model repository holds the real stories260k model (tests/data/llm) as
 stories/1/model.gguf, and a small random model (scripts/make_llm_models.py) for the timing-
 dependent checks. Greedy text is checked against the llama.cpp reference decode of
-shared/models/README.md; streamed text against non-streamed text.
+tests/data/llm/stories260k.md; streamed text against non-streamed text.
 
 Usage: test_openai.py --inferloop BUILD/inferloop [unittest args]
 Exit status: 0 passed, 1 a failure, 77 skipped (stories260k not present).
@@ -27,7 +27,7 @@ import serve_harness as h  # noqa: E402
 import openai  # noqa: E402
 
 INFERLOOP = None
-STORIES = os.path.join(ROOT, "..", "shared", "models", "stories260k.gguf")
+STORIES = os.path.join(ROOT, "tests", "data", "llm", "stories260k.gguf")
 # The reference greedy continuation of "Once upon a time" (shared/models/README.md: llama.cpp and
 # llama2.c agree), as text.
 REFERENCE_64 = (", there was a little girl named Lily. She loved to play outside in the park. One day, she saw a big, "

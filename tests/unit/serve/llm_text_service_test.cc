@@ -16,7 +16,7 @@
 namespace inferloop::serve {
 namespace {
 
-const std::string kStories = std::string(INFERLOOP_SOURCE_DIR) + "/../shared/models/stories260k.gguf";
+const std::string kStories = INFERLOOP_STORIES260K_GGUF;
 
 #define REQUIRE_STORIES() \
   if (!std::filesystem::exists(kStories)) GTEST_SKIP() << "test model not present: " << kStories

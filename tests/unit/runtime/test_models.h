@@ -1,4 +1,4 @@
-// Small models and inputs shared by the runtime tests (rt_*_test.cc).
+// Small models and inputs shared by the runtime tests (session_test.cc, memory_plan_test.cc, session_*_test.cc).
 #pragma once
 
 #include <cstdint>

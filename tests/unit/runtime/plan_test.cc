@@ -69,7 +69,7 @@ TEST(RtReleasedConstants, PackedWeightsAreDroppedAndResultsStayTheSame) {
   EXPECT_EQ(names, (std::vector<std::string>{"B", "W"}));  // K has a reader that is no packing kernel
 
   // Row counts 3, 64, 1 (other packed layouts may be picked per shape), then 0 rows: the
-  // scalar fallback, handed the plain B rebuilt from the packed copy (dnnl_packed_weights_test
+  // scalar fallback, handed the plain B rebuilt from the packed copy (compute/kernels/dnnl_common_test
   // checks the rebuilt values).
   const Tensor v = Random({1, 16, 6, 6}, 9);
   for (int64_t rows : {3, 64, 1, 0}) {

@@ -9,7 +9,7 @@
 
 #include "compute/kernels/dnnl_kernels.h"
 #include "inferloop/precision.h"
-#include "unit/compute/dnnl_test_util.h"
+#include "unit/compute/kernels/dnnl_test_util.h"
 
 namespace inferloop {
 namespace {

@@ -20,7 +20,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "unit/runtime/rt_test_models.h"
+#include "unit/runtime/test_models.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "compute/tuning_cache.h"
-#include "unit/compute/dnnl_test_util.h"
+#include "unit/compute/kernels/dnnl_test_util.h"
 
 namespace inferloop {
 namespace {

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "compute/kernels/dnnl_kernels.h"
-#include "unit/compute/dnnl_test_util.h"
+#include "unit/compute/kernels/dnnl_test_util.h"
 
 namespace inferloop {
 namespace {

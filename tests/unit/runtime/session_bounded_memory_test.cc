@@ -7,7 +7,7 @@
 #include <fstream>
 #include <random>
 
-#include "unit/runtime/rt_test_models.h"
+#include "unit/runtime/test_models.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)

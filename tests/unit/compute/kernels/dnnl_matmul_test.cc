@@ -2,7 +2,7 @@
 // 2-D, batched, broadcast batches, 1-D operands, constant (pre-packed) and run-time B; Gemm
 // transposes, alpha, beta and every C broadcast; fused bias and activations; 1 and 2 threads.
 #include "compute/kernels/dnnl_kernels.h"
-#include "unit/compute/dnnl_test_util.h"
+#include "unit/compute/kernels/dnnl_test_util.h"
 
 namespace inferloop {
 namespace {

@@ -2,7 +2,7 @@
 // ceil_mode, dilations, SAME padding, count_include_pad, 1-D / 2-D / 3-D, global pools, and the
 // cases that stay scalar (MaxPool's Indices, count_include_pad with ceil_mode overhang).
 #include "compute/kernels/dnnl_kernels.h"
-#include "unit/compute/dnnl_test_util.h"
+#include "unit/compute/kernels/dnnl_test_util.h"
 
 namespace inferloop {
 namespace {

@@ -3,7 +3,7 @@
 // counts that are not multiples of 16, a plain-input first convolution, a residual Z, a
 // depthwise convolution and every pool kind; plus the errors of malformed blocked inputs.
 #include "compute/kernels/dnnl_kernels.h"
-#include "unit/compute/dnnl_test_util.h"
+#include "unit/compute/kernels/dnnl_test_util.h"
 
 namespace inferloop {
 namespace {
