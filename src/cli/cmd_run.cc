@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "base/file_bytes.h"
 #include "cli/commands.h"
 #include "cli/precision_option.h"
 #include "compute/tensor_cast.h"

@@ -12,7 +12,6 @@
 
 #include "compute/kernels/dnnl_kernels.h"
 #include "graph/onnx_loader.h"
-#include "graph/tensor_proto.h"
 #include "optimizer/optimizer.h"
 #include "runtime/memory_plan.h"
 #include "runtime/plan.h"

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/file_bytes.h"
 #include "compute/tensor_cast.h"
 #include "graph/tensor_proto.h"
 #include "inferloop/session.h"

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/file_bytes.h"
 #include "base/json_string.h"
 #include "compute/tensor_cast.h"
 #include "graph/onnx_loader.h"

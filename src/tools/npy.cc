@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "graph/tensor_proto.h"
+#include "base/file_bytes.h"
 
 namespace inferloop {
 namespace {

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <set>
 
-#include "graph/tensor_proto.h"
+#include "base/file_bytes.h"
 #include "tools/npy.h"
 
 namespace inferloop {
