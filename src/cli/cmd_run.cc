@@ -8,13 +8,13 @@
 #include <sstream>
 
 #include "base/file_bytes.h"
+#include "base/npy.h"
 #include "cli/commands.h"
 #include "cli/precision_option.h"
 #include "compute/tensor_cast.h"
 #include "graph/tensor_proto.h"
 #include "inferloop/session.h"
 #include "onnx.pb.h"
-#include "tools/npy.h"
 
 namespace inferloop::cli {
 namespace {

@@ -11,12 +11,12 @@
 
 #include "base/file_bytes.h"
 #include "base/json_string.h"
+#include "base/npy.h"
 #include "compute/tensor_cast.h"
 #include "graph/onnx_loader.h"
 #include "graph/tensor_proto.h"
 #include "onnx.pb.h"
 #include "runtime/session_internal.h"
-#include "tools/npy.h"
 
 namespace inferloop {
 

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "base/file_bytes.h"
-#include "tools/npy.h"
+#include "base/npy.h"
 
 namespace inferloop {
 

@@ -1,4 +1,4 @@
-#include "tools/npy.h"
+#include "base/npy.h"
 
 #include <cstring>
 #include <fstream>
