@@ -9,13 +9,10 @@
 #include <set>
 #include <sstream>
 
-#include "base/file_bytes.h"
 #include "base/json_string.h"
-#include "base/npy.h"
 #include "compute/tensor_cast.h"
 #include "graph/onnx_loader.h"
-#include "graph/tensor_proto.h"
-#include "onnx.pb.h"
+#include "graph/tensor_file.h"
 #include "runtime/session_internal.h"
 
 namespace inferloop {
@@ -113,31 +110,21 @@ std::vector<ValueStats> ChannelStatsAccumulator::Get() const {
 
 namespace {
 
-bool IsTensorFile(const fs::path& p) { return p.extension() == ".npy" || p.extension() == ".pb"; }
-
-Result<NamedValue> LoadTensorFile(const fs::path& p) {
-  if (p.extension() == ".npy") {
-    auto t = ReadNpyFile(p.string());
-    if (!t.ok()) return t.status().WithContext(p.string());
-    return NamedValue(p.stem().string(), Value(std::move(t).value()));
-  }
-  IL_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(p.string()));
-  onnxpb::TensorProto tp;
-  if (!tp.ParseFromString(bytes)) return Status::InvalidArgument(p.string() + ": not a TensorProto (.pb) file");
-  auto t = TensorFromProto(tp, p.parent_path().string());
-  if (!t.ok()) return t.status().WithContext(p.string());
-  return NamedValue(tp.name().empty() ? p.stem().string() : tp.name(), Value(std::move(t).value()));
+Result<NamedValue> LoadNamedTensorFile(const fs::path& p) {
+  std::string name;
+  IL_ASSIGN_OR_RETURN(Tensor t, LoadTensorFile(p.string(), &name));
+  return NamedValue(std::move(name), Value(std::move(t)));
 }
 
 Result<Sample> LoadSampleDir(const fs::path& dir) {
   std::vector<fs::path> files;
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.is_regular_file() && IsTensorFile(e.path())) files.push_back(e.path());
+    if (e.is_regular_file() && IsTensorFile(e.path().string())) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   Sample s;
   std::set<std::string> seen;
   for (const auto& f : files) {
-    IL_ASSIGN_OR_RETURN(NamedValue nv, LoadTensorFile(f));
+    IL_ASSIGN_OR_RETURN(NamedValue nv, LoadNamedTensorFile(f));
     if (!seen.insert(nv.first).second)
       return Status::InvalidArgument(dir.string() + ": two files give input '" + nv.first + "'");
     s.push_back(std::move(nv));
@@ -154,7 +141,7 @@ Result<std::vector<Sample>> LoadSamples(const std::string& dir) {
   bool direct = false;
   std::vector<fs::path> subdirs;
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.is_regular_file() && IsTensorFile(e.path())) direct = true;
+    if (e.is_regular_file() && IsTensorFile(e.path().string())) direct = true;
     if (e.is_directory()) subdirs.push_back(e.path());
   }
   std::vector<Sample> samples;
