@@ -13,6 +13,7 @@
 #include "compute/tensor_cast.h"
 #include "graph/onnx_loader.h"
 #include "graph/tensor_file.h"
+#include "graph/topological_sort.h"
 #include "runtime/session_internal.h"
 
 namespace inferloop {
@@ -166,29 +167,24 @@ namespace {
 // The main graph's nodes in a topological order that keeps the file's order where it already is
 // one (ONNX requires it; some exporters do not comply). Nodes whose inputs never become
 // available (a cycle, a name from nowhere) follow in file order: compiling the plan reports them.
-std::vector<const Node*> TopologicalOrder(const Graph& g) {
+std::vector<const Node*> NodesInOrder(const Graph& g) {
   std::set<std::string> known = {""};
   for (const auto& in : g.inputs) known.insert(in.name);
   for (const auto& [name, t] : g.initializers) known.insert(name);
-  std::vector<const Node*> order, pending;
-  for (const Node& n : g.nodes) pending.push_back(&n);
-  bool progress = true;
-  while (!pending.empty() && progress) {
-    progress = false;
-    std::vector<const Node*> left;
-    for (const Node* n : pending) {
-      const bool ready = std::all_of(n->inputs.begin(), n->inputs.end(), [&](const std::string& i) { return known.count(i) > 0; });
-      if (!ready) {
-        left.push_back(n);
-        continue;
-      }
-      order.push_back(n);
-      known.insert(n->outputs.begin(), n->outputs.end());
-      progress = true;
+  std::map<std::string, int> producer;  // the first node defining each name
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& o : g.nodes[i].outputs) producer.emplace(o, static_cast<int>(i));
+  std::vector<std::vector<int>> preds(g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i)
+    for (const auto& in : g.nodes[i].inputs) {
+      if (known.count(in)) continue;
+      auto it = producer.find(in);
+      preds[i].push_back(it != producer.end() ? it->second : static_cast<int>(i));  // from nowhere: never ready
     }
-    pending.swap(left);
-  }
-  order.insert(order.end(), pending.begin(), pending.end());
+  const auto sorted = StableTopologicalOrder(preds);
+  std::vector<const Node*> order;
+  for (int i : sorted.order) order.push_back(&g.nodes[i]);
+  for (int i : sorted.unordered) order.push_back(&g.nodes[i]);
   return order;
 }
 
@@ -205,7 +201,7 @@ Result<std::unique_ptr<CapturingModel>> CapturingModel::Load(const std::string& 
   std::set<std::string> inits;
   for (const auto& [name, t] : m.graph.initializers) inits.insert(name);
   std::vector<GraphValue> extra;
-  for (const Node* np : TopologicalOrder(m.graph))
+  for (const Node* np : NodesInOrder(m.graph))
     for (const std::string& o : np->outputs) {
       if (o.empty() || inits.count(o) || !taken.insert(o).second) continue;
       if (!wanted.empty() && !wanted.count(o) && !outputs.count(o)) continue;
