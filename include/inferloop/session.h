@@ -42,12 +42,6 @@ struct SessionOptions {
   Precision precision = Precision::kAuto;
 };
 
-// One dimension of a declared shape: a fixed size, or a symbolic name ("batch"), or unknown.
-struct Dim {
-  int64_t value = -1;   // >= 0 when fixed
-  std::string symbol;   // set when symbolic
-};
-
 struct ValueInfo {
   std::string name;
   enum class Kind { kTensor, kSequence, kOptional, kMap, kUnknown } kind = Kind::kTensor;

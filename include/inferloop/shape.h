@@ -4,6 +4,8 @@
 // It behaves like std::vector<int64_t> (same members, contiguous storage, iterators are
 // pointers) and converts implicitly to and from std::vector<int64_t>, so code written for a
 // vector keeps working. Ranks above kInlineRank spill to the heap.
+//
+// Dim (below): one dimension of a declared, possibly symbolic, shape.
 #pragma once
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <iterator>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace inferloop {
@@ -200,5 +203,12 @@ class Shape {
 };
 
 inline void swap(Shape& a, Shape& b) noexcept { a.swap(b); }
+
+// One dimension of a declared shape (a model's inputs and outputs, its value types): a fixed
+// size, or a symbolic name ("batch"), or unknown.
+struct Dim {
+  int64_t value = -1;   // >= 0 when fixed
+  std::string symbol;   // set when symbolic
+};
 
 }  // namespace inferloop

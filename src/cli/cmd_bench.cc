@@ -23,10 +23,10 @@
 #include <thread>
 
 #include "base/json_string.h"
+#include "base/npy.h"
 #include "cli/commands.h"
 #include "cli/precision_option.h"
 #include "inferloop/session.h"
-#include "tools/npy.h"
 
 namespace inferloop::cli {
 namespace {

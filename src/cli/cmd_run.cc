@@ -7,26 +7,15 @@
 #include <memory>
 #include <sstream>
 
+#include "base/npy.h"
 #include "cli/commands.h"
 #include "cli/precision_option.h"
 #include "compute/tensor_cast.h"
-#include "graph/tensor_proto.h"
+#include "graph/tensor_file.h"
 #include "inferloop/session.h"
-#include "onnx.pb.h"
-#include "tools/npy.h"
 
 namespace inferloop::cli {
 namespace {
-
-Result<Tensor> LoadTensorFile(const std::string& path) {
-  if (path.size() >= 4 && path.substr(path.size() - 4) == ".npy") return ReadNpyFile(path);
-  IL_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
-  onnxpb::TensorProto tp;
-  if (!tp.ParseFromString(bytes)) return Status::InvalidArgument(path + ": not a TensorProto (.pb) file");
-  auto t = TensorFromProto(tp, std::filesystem::path(path).parent_path().string());
-  if (!t.ok()) return t.status().WithContext(path);
-  return t;
-}
 
 std::string Summary(const Tensor& t) {
   std::ostringstream os;

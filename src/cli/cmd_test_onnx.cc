@@ -2,8 +2,8 @@
 #include <iostream>
 #include <memory>
 
+#include "base/file_bytes.h"
 #include "cli/commands.h"
-#include "graph/tensor_proto.h"
 #include "tools/conformance.h"
 
 namespace inferloop::cli {

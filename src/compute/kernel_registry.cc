@@ -1,5 +1,7 @@
 #include "compute/kernel_registry.h"
 
+#include "compute/kernels/dnnl_kernels.h"
+
 namespace inferloop {
 
 void KernelRegistry::Register(const std::string& domain, const std::string& op_type, int since_version,
@@ -55,5 +57,7 @@ const KernelRegistry& DefaultKernelRegistry() {
   }();
   return registry;
 }
+
+bool DefaultKernelsComputeBf16() { return dnnl_kernels::Bf16ComputeSupported(); }
 
 }  // namespace inferloop

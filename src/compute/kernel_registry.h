@@ -31,6 +31,9 @@ class KernelRegistry {
 
 // Every kernel inferloop ships, registered once.
 const KernelRegistry& DefaultKernelRegistry();
+// True when the default kernels can compute float32 ops in bfloat16 (Precision::kBf16): the
+// oneDNN kernels are on and the CPU has AVX512_BF16. Otherwise kBf16 falls back to kFp16.
+bool DefaultKernelsComputeBf16();
 
 // One function per kernel family (src/compute/kernels/<family>_kernels.cc).
 void RegisterElementwiseKernels(KernelRegistry& r);   // unary/binary math, logic, comparisons, activations, Where

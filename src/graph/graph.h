@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "inferloop/session.h"
+#include "inferloop/shape.h"
 #include "inferloop/tensor.h"
 
 namespace inferloop {

@@ -131,19 +131,6 @@ Status CheckDataSize(const onnxpb::TensorProto& p, DataType dt, int64_t n, const
 
 }  // namespace
 
-Result<std::string> ReadFileBytes(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::NotFound("cannot open '" + path + "'");
-  f.seekg(0, std::ios::end);
-  std::streamoff n = f.tellg();
-  if (n < 0) return Status::InvalidArgument("cannot read '" + path + "'");
-  std::string bytes(static_cast<size_t>(n), '\0');
-  f.seekg(0);
-  f.read(bytes.data(), n);
-  if (!f) return Status::InvalidArgument("failed reading '" + path + "'");
-  return bytes;
-}
-
 Result<Tensor> TensorFromProto(const onnxpb::TensorProto& proto, const std::string& base_dir) {
   const std::string who = "tensor '" + proto.name() + "'";
   if (!IsKnownDataType(proto.data_type()))

@@ -17,7 +17,4 @@ Result<Value> ValueFromOptionalProto(const onnxpb::OptionalProto& proto, const s
 // Writes raw_data (sub-byte types packed) or string_data.
 void TensorToProto(const Tensor& t, onnxpb::TensorProto* proto);
 
-// Reads a whole file; kNotFound / kInvalidArgument with the path on failure.
-Result<std::string> ReadFileBytes(const std::string& path);
-
 }  // namespace inferloop

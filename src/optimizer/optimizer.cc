@@ -2,12 +2,11 @@
 
 #include <iomanip>
 #include <memory>
-#include <queue>
 #include <set>
 #include <sstream>
-#include <unordered_map>
 #include <vector>
 
+#include "graph/topological_sort.h"
 #include "optimizer/passes.h"
 
 namespace inferloop {
@@ -16,42 +15,11 @@ namespace {
 // Orders the main graph's nodes topologically (stable) when it is a valid DAG: every value
 // defined once and every explicit input defined. False (graph unchanged) otherwise.
 bool SortTopologically(Graph& g) {
-  std::unordered_map<std::string, int> producer;
-  std::set<std::string> defined;
-  for (const auto& v : g.inputs) defined.insert(v.name);
-  for (const auto& [name, t] : g.initializers) defined.insert(name);
-  for (size_t i = 0; i < g.nodes.size(); ++i)
-    for (const auto& o : g.nodes[i].outputs) {
-      if (o.empty()) continue;
-      if (defined.count(o) || producer.count(o)) return false;
-      producer[o] = static_cast<int>(i);
-    }
-  const size_t n = g.nodes.size();
-  std::vector<int> indeg(n, 0);
-  std::vector<std::vector<int>> users(n);
-  for (size_t i = 0; i < n; ++i)
-    for (const auto& in : g.nodes[i].inputs) {
-      if (in.empty() || defined.count(in)) continue;
-      auto it = producer.find(in);
-      if (it == producer.end()) return false;  // reads an outer-scope or undefined name
-      users[it->second].push_back(static_cast<int>(i));
-      ++indeg[i];
-    }
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (size_t i = 0; i < n; ++i)
-    if (indeg[i] == 0) ready.push(static_cast<int>(i));
-  std::vector<int> order;
-  while (!ready.empty()) {
-    int i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (int u : users[i])
-      if (--indeg[u] == 0) ready.push(u);
-  }
-  if (order.size() != n) return false;
+  auto order = TopologicalNodeOrder(g);
+  if (!order.ok()) return false;
   std::vector<Node> sorted;
-  sorted.reserve(n);
-  for (int i : order) sorted.push_back(std::move(g.nodes[i]));
+  sorted.reserve(g.nodes.size());
+  for (int i : *order) sorted.push_back(std::move(g.nodes[i]));
   g.nodes = std::move(sorted);
   return true;
 }

@@ -5,10 +5,10 @@
 #include <random>
 #include <sstream>
 
+#include "base/npy.h"
 #include "frontends/v2_datatype.h"
 #include "frontends/v2_grpc_codec.h"
 #include "frontends/v2_json_codec.h"
-#include "tools/npy.h"
 
 namespace inferloop::perf {
 namespace {

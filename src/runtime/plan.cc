@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <queue>
 #include <set>
+
+#include "graph/topological_sort.h"
 
 namespace inferloop {
 
@@ -284,33 +285,19 @@ Result<std::unique_ptr<ExecutionPlan>> ExecutionPlan::Compile(const Graph& graph
 
   // Topological order (stable: file order among ready nodes); a leftover node means a cycle.
   const size_t n = nodes.size();
-  std::vector<int> indeg(n, 0);
-  std::vector<std::vector<int>> users(n);
+  std::vector<std::vector<int>> preds(n);
   for (size_t ni = 0; ni < n; ++ni)
     for (int s : reads[ni])
       if (producer[s] >= 0) {
         if (producer[s] == static_cast<int>(ni))
           return Status::InvalidArgument("the graph has a cycle: " + graph.nodes[ni].Describe() + " reads its own output");
-        users[producer[s]].push_back(static_cast<int>(ni));
-        ++indeg[ni];
+        preds[ni].push_back(producer[s]);
       }
-  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
-  for (size_t ni = 0; ni < n; ++ni)
-    if (indeg[ni] == 0) ready.push(static_cast<int>(ni));
-  std::vector<int> order;
-  while (!ready.empty()) {
-    int ni = ready.top();
-    ready.pop();
-    order.push_back(ni);
-    for (int u : users[ni])
-      if (--indeg[u] == 0) ready.push(u);
-  }
-  if (order.size() != n) {
-    for (size_t ni = 0; ni < n; ++ni)
-      if (indeg[ni] > 0)
-        return Status::InvalidArgument("the graph has a cycle (or reads values that are never produced) through " +
-                                       graph.nodes[ni].Describe());
-  }
+  TopologicalOrder sorted = StableTopologicalOrder(preds);
+  if (!sorted.unordered.empty())
+    return Status::InvalidArgument("the graph has a cycle (or reads values that are never produced) through " +
+                                   graph.nodes[sorted.unordered.front()].Describe());
+  const std::vector<int>& order = sorted.order;
 
   // Kernels.
   for (int ni : order) {

@@ -10,9 +10,8 @@
 #include <mutex>
 #include <set>
 
-#include "compute/kernels/dnnl_kernels.h"
+#include "compute/kernel_registry.h"
 #include "graph/onnx_loader.h"
-#include "graph/tensor_proto.h"
 #include "optimizer/optimizer.h"
 #include "runtime/memory_plan.h"
 #include "runtime/plan.h"
@@ -77,7 +76,7 @@ Result<ResolvedPrecision> ResolvePrecision(Precision requested, const Graph& g) 
       r.effective = Precision::kInt8;
       break;
     case Precision::kBf16:
-      if (dnnl_kernels::Bf16ComputeSupported()) {
+      if (DefaultKernelsComputeBf16()) {
         r.effective = r.float_precision = Precision::kBf16;
       } else {
         std::cerr << "note: precision bf16: this CPU lacks AVX512_BF16 (or oneDNN is off); storing weights as fp16 "

@@ -6,9 +6,10 @@
 #include <cstdio>
 #include <fstream>
 
+#include "base/file_bytes.h"
 #include "base/json_string.h"
 #include "compute/tensor_cast.h"
-#include "graph/tensor_proto.h"
+#include "tools/model_compare.h"
 #include "tools/progress_bar.h"
 
 namespace inferloop {

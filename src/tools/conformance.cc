@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/file_bytes.h"
 #include "compute/tensor_cast.h"
+#include "graph/tensor_file.h"
 #include "graph/tensor_proto.h"
 #include "inferloop/session.h"
 #include "onnx.pb.h"
@@ -108,6 +110,10 @@ std::string CompareValues(const Value& got, const Value& want, double rtol, doub
 }
 
 Result<Value> ReadValueFile(const std::string& path, ValueInfo::Kind kind) {
+  if (kind != ValueInfo::Kind::kSequence && kind != ValueInfo::Kind::kOptional) {
+    IL_ASSIGN_OR_RETURN(Tensor t, LoadTensorFile(path));
+    return Value(std::move(t));
+  }
   IL_ASSIGN_OR_RETURN(std::string bytes, ReadFileBytes(path));
   const std::string dir = fs::path(path).parent_path().string();
   if (kind == ValueInfo::Kind::kSequence) {
@@ -115,15 +121,9 @@ Result<Value> ReadValueFile(const std::string& path, ValueInfo::Kind kind) {
     if (!sp.ParseFromString(bytes)) return Status::InvalidArgument("cannot parse SequenceProto " + path);
     return ValueFromSequenceProto(sp, dir);
   }
-  if (kind == ValueInfo::Kind::kOptional) {
-    onnxpb::OptionalProto op;
-    if (!op.ParseFromString(bytes)) return Status::InvalidArgument("cannot parse OptionalProto " + path);
-    return ValueFromOptionalProto(op, dir);
-  }
-  onnxpb::TensorProto tp;
-  if (!tp.ParseFromString(bytes)) return Status::InvalidArgument("cannot parse TensorProto " + path);
-  IL_ASSIGN_OR_RETURN(Tensor t, TensorFromProto(tp, dir));
-  return Value(std::move(t));
+  onnxpb::OptionalProto op;
+  if (!op.ParseFromString(bytes)) return Status::InvalidArgument("cannot parse OptionalProto " + path);
+  return ValueFromOptionalProto(op, dir);
 }
 
 std::vector<std::string> SortedEntries(const std::string& dir, const std::string& prefix, bool dirs) {

@@ -5,8 +5,9 @@
 #include <filesystem>
 #include <set>
 
-#include "graph/tensor_proto.h"
-#include "tools/npy.h"
+#include "base/file_bytes.h"
+#include "base/npy.h"
+#include "graph/tensor_file.h"
 
 namespace inferloop {
 
@@ -29,8 +30,6 @@ Result<std::string> FileHash(const std::string& path) {
 }
 
 namespace {
-
-bool IsTensorFile(const fs::path& p) { return p.extension() == ".npy" || p.extension() == ".pb"; }
 
 Result<std::vector<int64_t>> ReadLabels(const fs::path& p) {
   auto t = ReadNpyFile(p.string());
@@ -71,7 +70,7 @@ Result<QuantDataSet> LoadQuantData(const std::string& dir, const std::vector<Val
   bool other_top_files = false;
   std::vector<fs::path> subdirs;
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.is_regular_file() && IsTensorFile(e.path()) && !(has_labels && e.path() == labels_path)) other_top_files = true;
+    if (e.is_regular_file() && IsTensorFile(e.path().string()) && !(has_labels && e.path() == labels_path)) other_top_files = true;
     if (e.is_directory()) subdirs.push_back(e.path());
   }
   std::vector<Sample> samples;

@@ -1,5 +1,5 @@
 // Data sets for the quantizer and `compare --sensitivity`: calibration and evaluation samples in
-// the layout of `inferloop compare` (model_compare.h LoadSamples), cut into runnable chunks.
+// the layout of `inferloop compare` (sample_data.h LoadSamples), cut into runnable chunks.
 //
 // An input tensor whose first dimension is a batch of samples is split into chunks along it: when
 // the model declares that dimension symbolic, into chunks of up to `max_chunk` rows; when it
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/model_compare.h"
+#include "tools/sample_data.h"
 
 namespace inferloop {
 

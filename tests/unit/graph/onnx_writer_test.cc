@@ -1,7 +1,7 @@
 // ONNX writer: load -> write -> load gives the same model and the same outputs.
 #include <filesystem>
 
-#include "tools/npy.h"
+#include "base/npy.h"
 #include "unit/optimizer/opt_test_util.h"
 
 namespace inferloop::testing {

@@ -1,6 +1,6 @@
 // OptimizeModel (levels, report, invalid graphs) and its use by Session.
 #include "compute/kernel_registry.h"
-#include "tools/npy.h"
+#include "base/npy.h"
 #include "unit/optimizer/opt_test_util.h"
 
 namespace inferloop::testing {

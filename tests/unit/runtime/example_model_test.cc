@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "inferloop/session.h"
-#include "tools/npy.h"
+#include "base/npy.h"
 
 namespace inferloop {
 

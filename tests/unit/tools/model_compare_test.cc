@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <unistd.h>
 
-#include "tools/npy.h"
+#include "base/npy.h"
 
 namespace inferloop {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "tools/npy.h"
+#include "base/npy.h"
 
 namespace inferloop {
 namespace {

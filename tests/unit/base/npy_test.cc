@@ -1,4 +1,4 @@
-#include "tools/npy.h"
+#include "base/npy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-#include "tools/npy.h"
+#include "base/npy.h"
 
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-#include "graph/tensor_proto.h"
+#include "base/file_bytes.h"
 
 namespace inferloop {
 namespace {

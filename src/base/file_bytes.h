@@ -1,0 +1,13 @@
+// Reading a whole file into memory (model files, .npy / .pb tensors, JSON, exclusion lists).
+#pragma once
+
+#include <string>
+
+#include "inferloop/status.h"
+
+namespace inferloop {
+
+// Reads a whole file; kNotFound / kInvalidArgument with the path on failure.
+Result<std::string> ReadFileBytes(const std::string& path);
+
+}  // namespace inferloop
