@@ -1,7 +1,7 @@
 // Internal to the per-ISA translation units: the AVX2 + FMA float vector type (8 floats; lane
 // masks are all-ones / all-zeros float lanes) that compute/simd/simd_impl.h and
 // llm/llm_kernels_impl.h write their loops against. Include only from translation units compiled
-// with -mavx2 -mfma.
+// with -mavx2 -mfma; LoadHalf and StoreHalf also need -mf16c (only the LLM kernels call them).
 //
 // Vec is in an anonymous namespace: each including translation unit gets its own copy, compiled
 // with its own -m flags (compute's and llm's AVX2 files differ by -mf16c), and so does every
@@ -36,6 +36,13 @@ struct Vec {
   static void Store(float* p, R v) { _mm256_storeu_ps(p, v); }
   static void StoreTail(float* p, R v, int64_t n) { _mm256_maskstore_ps(p, TailMask(n), v); }
   static R ZeroTail(R v, int64_t n) { return _mm256_and_ps(v, _mm256_castsi256_ps(TailMask(n))); }  // lanes >= n -> 0
+  static R LoadHalf(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static void StoreHalf(uint16_t* p, R v) {  // rounded to nearest even
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static R LoadI8(const uint8_t* p) {  // 8 int8 values as floats
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
   static R Set(float v) { return _mm256_set1_ps(v); }
   static float First(R v) { return _mm256_cvtss_f32(v); }
 

@@ -26,6 +26,13 @@ struct Vec {
   static void Store(float* p, R v) { _mm512_storeu_ps(p, v); }
   static void StoreTail(float* p, R v, int64_t n) { _mm512_mask_storeu_ps(p, TailMask(n), v); }
   static R ZeroTail(R v, int64_t n) { return _mm512_maskz_mov_ps(TailMask(n), v); }  // lanes >= n -> 0
+  static R LoadHalf(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static void StoreHalf(uint16_t* p, R v) {  // rounded to nearest even
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static R LoadI8(const uint8_t* p) {  // 16 int8 values as floats
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
   static R Set(float v) { return _mm512_set1_ps(v); }
   static float First(R v) { return _mm512_cvtss_f32(v); }
 
