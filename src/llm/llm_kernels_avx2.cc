@@ -1,28 +1,11 @@
 // AVX2 versions of the LLM dot kernels (no VNNI): signed bytes are multiplied with
 // vpmaddubsw after moving the weight's sign onto the activation (|w| * (x * sign(w))), whose
 // pairwise sums stay below 2 * 127 * 127 and cannot saturate. Built with -mavx2 -mfma -mf16c.
+#include "base/simd/vec_avx2.h"
 #include "llm/llm_kernels_impl.h"
 
 namespace inferloop::llm {
 namespace {
-
-// The vector type of llm_kernels_impl.h's loops: 8 floats.
-struct Vec8 {
-  using F = __m256;
-  static constexpr int kLanes = 8;
-  static F Set1(float a) { return _mm256_set1_ps(a); }
-  static F Load(const float* p) { return _mm256_loadu_ps(p); }
-  static void Store(float* p, F v) { _mm256_storeu_ps(p, v); }
-  static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
-  static F Fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
-  static F LoadHalf(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-  static void StoreHalf(uint16_t* p, F v) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  }
-  static F LoadI8(const uint8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-  }
-};
 
 float DotF32(const float* w, const float* x, int64_t n) {
   __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
@@ -141,7 +124,7 @@ struct Q6KSums {
 };
 
 LlmKernelTable MakeTable() {
-  LlmKernelTable t = TableWithSharedKernels<Vec8, 4>("avx2");
+  LlmKernelTable t = TableWithSharedKernels<simd::avx2::Vec, 4>("avx2");
   t.dot_f32 = DotF32;
   t.dot_f16 = DotF16;
   t.dot_q8_0 = DotQ8_0;

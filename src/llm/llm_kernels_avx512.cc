@@ -5,28 +5,11 @@
 // nibbles are stored as q + 8 already, Q8_0 bytes become q + 128 by flipping the top bit. The
 // offset's contribution, offset * sum(q_x) per block, is taken back with the activation row's
 // precomputed block sums.
+#include "base/simd/vec_avx512.h"
 #include "llm/llm_kernels_impl.h"
 
 namespace inferloop::llm {
 namespace {
-
-// The vector type of llm_kernels_impl.h's loops: 16 floats.
-struct Vec16 {
-  using F = __m512;
-  static constexpr int kLanes = 16;
-  static F Set1(float a) { return _mm512_set1_ps(a); }
-  static F Load(const float* p) { return _mm512_loadu_ps(p); }
-  static void Store(float* p, F v) { _mm512_storeu_ps(p, v); }
-  static F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
-  static F Fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
-  static F LoadHalf(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-  static void StoreHalf(uint16_t* p, F v) {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-  }
-  static F LoadI8(const uint8_t* p) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  }
-};
 
 float DotF32(const float* w, const float* x, int64_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -262,7 +245,7 @@ struct Q6KSums {
 };
 
 LlmKernelTable MakeTable() {
-  LlmKernelTable t = TableWithSharedKernels<Vec16, 8>("avx512_vnni");
+  LlmKernelTable t = TableWithSharedKernels<simd::avx512::Vec, 8>("avx512_vnni");
   t.dot_f32 = DotF32;
   t.dot_f16 = DotF16;
   t.dot_q8_0 = DotBlocks<34, 128, FlippedBytes>;

@@ -7,9 +7,10 @@
 // shared inline function with external linkage could end up as the AVX-512 copy on a CPU
 // without AVX-512).
 //
-// V supplies, for its width V::kLanes of floats: F (the float vector), Set1, Load, Store, Mul, Fma
-// (a * b + c, fused), LoadHalf (kLanes half floats widened), StoreHalf (rounded to nearest even)
-// and LoadI8 (kLanes int8 values as floats).
+// V is the float vector type of base/simd (simd::avx2::Vec, simd::avx512::Vec); the loops use, for
+// its width V::kWidth of floats: R (the float vector), Set, Load, Store, Mul, Fma (a * b + c,
+// fused), LoadHalf (kWidth half floats widened), StoreHalf (rounded to nearest even) and LoadI8
+// (kWidth int8 values as floats).
 //
 // The including file defines Q4KSums<NT> and Q6KSums<NT>, the integer part of the K-quant tiles
 // (declared below).
@@ -204,22 +205,22 @@ void GemmK(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x,
 
 template <class V>
 void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
-  const typename V::F av = V::Set1(a);
+  const typename V::R av = V::Set(a);
   int64_t i = 0;
-  for (; i + V::kLanes <= n; i += V::kLanes) V::Store(y + i, V::Fma(av, V::LoadHalf(x + i), V::Load(y + i)));
+  for (; i + V::kWidth <= n; i += V::kWidth) V::Store(y + i, V::Fma(av, V::LoadHalf(x + i), V::Load(y + i)));
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
 
 template <class V>
 void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
-  const typename V::F av = V::Set1(a);
+  const typename V::R av = V::Set(a);
   for (int64_t b = 0; b < n / 32; ++b) {
     const uint8_t* blk = x + b * 34;
-    const typename V::F d = V::Set1(HalfAt(blk));
+    const typename V::R d = V::Set(HalfAt(blk));
     float* yb = y + b * 32;
-    for (int k = 0; k < 32 / V::kLanes; ++k) {
-      const typename V::F v = V::Mul(V::LoadI8(blk + 2 + V::kLanes * k), d);
-      V::Store(yb + V::kLanes * k, V::Fma(v, av, V::Load(yb + V::kLanes * k)));
+    for (int k = 0; k < 32 / V::kWidth; ++k) {
+      const typename V::R v = V::Mul(V::LoadI8(blk + 2 + V::kWidth * k), d);
+      V::Store(yb + V::kWidth * k, V::Fma(v, av, V::Load(yb + V::kWidth * k)));
     }
   }
 }
@@ -227,7 +228,7 @@ void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
 template <class V>
 void ToF16(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
-  for (; i + V::kLanes <= n; i += V::kLanes) V::StoreHalf(y + i, V::Load(x + i));
+  for (; i + V::kWidth <= n; i += V::kWidth) V::StoreHalf(y + i, V::Load(x + i));
   for (; i < n; ++i) y[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
 }
 

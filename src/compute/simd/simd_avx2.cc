@@ -1,6 +1,6 @@
 // The avx2 instantiation of simd_impl.h (compiled with -mavx2 -mfma). Defines only Avx2Table().
 #include "compute/simd/simd_impl.h"
-#include "compute/simd/vec_avx2.h"
+#include "base/simd/vec_avx2.h"
 
 namespace inferloop {
 namespace simd {

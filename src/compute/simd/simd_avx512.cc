@@ -5,7 +5,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include "compute/simd/simd_impl.h"
-#include "compute/simd/vec_avx512.h"
+#include "base/simd/vec_avx512.h"
 
 namespace inferloop {
 namespace simd {

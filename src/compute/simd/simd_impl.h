@@ -1,5 +1,6 @@
 // Internal to src/compute/simd: the float32 kernels of simd_table.h, written once against a
-// vector type V (vec_scalar.h, vec_avx2.h, vec_avx512.h) and instantiated per instruction set.
+// vector type V (base/simd/vec_scalar.h, vec_avx2.h, vec_avx512.h) and instantiated per
+// instruction set.
 //
 // Everything here is a template on V, and nothing calls the standard library: these bodies are
 // compiled with different -m flags per translation unit, and a shared non-template inline

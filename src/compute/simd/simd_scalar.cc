@@ -1,6 +1,6 @@
 // The scalar instantiation of simd_impl.h. Defines only ScalarTable().
 #include "compute/simd/simd_impl.h"
-#include "compute/simd/vec_scalar.h"
+#include "base/simd/vec_scalar.h"
 
 namespace inferloop {
 namespace simd {

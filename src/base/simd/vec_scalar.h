@@ -1,6 +1,7 @@
-// Internal to src/compute/simd: the portable one-lane "vector" type for simd_impl.h, used on
-// CPUs without AVX2. Same operation semantics as the AVX types (x86 min/max, round to nearest
-// even), so every instruction set runs the same algorithms.
+// Internal to the per-ISA translation units: the portable one-lane "vector" type for
+// compute/simd/simd_impl.h, used on CPUs without AVX2. Same operation semantics as the AVX types
+// (x86 min/max, round to nearest even), so every instruction set runs the same algorithms. In an
+// anonymous namespace, as vec_avx2.h says why.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 namespace inferloop {
 namespace simd {
 namespace scalar {
+namespace {
 
 struct Vec {
   using R = float;
@@ -75,6 +77,7 @@ struct Vec {
   static float ReduceMax(R v) { return v; }
 };
 
+}  // namespace
 }  // namespace scalar
 }  // namespace simd
 }  // namespace inferloop

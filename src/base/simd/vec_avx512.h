@@ -1,14 +1,19 @@
-// Internal to src/compute/simd: the AVX-512 vector type for simd_impl.h (16 floats, lane masks
-// in k registers). Include only from translation units compiled with the AVX-512 flags.
+// Internal to the per-ISA translation units: the AVX-512 float vector type (16 floats, lane masks
+// in k registers) that compute/simd/simd_impl.h and llm/llm_kernels_impl.h write their loops
+// against. Include only from translation units compiled with the AVX-512 flags
+// (-mavx512f/bw/vl/dq, -mavx2, -mfma). In an anonymous namespace, as vec_avx2.h says why.
 #pragma once
 
 #include <immintrin.h>
 
 #include <cstdint>
 
+#include "base/simd/transpose8x8_avx.h"
+
 namespace inferloop {
 namespace simd {
 namespace avx512 {
+namespace {
 
 struct Vec {
   using R = __m512;
@@ -21,6 +26,13 @@ struct Vec {
   static void Store(float* p, R v) { _mm512_storeu_ps(p, v); }
   static void StoreTail(float* p, R v, int64_t n) { _mm512_mask_storeu_ps(p, TailMask(n), v); }
   static R ZeroTail(R v, int64_t n) { return _mm512_maskz_mov_ps(TailMask(n), v); }  // lanes >= n -> 0
+  static R LoadHalf(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static void StoreHalf(uint16_t* p, R v) {  // rounded to nearest even
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  static R LoadI8(const uint8_t* p) {  // 16 int8 values as floats
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
   static R Set(float v) { return _mm512_set1_ps(v); }
   static float First(R v) { return _mm512_cvtss_f32(v); }
 
@@ -61,31 +73,14 @@ struct Vec {
   static constexpr bool kHasTranspose8x8 = true;
   // out[c * os + r] = in[r * is + c] for an 8 x 8 block of 32-bit elements (bits moved as is).
   static void Transpose8x8(const uint32_t* in, int64_t is, uint32_t* out, int64_t os) {
-    auto ld = [&](int r) { return _mm256_loadu_ps(reinterpret_cast<const float*>(in + r * is)); };
-    const __m256 t0 = _mm256_unpacklo_ps(ld(0), ld(1)), t1 = _mm256_unpackhi_ps(ld(0), ld(1));
-    const __m256 t2 = _mm256_unpacklo_ps(ld(2), ld(3)), t3 = _mm256_unpackhi_ps(ld(2), ld(3));
-    const __m256 t4 = _mm256_unpacklo_ps(ld(4), ld(5)), t5 = _mm256_unpackhi_ps(ld(4), ld(5));
-    const __m256 t6 = _mm256_unpacklo_ps(ld(6), ld(7)), t7 = _mm256_unpackhi_ps(ld(6), ld(7));
-    // s_k holds column k (rows 0-3 / 4-7 in t0-3 / t4-7) in its low half and column k + 4 in its high half.
-    const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xee);
-    const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xee);
-    const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xee);
-    const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xee);
-    auto st = [&](int c, __m256 v) { _mm256_storeu_ps(reinterpret_cast<float*>(out + c * os), v); };
-    st(0, _mm256_permute2f128_ps(s0, s4, 0x20));
-    st(1, _mm256_permute2f128_ps(s1, s5, 0x20));
-    st(2, _mm256_permute2f128_ps(s2, s6, 0x20));
-    st(3, _mm256_permute2f128_ps(s3, s7, 0x20));
-    st(4, _mm256_permute2f128_ps(s0, s4, 0x31));
-    st(5, _mm256_permute2f128_ps(s1, s5, 0x31));
-    st(6, _mm256_permute2f128_ps(s2, s6, 0x31));
-    st(7, _mm256_permute2f128_ps(s3, s7, 0x31));
+    Transpose8x8Avx(in, is, out, os);
   }
 
   static float ReduceAdd(R v) { return _mm512_reduce_add_ps(v); }
   static float ReduceMax(R v) { return _mm512_reduce_max_ps(v); }
 };
 
+}  // namespace
 }  // namespace avx512
 }  // namespace simd
 }  // namespace inferloop
