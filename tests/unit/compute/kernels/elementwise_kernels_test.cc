@@ -12,6 +12,7 @@
 
 #include "base/float_types.h"
 #include "inferloop/session.h"
+#include "unit/compute/kernels/session_for_test.h"
 #include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
@@ -43,11 +44,7 @@ std::string Model(int64_t opset, const std::string& op, const std::vector<std::p
 Result<std::unique_ptr<Session>> TryMake(const std::string& bytes) {
   return Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
 }
-std::unique_ptr<Session> Make(const std::string& bytes) {
-  auto s = TryMake(bytes);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
+using testing::Make;
 
 template <typename T>
 std::vector<T> RunOut(Session& s, const std::vector<NamedValue>& ins, Shape* shape = nullptr) {

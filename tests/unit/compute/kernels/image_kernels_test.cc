@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "inferloop/session.h"
+#include "unit/compute/kernels/session_for_test.h"
 #include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
@@ -35,11 +36,7 @@ void StrsAttr(onnxpb::NodeProto& n, const std::string& name, const std::vector<s
 
 // One-node model; an input named "" is omitted.
 
-std::unique_ptr<Session> Make(const std::string& bytes) {
-  auto s = Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
+using testing::Make;
 
 void ExpectInvalid(const Result<std::vector<NamedValue>>& r, const std::string& needle) {
   ASSERT_FALSE(r.ok());

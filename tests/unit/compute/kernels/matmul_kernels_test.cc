@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "inferloop/session.h"
+#include "unit/compute/kernels/session_for_test.h"
 #include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
@@ -23,11 +24,7 @@ using testing::U8;
 
 
 
-std::unique_ptr<Session> Make(const std::string& bytes) {
-  auto s = Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
+using testing::Make;
 
 std::unique_ptr<Session> MakeEinsum(const std::string& eq, int n_inputs) {
   std::vector<std::pair<std::string, DataType>> ins;

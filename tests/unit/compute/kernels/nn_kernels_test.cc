@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "inferloop/session.h"
+#include "unit/compute/kernels/session_for_test.h"
 #include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
@@ -27,11 +28,7 @@ using testing::I64;
 
 
 
-std::unique_ptr<Session> Make(const std::string& bytes) {
-  auto s = Session::CreateFromBytes(bytes.data(), bytes.size(), SessionOptions{});
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
+using testing::Make;
 
 std::vector<float> Random(size_t n, uint32_t seed) {
   std::mt19937 g(seed);

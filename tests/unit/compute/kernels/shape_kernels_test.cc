@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "inferloop/session.h"
+#include "unit/compute/kernels/session_for_test.h"
 #include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
 
@@ -25,13 +26,7 @@ using testing::I64;
 
 // Builds a model where inputs have unknown rank (no shape) so any shape can be fed.
 
-std::unique_ptr<Session> Make(const std::string& bytes, size_t max_bytes = size_t{16} << 30) {
-  SessionOptions opts;
-  opts.max_tensor_bytes = max_bytes;
-  auto s = Session::CreateFromBytes(bytes.data(), bytes.size(), opts);
-  EXPECT_TRUE(s.ok()) << s.status().ToString();
-  return s.ok() ? std::move(s).value() : nullptr;
-}
+using testing::Make;
 
 TEST(ShapeKernels, GatherWrapsNegativeAndRejectsOutOfRange) {
   auto s = Make(OneNodeModel(13, "Gather", {{"x", DataType::kFloat}, {"i", DataType::kInt64}}, {{"y", DataType::kFloat}}));
