@@ -41,9 +41,11 @@ LOWER = {
     "serve": ["base", "llm", "runtime", "serve_core"],
     "frontends": ["base", "serve_core"],
     "perf": ["base", "serve_core", "frontends"],
-    "server": ["base", "llm", "runtime", "serve_core", "serve", "frontends"],
+    "imaging": ["base"],
+    "backends": ["base", "llm", "runtime", "imaging", "serve_core", "serve"],
+    "server": ["base", "llm", "runtime", "imaging", "serve_core", "serve", "backends", "frontends"],
     "cli": ["base", "llm", "graph", "compute", "optimizer", "runtime", "tools", "serve_core", "serve",
-            "frontends", "perf", "server"],
+            "imaging", "backends", "frontends", "perf", "server"],
 }
 # include/inferloop/<header> -> the layer that implements it.
 PUBLIC_HEADERS = {
