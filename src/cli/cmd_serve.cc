@@ -85,7 +85,7 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
   so.global_limits.max_inflight_bytes = a.max_inflight_mb << 20;
   so.inline_slots = a.http_threads - 1;
   so.liveness_stall_limit = std::chrono::milliseconds(static_cast<int64_t>(a.liveness_stall_seconds * 1000));
-  serve::LlmServiceOptions& lo = o.llm;
+  backends::GgufBackendOptions& lo = o.llm;
   lo.engine.kv_cache_bytes = static_cast<size_t>(a.llm_kv_cache_mb) << 20;
   lo.engine.kv_type = *kv_type;
   lo.engine.max_batch_tokens = a.llm_max_batch_tokens;

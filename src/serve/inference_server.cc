@@ -16,6 +16,7 @@ Result<std::unique_ptr<InferenceServer>> InferenceServer::Create(InferenceServer
   mo.metrics_for = [self](const std::string& model, int64_t version) { return self->metrics_.ForVersion(model, version); };
   mo.on_version_removed = [self](const std::string& model, int64_t version) { self->metrics_.RemoveVersion(model, version); };
   mo.log = log;
+  mo.resolver = self;
   if (s->options_.inline_slots > 0) mo.inline_slots = std::make_shared<std::atomic<int>>(s->options_.inline_slots);
   auto m = ModelManager::Create(std::move(mo));
   if (!m.ok()) return m.status();
@@ -118,6 +119,10 @@ void InferenceServer::Infer(InferRequest request, RequestContext context, InferC
   Status st = Status::Unavailable("model '" + model + "' is being replaced; retry");
   metrics_.OnRefused(model, st);
   answered(st);
+}
+
+Result<std::shared_ptr<ModelVersion>> InferenceServer::Find(const std::string& model, int64_t version) {
+  return manager_->Find(model, version > 0 ? std::to_string(version) : "");
 }
 
 std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex(bool ready_only) { return manager_->Index(ready_only); }

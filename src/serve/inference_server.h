@@ -17,7 +17,7 @@
 namespace inferloop::serve {
 
 struct InferenceServerOptions {
-  ModelManagerOptions manager;       // its metrics_for / on_version_removed / log are set by the server
+  ModelManagerOptions manager;       // its metrics_for / on_version_removed / log / resolver are set by the server
   AdmissionLimits global_limits;     // over every model; 0 = unlimited
   // Live turns false when a model's scheduler has made no progress for this long (a batch
   // running, or requests waiting with every instance idle).
@@ -28,7 +28,7 @@ struct InferenceServerOptions {
   int inline_slots = 0;
 };
 
-class InferenceServer final : public InferenceService {
+class InferenceServer final : public InferenceService, public ModelResolver {
  public:
   // `log` may be null and must outlive the server.
   static Result<std::unique_ptr<InferenceServer>> Create(InferenceServerOptions options, EventLog* log);
@@ -55,6 +55,11 @@ class InferenceServer final : public InferenceService {
   void UnloadModel(const std::string& model, StatusCallback done) override;
   Result<std::vector<ModelStatistics>> GetStatistics(const std::string& model, const std::string& version) override;
   std::string MetricsText() override;
+
+  // ModelResolver (ensembles call their steps' models through this). Infer is the one above.
+  Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, int64_t version) override;
+  // Every version serving now (for the text-generation router and tests).
+  std::vector<std::shared_ptr<ModelVersion>> Serving(const std::string& model = "") { return manager_->Serving(model); }
 
  private:
   InferenceServer(InferenceServerOptions options, EventLog* log);

@@ -89,12 +89,6 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& model_name) 
   if (!model_name.empty() && !c.name().empty() && c.name() != model_name)
     return Status::InvalidArgument("name '" + c.name() + "' does not match the model's folder '" +
                                    model_name + "'");
-  if (!c.platform().empty() && c.platform() != "onnxruntime_onnx")
-    return Status::InvalidArgument("platform '" + c.platform() +
-                                   "' is not served by inferloop (use \"onnxruntime_onnx\" or leave it out)");
-  if (!c.backend().empty() && c.backend() != "onnxruntime" && c.backend() != "inferloop")
-    return Status::InvalidArgument("backend '" + c.backend() +
-                                   "' is not served by inferloop (use \"onnxruntime\", \"inferloop\" or leave it out)");
   if (c.max_batch_size() < 0)
     return Status::InvalidArgument("max_batch_size is " + std::to_string(c.max_batch_size()) +
                                    " (0 disables batching; > 0 is the largest batch)");

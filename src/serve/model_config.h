@@ -25,13 +25,13 @@ using ConfigDataType = configpb::DataType;
 Result<ModelConfig> ParseModelConfig(const std::string& text, const std::string& model_name);
 
 // Checks a configuration on its own (ParseModelConfig runs this): name matches `model_name`
-// (when both are set); platform/backend are ones inferloop serves (empty, "onnxruntime_onnx",
-// "onnxruntime" or "inferloop"); max_batch_size >= 0; inputs and outputs have non-empty unique
+// (when both are set); max_batch_size >= 0; inputs and outputs have non-empty unique
 // names, known data types, dims >= -1 and reshapes that fit them; preferred batch sizes are in
 // [1, max_batch_size] when max_batch_size > 0; priority levels, the default level and the
 // per-level queue policies are in range; instance counts >= 0 and no GPU instances; a specific
 // version policy lists positive versions; warmup samples have batch_size >= 1.
 // Data types and dims may still be unset (TYPE_INVALID / empty): completion fills them.
+// Whether platform/backend name a kind of model this server has is the BackendRegistry's check.
 Status ValidateModelConfig(const ModelConfig& config, const std::string& model_name);
 
 // Checks a configuration that is to be served as is (CompleteConfigFromModel runs this on its

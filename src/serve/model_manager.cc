@@ -13,6 +13,17 @@ namespace inferloop::serve {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// Size and modification time of every file of a version folder: a change reloads the version.
+std::string VersionStamp(const std::string& version_dir) {
+  std::string stamp;
+  for (const auto& f : FilesIn(version_dir)) stamp += f + "=" + FileStamp(version_dir + "/" + f) + ";";
+  return stamp;
+}
+
+}  // namespace
+
 Result<ModelControlMode> ParseModelControlMode(const std::string& s) {
   if (s == "none") return ModelControlMode::kNone;
   if (s == "poll") return ModelControlMode::kPoll;
@@ -24,6 +35,7 @@ ModelManager::ModelManager(ModelManagerOptions options) : options_(std::move(opt
 
 Result<std::unique_ptr<ModelManager>> ModelManager::Create(ModelManagerOptions options) {
   std::error_code ec;
+  if (options.backends == nullptr) return Status::InvalidArgument("the model manager needs a backend registry");
   if (!fs::is_directory(options.repository, ec))
     return Status::NotFound("model repository '" + options.repository + "' is not a readable folder");
   std::unique_ptr<ModelManager> m(new ModelManager(std::move(options)));
@@ -80,8 +92,7 @@ std::vector<std::string> ModelManager::ListModelFolders() {
     const std::string n = it->path().filename().string();
     if (n.empty() || n[0] == '.') continue;
     std::error_code ec2;
-    // GGUF language models are served by the LLM engine (model_repository_layout.h).
-    if (it->is_directory(ec2) && FindLlmModelFile(it->path().string()).empty()) names.push_back(n);
+    if (it->is_directory(ec2)) names.push_back(n);
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -97,7 +108,7 @@ std::string ModelManager::FolderFingerprint(const std::string& model) {
     if (int64_t v; ParseVersion(n, &v)) versions.push_back(n);
   }
   std::sort(versions.begin(), versions.end());
-  for (const auto& v : versions) fp += ";" + v + "=" + FileStamp(dir + "/" + v + "/model.onnx");
+  for (const auto& v : versions) fp += ";" + v + "=" + VersionStamp(dir + "/" + v);
   return fp;
 }
 
@@ -137,7 +148,14 @@ Status ModelManager::DoLoad(const std::string& model) {
     return Status::NotFound("model '" + model + "' is not in the model repository " + options_.repository);
   }
   const std::string folder_fp = FolderFingerprint(model);
-  ModelLayout layout = ScanModelFolder(dir);
+  ModelBackend* backend = nullptr;
+  const BackendRegistry& registry = *options_.backends;
+  ModelLayout layout = ScanModelFolder(dir, [&](const ModelConfig& c, const std::vector<std::string>& files) -> Result<std::string> {
+    IL_ASSIGN_OR_RETURN(backend, registry.ForModel(c, files));
+    if (!c.default_model_filename().empty() && !backend->default_model_filename().empty())
+      return c.default_model_filename();
+    return backend->default_model_filename();
+  });
   {
     std::lock_guard<std::mutex> lock(mu_);
     ModelEntry& e = models_[model];
@@ -164,30 +182,37 @@ Status ModelManager::DoLoad(const std::string& model) {
       wanted.insert(vf.version);
       auto it = e.serving.find(vf.version);
       const bool same = it != e.serving.end() && e.config_fingerprint == config_fp &&
-                        e.version_fingerprints[vf.version] == FileStamp(vf.model_path);
+                        e.version_fingerprints[vf.version] == VersionStamp(vf.version_dir);
       if (!same) {
         to_load.push_back(vf);
         e.versions[vf.version] = {"LOADING", "queued"};
       }
     }
   }
-  LogInfo("model_loading", {{"model", model}, {"versions", std::to_string(to_load.size())}});
-  std::map<int64_t, std::shared_ptr<ServedModelVersion>> loaded;
+  LogInfo("model_loading", {{"model", model}, {"kind", backend->kind()}, {"versions", std::to_string(to_load.size())}});
+  std::map<int64_t, std::shared_ptr<ModelVersion>> loaded;
   std::map<int64_t, std::string> loaded_fp;
   Status first_error;
   for (const auto& vf : to_load) {
     const auto t0 = Clock::now();
-    const std::string stamp = FileStamp(vf.model_path);
-    VersionLoadOptions vo;
+    const std::string stamp = VersionStamp(vf.version_dir);
+    VersionLoadRequest vo;
+    vo.model_name = model;
+    vo.version = vf.version;
+    vo.model_dir = dir;
+    vo.version_dir = vf.version_dir;
+    vo.model_path = vf.model_path;
+    vo.partial_config = layout.config;
     vo.session = options_.session;
     vo.limits = options_.per_model_limits;
     vo.inline_slots = options_.inline_slots;
+    vo.models = options_.resolver;
     if (options_.metrics_for) vo.metrics = options_.metrics_for(model, vf.version);
     vo.progress = [this, model, v = vf.version](const std::string& what) {
       std::lock_guard<std::mutex> lock(mu_);
       models_[model].versions[v] = {"LOADING", what};
     };
-    auto r = ServedModelVersion::Load(model, vf.version, vf.model_path, dir, layout.config, std::move(vo));
+    auto r = backend->Load(vo);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     std::lock_guard<std::mutex> lock(mu_);
     ModelEntry& e = models_[model];
@@ -205,11 +230,14 @@ Status ModelManager::DoLoad(const std::string& model) {
     }
     loaded[vf.version] = std::move(r).value();
     loaded_fp[vf.version] = stamp;
-    LogInfo("model_version_loaded", {{"model", model}, {"version", std::to_string(vf.version)}, {"ms", std::to_string(ms)},
-                                     {"memory_bytes", std::to_string(loaded[vf.version]->MemoryBytes())}});
+    EventLog::Fields fields = {{"model", model}, {"version", std::to_string(vf.version)}, {"kind", backend->kind()},
+                               {"ms", std::to_string(ms)}, {"memory_bytes", std::to_string(loaded[vf.version]->MemoryBytes())},
+                               {"reload", e.serving.empty() ? "false" : "true"}};
+    for (auto& d : loaded[vf.version]->LoadDetails()) fields.push_back(std::move(d));
+    LogInfo("model_version_loaded", fields);
   }
   // The swap: new versions take traffic, the ones they replace or that the policy dropped leave.
-  std::vector<std::shared_ptr<ServedModelVersion>> retired;
+  std::vector<std::shared_ptr<ModelVersion>> retired;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ModelEntry& e = models_[model];
@@ -262,7 +290,7 @@ Status ModelManager::DoLoad(const std::string& model) {
 }
 
 Status ModelManager::DoUnload(const std::string& model, const std::string& why) {
-  std::map<int64_t, std::shared_ptr<ServedModelVersion>> serving;
+  std::map<int64_t, std::shared_ptr<ModelVersion>> serving;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = models_.find(model);
@@ -389,7 +417,7 @@ bool ModelManager::AllRequestedReady() {
   return true;
 }
 
-Result<std::shared_ptr<ServedModelVersion>> ModelManager::Find(const std::string& model, const std::string& version) {
+Result<std::shared_ptr<ModelVersion>> ModelManager::Find(const std::string& model, const std::string& version) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = models_.find(model);
   if (it == models_.end() || (it->second.serving.empty() && it->second.versions.empty())) {
@@ -418,8 +446,8 @@ Result<std::shared_ptr<ServedModelVersion>> ModelManager::Find(const std::string
   return Status::NotFound("model '" + model + "' has no version " + version + " being served");
 }
 
-std::vector<std::shared_ptr<ServedModelVersion>> ModelManager::Serving(const std::string& model) {
-  std::vector<std::shared_ptr<ServedModelVersion>> out;
+std::vector<std::shared_ptr<ModelVersion>> ModelManager::Serving(const std::string& model) {
+  std::vector<std::shared_ptr<ModelVersion>> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [n, e] : models_) {
     if (!model.empty() && n != model) continue;
@@ -460,7 +488,7 @@ std::vector<ModelIndexEntry> ModelManager::Index(bool ready_only) {
 }
 
 void ModelManager::DrainAll() {
-  std::vector<std::shared_ptr<ServedModelVersion>> all = Serving();
+  std::vector<std::shared_ptr<ModelVersion>> all = Serving();
   for (auto& v : all) v->Drain();
 }
 

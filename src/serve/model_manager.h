@@ -1,4 +1,5 @@
-// ModelManager: the models of one model repository and their lifecycle.
+// ModelManager: the models of one model repository and their lifecycle, for every kind of model
+// (the backends of serve/model_backend.h: ONNX, GGUF, ensembles, processing steps).
 //
 // - Control modes: kNone loads every model at start and never changes; kPoll also rescans the
 //   repository every poll_interval and loads added or changed models, unloads removed ones;
@@ -30,7 +31,7 @@
 #include "inferloop/status.h"
 #include "serve/event_log.h"
 #include "serve/inference_service.h"
-#include "serve/served_model_version.h"
+#include "serve/model_backend.h"
 
 namespace inferloop::serve {
 
@@ -39,6 +40,10 @@ Result<ModelControlMode> ParseModelControlMode(const std::string& s);  // "none"
 
 struct ModelManagerOptions {
   std::string repository;
+  // The kinds of model served; the registry must outlive the manager. Required.
+  std::shared_ptr<const BackendRegistry> backends;
+  // Handed to backends that call other models (ensembles); may be null when none does.
+  ModelResolver* resolver = nullptr;
   ModelControlMode mode = ModelControlMode::kNone;
   std::vector<std::string> startup_models;  // kExplicit: loaded at start ("*": all)
   std::chrono::milliseconds poll_interval{2000};
@@ -49,13 +54,14 @@ struct ModelManagerOptions {
   // Called after a version stops serving (for metrics cleanup); may be empty.
   std::function<void(const std::string& model, int64_t version)> on_version_removed;
   EventLog* log = nullptr;  // may be null
-  // See VersionLoadOptions::inline_slots.
+  // See VersionLoadRequest::inline_slots.
   std::shared_ptr<std::atomic<int>> inline_slots;
 };
 
 class ModelManager {
  public:
-  // Fails when the repository cannot be listed. Loads nothing yet: call LoadStartupModels().
+  // Fails when the repository cannot be listed or no backend registry is given. Loads nothing
+  // yet: call LoadStartupModels().
   static Result<std::unique_ptr<ModelManager>> Create(ModelManagerOptions options);
   ~ModelManager();  // stops polling, drains and frees every version
   ModelManager(const ModelManager&) = delete;
@@ -70,9 +76,9 @@ class ModelManager {
 
   // The version to run a request on; version "" = the highest serving one. NotFound for an
   // unknown model or version; Unavailable while it is loading or when it failed to load.
-  Result<std::shared_ptr<ServedModelVersion>> Find(const std::string& model, const std::string& version);
+  Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, const std::string& version);
   // Every serving version (of `model`, or of all models when empty).
-  std::vector<std::shared_ptr<ServedModelVersion>> Serving(const std::string& model = "");
+  std::vector<std::shared_ptr<ModelVersion>> Serving(const std::string& model = "");
 
   // Model repository extension. Load/Unload: FailedPrecondition unless kExplicit.
   void Load(const std::string& model, StatusCallback done);
@@ -93,7 +99,7 @@ class ModelManager {
     std::string reason;
   };
   struct ModelEntry {
-    std::map<int64_t, std::shared_ptr<ServedModelVersion>> serving;
+    std::map<int64_t, std::shared_ptr<ModelVersion>> serving;
     std::map<int64_t, VersionStatus> versions;
     std::map<int64_t, std::string> version_fingerprints;  // of the files each serving version came from
     std::string config_fingerprint;

@@ -43,7 +43,9 @@ Result<std::string> ReadSmallFile(const fs::path& path) {
 }  // namespace
 
 Result<std::vector<int64_t>> SelectVersions(const configpb::ModelVersionPolicy& policy,
-                                            const std::vector<int64_t>& available) {
+                                            const std::vector<int64_t>& available,
+                                            const std::string& model_filename) {
+  const std::string file = model_filename.empty() ? "" : "/" + model_filename;
   std::vector<int64_t> sorted = available;
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
@@ -55,17 +57,20 @@ Result<std::vector<int64_t>> SelectVersions(const configpb::ModelVersionPolicy& 
     for (int64_t v : want)
       if (!std::binary_search(sorted.begin(), sorted.end(), v))
         return Status::NotFound("version_policy: specific version " + std::to_string(v) +
-                                " has no folder " + std::to_string(v) + "/model.onnx");
+                                " has no folder " + std::to_string(v) + file);
     return want;
   }
-  if (sorted.empty()) return Status::NotFound("no version folder holds a model.onnx (expected <model>/1/model.onnx)");
+  if (sorted.empty()) {
+    if (model_filename.empty()) return Status::NotFound("no version folder (expected <model>/1/)");
+    return Status::NotFound("no version folder holds a " + model_filename + " (expected <model>/1/" + model_filename + ")");
+  }
   if (policy.has_all()) return sorted;
   const size_t n = policy.has_latest() && policy.latest().num_versions() > 0 ? policy.latest().num_versions() : 1;
   if (sorted.size() > n) sorted.erase(sorted.begin(), sorted.end() - static_cast<std::ptrdiff_t>(n));
   return sorted;
 }
 
-ModelLayout ScanModelFolder(const std::string& model_dir) {
+ModelLayout ScanModelFolder(const std::string& model_dir, const ModelFileRule& rule) {
   ModelLayout m;
   const fs::path dir(model_dir);
   m.dir = model_dir;
@@ -90,7 +95,7 @@ ModelLayout ScanModelFolder(const std::string& model_dir) {
     m.config = std::move(config).value();
   }
 
-  std::map<int64_t, std::string> available;  // version -> model path
+  std::map<int64_t, fs::path> folders;  // version -> its folder
   fs::directory_iterator it(dir, ec);
   if (ec) {
     m.status = Status::NotFound("cannot list " + model_dir + ": " + ec.message());
@@ -98,36 +103,56 @@ ModelLayout ScanModelFolder(const std::string& model_dir) {
   }
   for (const fs::directory_iterator end; it != end; it.increment(ec)) {
     if (ec) break;
-    const std::string folder = it->path().filename().string();
     int64_t version = 0;
     std::error_code ec2;
-    if (!ParseVersion(folder, &version) || !fs::is_directory(it->path(), ec2)) continue;
-    const fs::path model = it->path() / "model.onnx";
-    if (!fs::is_regular_file(model, ec2)) {
-      m.skipped.push_back({folder, "no regular file model.onnx in it"});
-      continue;
-    }
-    available[version] = model.string();
+    if (ParseVersion(it->path().filename().string(), &version) && fs::is_directory(it->path(), ec2))
+      folders[version] = it->path();
   }
   if (ec) {
     m.status = Status::NotFound("cannot list " + model_dir + ": " + ec.message());
     return m;
+  }
+  const std::vector<std::string> highest_files =
+      folders.empty() ? std::vector<std::string>{} : FilesIn(folders.rbegin()->second.string());
+  if (rule) {
+    auto chosen = rule(m.config, highest_files);
+    if (!chosen.ok()) {
+      m.status = chosen.status();
+      return m;
+    }
+    m.model_filename = *chosen;
+  } else {
+    m.model_filename = m.config.default_model_filename().empty() ? "model.onnx" : m.config.default_model_filename();
+  }
+  std::map<int64_t, std::string> available;  // version -> model path ("" when no file)
+  for (const auto& [version, folder] : folders) {
+    if (m.model_filename.empty()) {
+      available[version] = "";
+      continue;
+    }
+    std::error_code ec2;
+    const fs::path model = folder / m.model_filename;
+    if (!fs::is_regular_file(model, ec2)) {
+      m.skipped.push_back({folder.filename().string(), "no regular file " + m.model_filename + " in it"});
+      continue;
+    }
+    available[version] = model.string();
   }
   std::sort(m.skipped.begin(), m.skipped.end(),
             [](const SkippedVersion& a, const SkippedVersion& b) { return a.folder < b.folder; });
 
   std::vector<int64_t> versions;
   for (const auto& [v, path] : available) versions.push_back(v);
-  auto selected = SelectVersions(m.config.version_policy(), versions);
+  auto selected = SelectVersions(m.config.version_policy(), versions, m.model_filename);
   if (!selected.ok()) {
     m.status = selected.status();
     return m;
   }
-  for (int64_t v : *selected) m.versions.push_back({v, available[v]});
+  for (int64_t v : *selected) m.versions.push_back({v, folders[v].string(), available[v]});
   return m;
 }
 
-Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& repository_dir) {
+Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& repository_dir, const ModelFileRule& rule) {
   std::error_code ec;
   if (!fs::is_directory(repository_dir, ec))
     return Status::NotFound("model repository " + repository_dir + " is not a folder");
@@ -145,10 +170,7 @@ Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& reposito
   std::sort(model_dirs.begin(), model_dirs.end());
   std::vector<ModelLayout> models;
   models.reserve(model_dirs.size());
-  for (const auto& d : model_dirs) {
-    if (!FindLlmModelFile(d.string()).empty()) continue;  // served by the LLM engine instead
-    models.push_back(ScanModelFolder(d.string()));
-  }
+  for (const auto& d : model_dirs) models.push_back(ScanModelFolder(d.string(), rule));
   return models;
 }
 
@@ -158,41 +180,15 @@ std::string FileStamp(const std::string& path) {
   return std::to_string(st.st_size) + "@" + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
 }
 
-std::string FindLlmModelFile(const std::string& model_dir) {
+std::vector<std::string> FilesIn(const std::string& dir) {
+  std::vector<std::string> names;
   std::error_code ec;
-  int64_t best = 0;
-  std::string path;
-  fs::directory_iterator it(model_dir, ec);
-  if (ec) return "";
-  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
-    if (ec) break;
-    int64_t version = 0;
-    if (!ParseVersion(it->path().filename().string(), &version)) continue;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code ec2;
-    const fs::path gguf = it->path() / "model.gguf";
-    if (fs::is_regular_file(gguf, ec2) && !fs::exists(it->path() / "model.onnx", ec2) && version > best) {
-      best = version;
-      path = gguf.string();
-    }
+    if (it->is_regular_file(ec2)) names.push_back(it->path().filename().string());
   }
-  return path;
-}
-
-std::vector<std::pair<std::string, std::string>> ScanLlmModels(const std::string& repository_dir) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::error_code ec;
-  fs::directory_iterator it(repository_dir, ec);
-  if (ec) return out;
-  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
-    if (ec) break;
-    const std::string name = it->path().filename().string();
-    std::error_code ec2;
-    if (name.empty() || name[0] == '.' || !fs::is_directory(it->path(), ec2)) continue;
-    std::string file = FindLlmModelFile(it->path().string());
-    if (!file.empty()) out.emplace_back(name, std::move(file));
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace inferloop::serve

@@ -3,10 +3,13 @@
 //
 // Layout (the one Triton and KServe use):
 //   DIR/<model>/config.pbtxt          optional; protobuf text (src/serve/model_config.h)
-//   DIR/<model>/<version>/model.onnx  <version>: a positive integer without leading zeros
-// Entries of DIR that are not folders, or whose names start with '.', are not models. Inside a
-// model folder, names that are not versions are ignored; a version folder without a regular file
-// model.onnx is reported in `skipped` and not served.
+//   DIR/<model>/<version>/<model file>  <version>: a positive integer without leading zeros
+// The model file is what the model's backend reads (model.onnx, model.gguf; none for an ensemble,
+// whose version folders are empty): a ModelFileRule says which, from the config and the files of
+// the highest version folder (the default rule: config's default_model_filename, else
+// model.onnx). Entries of DIR that are not folders, or whose names start with '.', are not
+// models. Inside a model folder, names that are not versions are ignored; a version folder
+// without the model file is reported in `skipped` and not served.
 // The config's version_policy picks the versions to serve among the available ones:
 // latest { num_versions: N } (the default, N = 1; 0 means 1) serves the N highest; all serves
 // every one; specific { versions: [...] } serves exactly those, and one that is not available
@@ -14,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,8 +34,15 @@ struct SkippedVersion {
 
 struct ModelVersionFile {
   int64_t version = 0;
-  std::string model_path;  // DIR/<model>/<version>/model.onnx
+  std::string version_dir;  // DIR/<model>/<version>
+  std::string model_path;   // DIR/<model>/<version>/<model file>; "" when the backend reads no file
 };
+
+// The file each version folder of a model must hold, given its (partial) config and the names of
+// the regular files in its highest version folder; "" when the folder itself is the version.
+// An error (no backend serves such a model) becomes the model's status.
+using ModelFileRule =
+    std::function<Result<std::string>(const ModelConfig& config, const std::vector<std::string>& version_files)>;
 
 // One model folder. When `status` is not OK the model cannot be served (bad or unreadable
 // config.pbtxt, no version to serve, a specific version missing) and `versions` is empty.
@@ -41,6 +52,7 @@ struct ModelLayout {
   bool has_config_file = false;            // config.pbtxt exists
   ModelConfig config;                      // as parsed (not yet completed from the model);
                                            // only `name` set when there is no config.pbtxt
+  std::string model_filename;              // what the rule chose ("" = no file)
   std::vector<ModelVersionFile> versions;  // to serve, ascending by version
   std::vector<SkippedVersion> skipped;     // version folders without a model file
   Status status;
@@ -58,22 +70,20 @@ inline constexpr size_t kMaxConfigFileBytes = size_t{4} << 20;
 
 // Scans every model folder of `repository_dir`, sorted by model name. One model's problems are in
 // its own ModelLayout::status and never hide the others; the Result is an error only when
-// `repository_dir` itself cannot be listed.
-Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& repository_dir);
-
-// LLM models: DIR/<model>/<version>/model.gguf (and no model.onnx) is a GGUF language model,
-// served through the OpenAI-compatible API rather than KServe v2; ScanModelRepository leaves
-// such folders out. FindLlmModelFile gives the highest version's model.gguf ("" if none);
-// ScanLlmModels every (model name, model.gguf path) of the repository, sorted by name.
-std::string FindLlmModelFile(const std::string& model_dir);
-std::vector<std::pair<std::string, std::string>> ScanLlmModels(const std::string& repository_dir);
+// `repository_dir` itself cannot be listed. `rule` null: the default rule.
+Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& repository_dir,
+                                                     const ModelFileRule& rule = nullptr);
 
 // Scans one model folder (`model_dir`, whose last component is the model's name).
-ModelLayout ScanModelFolder(const std::string& model_dir);
+ModelLayout ScanModelFolder(const std::string& model_dir, const ModelFileRule& rule = nullptr);
+
+// Names of the regular files directly in `dir`, sorted ([] when it cannot be listed).
+std::vector<std::string> FilesIn(const std::string& dir);
 
 // The versions `policy` serves among `available` (any order), ascending. Errors: a specific
-// version that is not available; nothing available.
+// version that is not available; nothing available. `model_filename` only words the errors.
 Result<std::vector<int64_t>> SelectVersions(const configpb::ModelVersionPolicy& policy,
-                                            const std::vector<int64_t>& available);
+                                            const std::vector<int64_t>& available,
+                                            const std::string& model_filename = "model.onnx");
 
 }  // namespace inferloop::serve

@@ -158,7 +158,7 @@ void ServeMetrics::OnRefused(const std::string& model, const Status& why) {
   if (c.ok()) c.value().Increment();
 }
 
-std::string ServeMetrics::Text(const std::vector<std::shared_ptr<ServedModelVersion>>& versions, int64_t inflight) {
+std::string ServeMetrics::Text(const std::vector<std::shared_ptr<ModelVersion>>& versions, int64_t inflight) {
   std::lock_guard<std::mutex> lock(impl_->expose_mu);
   impl_->inflight->WithLabels({}).value().Set(static_cast<double>(inflight));
   for (const auto& v : versions) {

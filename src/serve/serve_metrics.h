@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "serve/served_model_version.h"
+#include "serve/model_backend.h"
 
 namespace inferloop::serve {
 
@@ -28,7 +28,7 @@ class ServeMetrics {
 
   // The exposition text. `versions`: the serving versions, whose queue depth, state and memory
   // are read now; `inflight`: requests admitted and not yet answered, server-wide.
-  std::string Text(const std::vector<std::shared_ptr<ServedModelVersion>>& versions, int64_t inflight);
+  std::string Text(const std::vector<std::shared_ptr<ModelVersion>>& versions, int64_t inflight);
 
   struct Impl;  // serve_metrics.cc
 

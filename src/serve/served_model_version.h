@@ -1,4 +1,4 @@
-// ServedModelVersion: one version of one model, loaded and serving: its completed config, the
+// ServedModelVersion: one version of one ONNX model (the onnx backend, src/backends/onnx), loaded and serving: its completed config, the
 // session, the dynamic batcher with one worker per instance, its statistics, its memory use and
 // its circuit breaker.
 //
@@ -31,20 +31,10 @@
 #include "serve/circuit_breaker.h"
 #include "serve/dynamic_batcher.h"
 #include "serve/inference_service.h"
+#include "serve/model_backend.h"
 #include "serve/model_config.h"
 
 namespace inferloop::serve {
-
-// What a version reports as it serves (metrics). Implementations must be thread-safe and cheap.
-class VersionMetricsSink {
- public:
-  virtual ~VersionMetricsSink() = default;
-  virtual void OnQueueDepth(int64_t depth) {}
-  virtual void OnBatch(int64_t rows, DispatchReason reason) {}
-  // A request answered: status, time queued, computing (its batch's run), and end to end.
-  virtual void OnRequestDone(const Status& status, std::chrono::nanoseconds queue,
-                             std::chrono::nanoseconds compute, std::chrono::nanoseconds total) {}
-};
 
 struct VersionLoadOptions {
   SessionOptions session;
@@ -58,7 +48,7 @@ struct VersionLoadOptions {
   std::shared_ptr<std::atomic<int>> inline_slots;
 };
 
-class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersion> {
+class ServedModelVersion final : public ModelVersion {
  public:
   // Requests of a version whose batches take less than this on average may run on the caller's
   // (io) thread when nothing is queued and an instance is idle.
@@ -71,32 +61,32 @@ class ServedModelVersion : public std::enable_shared_from_this<ServedModelVersio
                                                           const std::string& model_dir,
                                                           const ModelConfig& partial_config,
                                                           VersionLoadOptions options);
-  ~ServedModelVersion();
+  ~ServedModelVersion() override;
 
   // Validates and queues; every outcome goes to `done` (exactly once, possibly before return),
   // and the arguments are consumed. Exception: when this version is draining (being replaced
   // or unloaded) it returns false and consumes nothing, so the caller can send the request to
   // the version that replaces it.
-  bool Infer(InferRequest&& request, RequestContext&& context, InferCallback&& done, AdmissionTicket&& server_ticket);
+  bool Infer(InferRequest&& request, RequestContext&& context, InferCallback&& done, AdmissionTicket&& server_ticket) override;
 
-  void Drain();
+  void Drain() override;
 
-  const std::string& name() const { return name_; }
-  int64_t version() const { return version_; }
-  const ModelConfig& config() const { return config_; }
+  const std::string& name() const override { return name_; }
+  int64_t version() const override { return version_; }
+  const ModelConfig& config() const override { return config_; }
   // The precision its session runs at (SessionOptions::precision resolved; config.pbtxt's
   // parameter "precision" overrides the server's default).
   Precision precision() const { return session_->precision(); }
-  ModelMetadata Metadata() const;
-  ModelStatistics Statistics() const;
+  ModelMetadata Metadata() const override;
+  ModelStatistics Statistics() const override;
   // Bytes of resident memory this version added when it loaded (measured around the load,
   // which the manager serializes), plus what its arenas hold now.
-  int64_t MemoryBytes() const;
+  int64_t MemoryBytes() const override;
   // Ready: loaded, not draining, circuit breaker closed.
-  bool Ready() const;
-  std::string NotReadyReason() const;
-  std::chrono::steady_clock::duration StallTime() const;
-  int64_t QueueDepth() const;
+  bool Ready() const override;
+  std::string NotReadyReason() const override;
+  std::chrono::steady_clock::duration StallTime() const override;
+  int64_t QueueDepth() const override;
 
   // Internal: use Load().
   ServedModelVersion(std::string name, int64_t version);

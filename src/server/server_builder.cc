@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "backends/onnx/onnx_backend.h"
 #include "frontends/rest_router.h"
 
 namespace inferloop::server {
@@ -35,14 +36,22 @@ Server::~Server() = default;
 
 Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, serve::EventLog* log) {
   std::unique_ptr<Server> s(new Server(options, log));
-  auto inference = serve::InferenceServer::Create(options.inference, log);
+  // The kinds of model served, asked in this order (serve/model_backend.h); the onnx backend,
+  // which takes any config naming no other platform or backend, comes last.
+  auto registry = std::make_shared<serve::BackendRegistry>();
+  backends::GgufBackendOptions go = options.llm;
+  go.log = log;
+  registry->Add(backends::MakeGgufBackend(go, &s->llm_metrics_));
+  registry->Add(backends::MakeOnnxBackend());
+  serve::InferenceServerOptions io = options.inference;
+  io.manager.backends = registry;
+  auto inference = serve::InferenceServer::Create(std::move(io), log);
   if (!inference.ok()) return inference.status();
   s->inference_ = std::move(inference).value();
-  // LLM models (DIR/<model>/<version>/model.gguf), served through the OpenAI-compatible API.
-  serve::LlmServiceOptions lo = options.llm;
-  lo.log = log;
-  s->llm_ = std::make_unique<serve::LlmTextService>(lo, &s->llm_metrics_);
-  s->openai_ = std::make_unique<frontends::OpenAiHandler>(*s->llm_);
+  serve::InferenceServer* is = s->inference_.get();
+  s->text_ = std::make_unique<serve::TextGenerationRouter>(
+      [is](const std::string& model) { return is->Find(model, 0); }, [is] { return is->Serving(); });
+  s->openai_ = std::make_unique<frontends::OpenAiHandler>(*s->text_);
   frontends::RestHandlerOptions rest_options;
   serve::MetricsRegistry* llm_metrics = &s->llm_metrics_;
   rest_options.extra_metrics = [llm_metrics] { return llm_metrics->Exposition(); };
@@ -98,12 +107,6 @@ Status Server::Start() {
                                   {"model_repository", options_.inference.manager.repository},
                                   {"model_control_mode", options_.control_mode_name}});
 
-  // LLM models load at start; in poll mode they follow the repository (serve/llm_model_poller.h).
-  llm_poller_ = std::make_unique<serve::LlmModelPoller>(*llm_, options_.inference.manager.repository, log_);
-  llm_poller_->Poll();
-  if (options_.inference.manager.mode == serve::ModelControlMode::kPoll)
-    llm_poller_->Start(options_.inference.manager.poll_interval);
-
   Status loaded = inference_->LoadStartupModels();
   if (loaded.ok()) {
     log_->Info("server_ready", {});
@@ -114,10 +117,9 @@ Status Server::Start() {
 }
 
 bool Server::Shutdown(std::chrono::steady_clock::time_point deadline) {
-  llm_poller_.reset();
   if (http_) http_->StopAccepting();
   inference_->BeginShutdown();
-  const bool idle = inference_->WaitIdle(deadline) && llm_->WaitIdle(deadline);
+  const bool idle = inference_->WaitIdle(deadline) && text_->WaitIdle(deadline);
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   const auto grace = std::max(left, std::chrono::milliseconds(100));
   if (http_) http_->Shutdown(grace);

@@ -1,12 +1,13 @@
-// Server: the composition root of `inferloop serve`: the inference server (model repository,
-// ONNX models), the LLM text service with its model poller, and the frontends (KServe v2 REST
+// Server: the composition root of `inferloop serve`: the backends (the kinds of model served:
+// src/backends/<kind>), the inference server over one model manager for every kind, the
+// text-generation router for the models that generate text, and the frontends (KServe v2 REST
 // and gRPC, the OpenAI-compatible API on the REST port, a Prometheus metrics port), wired
-// together. The serve and frontends layers meet here (il_server), not in each other.
+// together. The serve, backends and frontends layers meet here (il_server), not in each other.
 //
-// Lifecycle: Create builds the inference server and the LLM service (nothing listens yet);
-// Start opens the frontends first (liveness answers while models load), logs
-// "server_listening", loads the LLM models (following the repository in poll mode) and the
-// startup models, and logs "server_ready" or "server_not_ready"; Shutdown stops accepting,
+// Lifecycle: Create builds the backends and the inference server (nothing listens yet); Start
+// opens the frontends first (liveness answers while models load), logs "server_listening",
+// loads the startup models (every kind; in poll mode the repository is followed), and logs
+// "server_ready" or "server_not_ready"; Shutdown stops accepting,
 // answers what is in flight until the deadline, and closes the frontends. Call Create only after
 // blocking the signals the caller waits for (its threads inherit the mask).
 #pragma once
@@ -24,15 +25,15 @@
 #include "inferloop/status.h"
 #include "serve/event_log.h"
 #include "serve/inference_server.h"
-#include "serve/llm_model_poller.h"
-#include "serve/llm_text_service.h"
+#include "backends/gguf/gguf_backend.h"
 #include "serve/metrics_registry.h"
+#include "serve/text_generation_router.h"
 
 namespace inferloop::server {
 
 struct ServerOptions {
   serve::InferenceServerOptions inference;  // repository, model control mode, limits, sessions
-  serve::LlmServiceOptions llm;             // its `log` is set to the server's
+  backends::GgufBackendOptions llm;         // GGUF models; its `log` is set to the server's
   std::string host = "127.0.0.1";
   int http_port = 8000;  // 0: any free port; -1: off
   int grpc_port = 8001;
@@ -68,13 +69,12 @@ class Server {
   serve::EventLog* log_;
   serve::MetricsRegistry llm_metrics_;
   std::unique_ptr<serve::InferenceServer> inference_;
-  std::unique_ptr<serve::LlmTextService> llm_;
+  std::unique_ptr<serve::TextGenerationRouter> text_;
   std::unique_ptr<frontends::OpenAiHandler> openai_;
   std::unique_ptr<frontends::RestHandler> rest_;
   std::unique_ptr<frontends::HttpServer> http_;
   std::unique_ptr<frontends::HttpServer> metrics_http_;
   std::unique_ptr<frontends::GrpcServer> grpc_;
-  std::unique_ptr<serve::LlmModelPoller> llm_poller_;
 };
 
 }  // namespace inferloop::server

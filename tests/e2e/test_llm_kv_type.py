@@ -42,7 +42,10 @@ class TestKvTypeQ8(unittest.TestCase):
                             os.path.join(cls.tmp, name, "1", "model.gguf"), "--shape", shape, "--type", "Q8_0",
                             "--std", "0.5", "--seed", "3"], check=True, stdout=subprocess.DEVNULL)
         cls.model = os.path.join(cls.tmp, "hd32", "1", "model.gguf")
-        cls.server = h.Server(INFERLOOP, cls.tmp, "--llm-kv-type", "q8_0", "--llm-kv-cache-mb", "1")
+        # hd16 cannot load with q8_0: the server runs, not ready (as with any model that fails to load).
+        cls.server = h.Server(INFERLOOP, cls.tmp, "--llm-kv-type", "q8_0", "--llm-kv-cache-mb", "1", wait_ready=False)
+        ev = cls.server.wait_event(("server_ready", "server_not_ready"), 120)
+        assert ev["event"] == "server_not_ready" and "hd16" in ev["reason"], ev
 
     @classmethod
     def tearDownClass(cls):
@@ -57,7 +60,7 @@ class TestKvTypeQ8(unittest.TestCase):
 
     def test_gauges_count_the_q8_0_pool(self):
         want = (1 << 20) // BLOCK_BYTES["q8_0"]  # 240
-        loaded = [e for e in self.server.find_events("llm_model_loaded") if e["model"] == "hd32"]
+        loaded = [e for e in self.server.find_events("model_version_loaded") if e["model"] == "hd32"]
         self.assertEqual(len(loaded), 1)
         self.assertEqual(loaded[0]["kv_type"], "q8_0")
         self.assertEqual(int(loaded[0]["kv_blocks"]), want)
@@ -70,7 +73,7 @@ class TestKvTypeQ8(unittest.TestCase):
         self.assertAlmostEqual(BLOCK_BYTES["f16"] / BLOCK_BYTES["q8_0"], 64 / 34)
 
     def test_head_dim_16_model_is_refused(self):
-        failed = [e for e in self.server.find_events("llm_model_load_failed") if e["model"] == "hd16"]
+        failed = [e for e in self.server.find_events("model_load_failed") if e["model"] == "hd16"]
         self.assertEqual(len(failed), 1, self.server.log_text())
         self.assertIn("KV cache type q8_0 needs a head dim that is a multiple of 32", failed[0]["reason"])
         self.assertIn("head dim is 16", failed[0]["reason"])

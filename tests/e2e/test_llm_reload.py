@@ -11,7 +11,7 @@ out, every step awaited through the server's events (never a bare sleep):
   old file's output (the stream complete, finish_reason and all), a request sent after the reload
   gets the new file's output, the old engine is then freed, and the LLM metrics keep counting under
   the same series;
-- a broken file in a higher version folder is refused with llm_model_load_failed and the previous
+- a broken file in a higher version folder is refused with model_load_failed and the previous
   file keeps serving; a valid file there then replaces it (the highest version wins), and when
   that version folder is deleted, version 1 serves again;
 - the folder removed: the model is unloaded, requests get the OpenAI-shaped 404 and its metric
@@ -102,8 +102,8 @@ class TestLlmReload(unittest.TestCase):
         shutil.copy(self.path(seed), tmp)
         os.replace(tmp, os.path.join(d, "model.gguf"))
 
-    def wait(self, event, path=None):
-        """The first `event` for model m (and file `path`) logged after the mark and not returned before.
+    def wait(self, event, version=None):
+        """The first `event` for model m (and `version`) logged after the mark and not returned before.
 
         Events of one step may come in either order (an engine drained and freed before the poller
         logs the load that replaced it), so every wait searches from the mark."""
@@ -111,7 +111,7 @@ class TestLlmReload(unittest.TestCase):
             with self.server.lock:
                 seen = len(self.server.events)
                 for i, e in enumerate(self.server.events[self.mark:], self.mark):
-                    if (e.get("event") == event and e.get("model") == "m" and (path is None or e.get("path") == path)
+                    if (e.get("event") == event and e.get("model") == "m" and (version is None or e.get("version") == version)
                             and i not in self.consumed):
                         self.consumed.add(i)
                         return e
@@ -148,8 +148,10 @@ class TestLlmReload(unittest.TestCase):
         os.makedirs(os.path.join(staged, "1"))
         shutil.copy(self.path(1), os.path.join(staged, "1", "model.gguf"))
         os.rename(staged, os.path.join(self.repo, "m"))
-        v1 = os.path.join(self.repo, "m", "1", "model.gguf")
-        loaded = self.wait("llm_model_loaded", v1)
+        v1 = "1"
+        loaded = self.wait("model_version_loaded", v1)
+        self.assertEqual(loaded["kind"], "gguf")
+        self.assertEqual(loaded["path"], os.path.join(self.repo, "m", "1", "model.gguf"))
         self.assertEqual(loaded["reload"], "false")
         status, body = h.get_json(port, "/v1/models")
         self.assertEqual([m["id"] for m in body["data"]], ["m"])
@@ -176,10 +178,10 @@ class TestLlmReload(unittest.TestCase):
         self.wait_accepted(QUEUED + 1)
         self.set_mark()
         self.install(2, 1)
-        draining = self.wait("llm_model_draining", v1)
+        draining = self.wait("llm_engine_draining", v1)
         # The swap happened with the accepted requests still in the old engine.
         self.assertGreater(int(draining["running"]) + int(draining["waiting"]), 1, draining)
-        self.assertEqual(self.wait("llm_model_loaded", v1)["reload"], "true")
+        self.assertEqual(self.wait("model_version_loaded", v1)["reload"], "true")
         new_text = self.generate(2, N)
         self.assertNotEqual(new_text, old_text)
         status, _, body = self.complete(N)
@@ -197,7 +199,7 @@ class TestLlmReload(unittest.TestCase):
         chunks = [json.loads(e) for e in stream["events"][:-1]]
         self.assertEqual("".join(c["choices"][0]["text"] for c in chunks if c["choices"]), old_text)
         self.assertIn(chunks[-1]["choices"][0]["finish_reason"], ("length", "stop"))
-        self.wait("llm_model_unloaded", v1)
+        self.wait("model_version_unloaded", v1)
         # The series lived on: 1 + QUEUED + the stream + the one after the reload.
         fin = sum(self.metric("inferloop_llm_requests_total", finish_reason=r) or 0 for r in ("stop", "length"))
         self.assertEqual(fin, QUEUED + 3)
@@ -206,34 +208,35 @@ class TestLlmReload(unittest.TestCase):
 
         # A broken file in a higher version: refused, the serving one stays.
         self.set_mark()
-        v2 = os.path.join(self.repo, "m", "2", "model.gguf")
-        os.makedirs(os.path.dirname(v2))
-        with open(v2 + ".tmp", "wb") as f:
+        v2 = "2"
+        v2_file = os.path.join(self.repo, "m", "2", "model.gguf")
+        os.makedirs(os.path.dirname(v2_file))
+        with open(v2_file + ".tmp", "wb") as f:
             f.write(b"GGUF" + b"\0" * 64)
-        os.replace(v2 + ".tmp", v2)
-        failed = self.wait("llm_model_load_failed", v2)
-        self.assertEqual(failed["serving"], "the previous file")
+        os.replace(v2_file + ".tmp", v2_file)
+        failed = self.wait("model_load_failed", v2)
+        self.assertIn("model.gguf", failed["reason"])
         status, _, body = self.complete(N)
         self.assertEqual((status, body["choices"][0]["text"]), (200, new_text))
         # Fixed: version 2 (the highest) replaces version 1.
         self.set_mark()
         self.install(3, 2)
-        self.assertEqual(self.wait("llm_model_loaded", v2)["reload"], "true")
+        self.assertEqual(self.wait("model_version_loaded", v2)["reload"], "true")
         status, _, body = self.complete(N)
         self.assertEqual((status, body["choices"][0]["text"]), (200, self.generate(3, N)))
-        self.wait("llm_model_unloaded", v1)
+        self.wait("model_version_unloaded", v1)
         # Version 2 deleted: version 1 (seed 2's file) is the highest again and serves.
         self.set_mark()
-        shutil.rmtree(os.path.dirname(v2))
-        self.assertEqual(self.wait("llm_model_loaded", v1)["reload"], "true")
+        shutil.rmtree(os.path.dirname(v2_file))
+        self.assertEqual(self.wait("model_version_loaded", v1)["reload"], "true")
         status, _, body = self.complete(N)
         self.assertEqual((status, body["choices"][0]["text"]), (200, new_text))
-        self.wait("llm_model_unloaded", v2)
+        self.wait("model_version_unloaded", v2)
 
         # Removed: unloaded, then 404 in the OpenAI shape and no series left.
         self.set_mark()
         shutil.rmtree(os.path.join(self.repo, "m"))
-        self.wait("llm_model_unloaded", v1)
+        self.wait("model_unloaded")
         status, _, body = self.complete(4)
         self.assertEqual(status, 404, body)
         self.assertEqual(body["error"]["code"], "model_not_found")

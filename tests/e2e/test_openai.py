@@ -76,10 +76,16 @@ class TestOpenAiSdk(OpenAiTestBase):
         self.assertEqual(self.client.models.retrieve("stories").id, "stories")
         with self.assertRaises(openai.NotFoundError):
             self.client.models.retrieve("nope")
-        # The KServe side does not list the GGUF models.
+        # One model lifecycle: the repository index lists the GGUF models too, and KServe inference
+        # on one is refused with a message pointing at /v1.
         status, index = h.post_json(self.server.http_port, "/v2/repository/index", {})[0:3:2]
         self.assertEqual(status, 200)
-        self.assertEqual(index, [])
+        self.assertEqual(sorted((e["name"], e["state"]) for e in index),
+                         [(n, "READY") for n in ["small", "stories", "stories_q4_0", "stories_q8_0"]])
+        status, _, body = h.post_json(self.server.http_port, "/v2/models/stories/infer",
+                                      {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}]})
+        self.assertEqual(status, 400, body)
+        self.assertIn("/v1/completions", body["error"])
 
     def test_greedy_completion_matches_llama_cpp_reference(self):
         r = self.client.completions.create(model="stories", prompt="Once upon a time", max_tokens=64, temperature=0)

@@ -1,0 +1,112 @@
+#include "backends/gguf/llm_metrics.h"
+
+#include <vector>
+
+namespace inferloop::backends {
+
+struct LlmMetrics::Families {
+  serve::HistogramFamily* ttft = nullptr;
+  serve::HistogramFamily* tpot = nullptr;
+  serve::HistogramFamily* queue = nullptr;
+  serve::CounterFamily* prompt_tokens = nullptr;
+  serve::CounterFamily* generation_tokens = nullptr;
+  serve::CounterFamily* prefix_hits = nullptr;
+  serve::CounterFamily* requests = nullptr;
+  serve::GaugeFamily* blocks_used = nullptr;
+  serve::GaugeFamily* blocks_free = nullptr;
+  serve::GaugeFamily* blocks_cached = nullptr;
+  serve::GaugeFamily* running = nullptr;
+  serve::GaugeFamily* waiting = nullptr;
+  serve::GaugeFamily* backlog = nullptr;
+};
+
+namespace {
+
+template <typename T>
+T Child(T fallback, auto* family, const std::vector<std::string>& labels) {
+  if (family == nullptr) return fallback;
+  auto r = family->WithLabels(labels);
+  return r.ok() ? *r : fallback;
+}
+
+std::vector<double> LatencyBuckets() {
+  return {0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 5, 10, 30, 60};
+}
+
+}  // namespace
+
+LlmMetrics::LlmMetrics(serve::MetricsRegistry* registry) : f_(std::make_shared<Families>()) {
+  if (registry == nullptr) return;
+  auto h = [&](const char* name, const char* help) {
+    auto r = registry->AddHistogram(name, help, {"model"}, LatencyBuckets());
+    return r.ok() ? *r : nullptr;
+  };
+  auto c = [&](const char* name, const char* help, std::vector<std::string> labels = {"model"}) {
+    auto r = registry->AddCounter(name, help, std::move(labels));
+    return r.ok() ? *r : nullptr;
+  };
+  auto g = [&](const char* name, const char* help) {
+    auto r = registry->AddGauge(name, help, {"model"});
+    return r.ok() ? *r : nullptr;
+  };
+  Families& f = *f_;
+  f.ttft = h("inferloop_llm_time_to_first_token_seconds", "Time from request to its first generated token.");
+  f.tpot = h("inferloop_llm_time_per_output_token_seconds", "Mean time between generated tokens of a choice.");
+  f.queue = h("inferloop_llm_queue_time_seconds", "Time from request to the first step that computed it.");
+  f.prompt_tokens = c("inferloop_llm_prompt_tokens_total", "Prompt tokens of finished requests.");
+  f.generation_tokens = c("inferloop_llm_generation_tokens_total", "Generated tokens.");
+  f.prefix_hits = c("inferloop_llm_prefix_cache_hit_tokens_total",
+                    "Prompt tokens whose keys and values were reused from the prefix cache instead of computed.");
+  f.requests = c("inferloop_llm_requests_total", "Finished choices by finish reason.", {"model", "finish_reason"});
+  f.blocks_used = g("inferloop_llm_kv_blocks_used", "KV cache blocks in use (by sequences or the prefix cache).");
+  f.blocks_free = g("inferloop_llm_kv_blocks_free", "Free KV cache blocks.");
+  f.blocks_cached = g("inferloop_llm_kv_blocks_cached_idle", "KV cache blocks held only by the prefix cache (evictable).");
+  f.running = g("inferloop_llm_running_sequences", "Sequences being computed.");
+  f.waiting = g("inferloop_llm_waiting_sequences", "Sequences waiting to be scheduled.");
+  f.backlog = g("inferloop_llm_token_backlog", "Prompt tokens waiting to be computed.");
+}
+
+LlmModelSeries LlmMetrics::Acquire(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++live_[name];
+  const Families& f = *f_;
+  const std::vector<std::string> l = {name};
+  LlmModelSeries s;
+  s.ttft = Child(serve::Histogram(), f.ttft, l);
+  s.tpot = Child(serve::Histogram(), f.tpot, l);
+  s.queue = Child(serve::Histogram(), f.queue, l);
+  s.prompt_tokens = Child(serve::Counter(), f.prompt_tokens, l);
+  s.generation_tokens = Child(serve::Counter(), f.generation_tokens, l);
+  s.prefix_hits = Child(serve::Counter(), f.prefix_hits, l);
+  s.finished_stop = Child(serve::Counter(), f.requests, {name, "stop"});
+  s.finished_length = Child(serve::Counter(), f.requests, {name, "length"});
+  s.finished_cancelled = Child(serve::Counter(), f.requests, {name, "cancelled"});
+  s.finished_error = Child(serve::Counter(), f.requests, {name, "error"});
+  serve::Gauge used = Child(serve::Gauge(), f.blocks_used, l), free_blocks = Child(serve::Gauge(), f.blocks_free, l),
+               cached = Child(serve::Gauge(), f.blocks_cached, l), running = Child(serve::Gauge(), f.running, l),
+               waiting = Child(serve::Gauge(), f.waiting, l), backlog = Child(serve::Gauge(), f.backlog, l);
+  s.publish = [=](const llm::EngineStats& st) mutable {
+    used.Set(st.kv_blocks_used);
+    free_blocks.Set(st.kv_blocks_total - st.kv_blocks_used);
+    cached.Set(st.kv_blocks_cached_idle);
+    running.Set(st.running);
+    waiting.Set(st.waiting);
+    backlog.Set(static_cast<double>(st.token_backlog));
+  };
+  return s;
+}
+
+void LlmMetrics::Release(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (--live_[name] > 0) return;
+  live_.erase(name);
+  const Families& f = *f_;
+  for (auto* h : {f.ttft, f.tpot, f.queue})
+    if (h) h->RemoveWhere("model", name);
+  for (auto* c : {f.prompt_tokens, f.generation_tokens, f.prefix_hits, f.requests})
+    if (c) c->RemoveWhere("model", name);
+  for (auto* g : {f.blocks_used, f.blocks_free, f.blocks_cached, f.running, f.waiting, f.backlog})
+    if (g) g->RemoveWhere("model", name);
+}
+
+}  // namespace inferloop::backends

@@ -1,0 +1,145 @@
+// ModelBackend: one kind of model the ModelManager serves (ONNX, GGUF, ensemble, image and DICOM
+// processing: src/backends/<kind>/), and ModelVersion: a version of a model one of them loaded.
+//
+// The manager owns everything that is the same for every kind (docs/ARCHITECTURE.md, "Model
+// backends"): the repository scan and version policy, the control modes (none, poll, explicit:
+// the repository API loads and unloads every kind), loading on the loader thread with the
+// version's memory measured around it, hot reload (the new version is built beside the serving
+// one, swapped in, and the old one drained), readiness, the repository index, statistics and
+// metrics hooks. A backend only turns a version folder into a ModelVersion.
+//
+// Adding a backend: a folder src/backends/<kind>/ with a ModelBackend, added to the registry in
+// the composition root (src/server/server_builder.cc). Nothing in serve/ changes.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "inferloop/session.h"
+#include "inferloop/status.h"
+#include "serve/admission_control.h"
+#include "serve/dynamic_batcher.h"
+#include "serve/inference_service.h"
+#include "serve/model_config.h"
+#include "serve/text_generation_service.h"
+
+namespace inferloop::serve {
+
+class VersionMetricsSink;
+class ModelVersion;
+
+// What a version reports as it serves (the server's per-version metrics). Thread-safe and cheap.
+class VersionMetricsSink {
+ public:
+  virtual ~VersionMetricsSink() = default;
+  virtual void OnQueueDepth(int64_t depth) {}
+  virtual void OnBatch(int64_t rows, DispatchReason reason) {}
+  // A request answered: status, time queued, computing (its batch's run), and end to end.
+  virtual void OnRequestDone(const Status& status, std::chrono::nanoseconds queue,
+                             std::chrono::nanoseconds compute, std::chrono::nanoseconds total) {}
+};
+
+// How an ensemble (or any backend that calls other models) reaches the models it uses: the
+// version serving a model now, through that model's own scheduler. Thread-safe.
+class ModelResolver {
+ public:
+  virtual ~ModelResolver() = default;
+  // version "" or -1: the highest serving one. Errors as ModelManager::Find.
+  virtual Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, int64_t version) = 0;
+  // Runs `request` on the model it names (admission, version lookup and retry across a reload
+  // included), as a frontend's request would run. `done` is called exactly once.
+  virtual void Infer(InferRequest request, RequestContext context, InferCallback done) = 0;
+};
+
+// One version folder to load.
+struct VersionLoadRequest {
+  std::string model_name;
+  int64_t version = 0;
+  std::string model_dir;    // DIR/<model>
+  std::string version_dir;  // DIR/<model>/<version>
+  std::string model_path;   // the version's model file (<version_dir>/<default_model_filename>), or ""
+  ModelConfig partial_config;  // as parsed from config.pbtxt (or only the name); the backend completes it
+  SessionOptions session;      // the server's session options (ONNX; others may ignore them)
+  AdmissionLimits limits;      // per model version; 0 = unlimited
+  // Human-readable progress while loading ("creating session", "warmup 2/4"); may be empty.
+  std::function<void(const std::string&)> progress;
+  std::shared_ptr<VersionMetricsSink> metrics;  // may be null
+  // Shared by every version of a server: caller threads that may run a fast request inline.
+  std::shared_ptr<std::atomic<int>> inline_slots;
+  ModelResolver* models = nullptr;  // the server's models (for ensembles); never null when loading
+};
+
+class ModelVersion : public std::enable_shared_from_this<ModelVersion> {
+ public:
+  virtual ~ModelVersion() = default;
+
+  virtual const std::string& name() const = 0;
+  virtual int64_t version() const = 0;
+  // The completed configuration it serves with.
+  virtual const ModelConfig& config() const = 0;
+
+  // KServe v2 inference. Validates and queues; every outcome goes to `done` (exactly once,
+  // possibly before return) and the arguments are consumed. Exception: a draining version (being
+  // replaced or unloaded) returns false and consumes nothing, so the caller can send the request
+  // to the version that replaces it.
+  virtual bool Infer(InferRequest&& request, RequestContext&& context, InferCallback&& done,
+                     AdmissionTicket&& server_ticket) = 0;
+  // Refuses new requests and returns once every accepted request has been answered.
+  virtual void Drain() = 0;
+
+  virtual ModelMetadata Metadata() const = 0;
+  virtual ModelStatistics Statistics() const = 0;
+  // Resident memory this version holds (measured around its load, plus what it allocated since).
+  virtual int64_t MemoryBytes() const = 0;
+  virtual bool Ready() const = 0;
+  virtual std::string NotReadyReason() const = 0;
+  // How long its scheduler has made no progress with work waiting (liveness); 0 when fine.
+  virtual std::chrono::steady_clock::duration StallTime() const { return {}; }
+  virtual int64_t QueueDepth() const { return 0; }
+
+  // Text generation (the OpenAI-compatible API) for models that generate text; null otherwise.
+  // Generate returns Unavailable without starting anything while the version is draining.
+  virtual TextGenerationService* TextGeneration() { return nullptr; }
+  // Models this version calls (ensemble steps); the manager reloads nothing for them, but the
+  // index and docs show them, and unloading one of them makes this version fail its requests
+  // with a message naming the step.
+  virtual std::vector<std::string> Dependencies() const { return {}; }
+  // Kind-specific facts added to the "model_version_loaded" event (e.g. a GGUF model's KV cache).
+  virtual std::vector<std::pair<std::string, std::string>> LoadDetails() const { return {}; }
+};
+
+class ModelBackend {
+ public:
+  virtual ~ModelBackend() = default;
+  // Short name used in logs and the index ("onnx", "gguf", "ensemble", "image_preprocess").
+  virtual std::string kind() const = 0;
+  // The file each version folder must hold ("model.onnx", "model.gguf"); "" when a version is a
+  // folder with no model file (ensembles, processing steps).
+  virtual std::string default_model_filename() const = 0;
+  // Whether this backend serves a model with this (partial) configuration whose version folders
+  // hold these file names (the highest version's). The registry asks backends in order.
+  virtual bool Serves(const ModelConfig& config, const std::vector<std::string>& version_files) const = 0;
+  // Loads one version. Errors name the file or the config field and the problem.
+  virtual Result<std::shared_ptr<ModelVersion>> Load(const VersionLoadRequest& request) = 0;
+};
+
+// The backends a server has, asked in the order added.
+class BackendRegistry {
+ public:
+  void Add(std::shared_ptr<ModelBackend> backend);
+  // The first backend that serves the model; NotFound naming the platform/backend fields and the
+  // files found when none does.
+  Result<ModelBackend*> ForModel(const ModelConfig& config, const std::vector<std::string>& version_files) const;
+  const std::vector<std::shared_ptr<ModelBackend>>& backends() const { return backends_; }
+
+ private:
+  std::vector<std::shared_ptr<ModelBackend>> backends_;
+};
+
+}  // namespace inferloop::serve
