@@ -11,6 +11,7 @@ PACKAGES=(
   libboost1.81-dev              # Boost.Beast/Asio: the KServe v2 REST server (src/frontends)
   libgrpc++-dev protobuf-compiler-grpc  # KServe v2 gRPC service stubs
   libjpeg-dev libpng-dev        # ImageDecoder (JPEG, PNG)
+  libdcmtk-dev                  # DCMTK: DICOM parsing + JPEG/JPEG-LS/RLE pixel decoders (src/imaging/dicom_*)
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target
   libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
   libicu-dev                    # ICU: Unicode classes for the LLM tokenizers' BPE pre-tokenizers
