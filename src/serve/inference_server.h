@@ -56,7 +56,7 @@ class InferenceServer final : public InferenceService, public ModelResolver {
   Result<std::vector<ModelStatistics>> GetStatistics(const std::string& model, const std::string& version) override;
   std::string MetricsText() override;
 
-  // ModelResolver (ensembles call their steps' models through this). Infer is the one above.
+  // ModelResolver (ensembles find their steps' models through this).
   Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, int64_t version) override;
   // Every version serving now (for the text-generation router and tests).
   std::vector<std::shared_ptr<ModelVersion>> Serving(const std::string& model = "") { return manager_->Serving(model); }

@@ -46,15 +46,14 @@ class VersionMetricsSink {
 };
 
 // How an ensemble (or any backend that calls other models) reaches the models it uses: the
-// version serving a model now, through that model's own scheduler. Thread-safe.
+// version serving a model now. The caller then runs a request through that version's own
+// scheduler (ModelVersion::Infer, with its per-model admission), looking again when it answers
+// false (a hot reload swapped it out). Thread-safe.
 class ModelResolver {
  public:
   virtual ~ModelResolver() = default;
-  // version "" or -1: the highest serving one. Errors as ModelManager::Find.
+  // version <= 0: the highest serving one. Errors as ModelManager::Find.
   virtual Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, int64_t version) = 0;
-  // Runs `request` on the model it names (admission, version lookup and retry across a reload
-  // included), as a frontend's request would run. `done` is called exactly once.
-  virtual void Infer(InferRequest request, RequestContext context, InferCallback done) = 0;
 };
 
 // One version folder to load.
@@ -127,6 +126,8 @@ class ModelBackend {
   virtual bool Serves(const ModelConfig& config, const std::vector<std::string>& version_files) const = 0;
   // Loads one version. Errors name the file or the config field and the problem.
   virtual Result<std::shared_ptr<ModelVersion>> Load(const VersionLoadRequest& request) = 0;
+  // Models a model with this config calls (an ensemble's steps): loaded before it at start.
+  virtual std::vector<std::string> Dependencies(const ModelConfig& config) const { return {}; }
 };
 
 // The backends a server has, asked in the order added.

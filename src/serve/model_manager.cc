@@ -112,6 +112,39 @@ std::string ModelManager::FolderFingerprint(const std::string& model) {
   return fp;
 }
 
+std::vector<std::string> ModelManager::DependenciesFirst(const std::vector<std::string>& names) {
+  // The models each one calls (ensemble steps), from its config; a model goes after those of
+  // them being loaded too. A cycle (an error the model's own load reports) keeps file order.
+  std::map<std::string, std::vector<std::string>> deps;
+  for (const auto& n : names) {
+    ModelLayout layout = ScanModelFolder(options_.repository + "/" + n, [&](const ModelConfig& c, const std::vector<std::string>& files) -> Result<std::string> {
+      IL_ASSIGN_OR_RETURN(ModelBackend * b, options_.backends->ForModel(c, files));
+      deps[n] = b->Dependencies(c);
+      return b->default_model_filename();
+    });
+  }
+  std::vector<std::string> ordered;
+  std::set<std::string> placed;
+  const std::set<std::string> wanted(names.begin(), names.end());
+  while (ordered.size() < names.size()) {
+    bool progress = false;
+    for (const auto& n : names) {
+      if (placed.count(n)) continue;
+      bool ready = true;
+      for (const auto& d : deps[n]) ready &= !wanted.count(d) || placed.count(d) > 0 || d == n;
+      if (!ready) continue;
+      ordered.push_back(n);
+      placed.insert(n);
+      progress = true;
+    }
+    if (!progress) {
+      for (const auto& n : names)
+        if (!placed.count(n)) ordered.push_back(n), placed.insert(n);
+    }
+  }
+  return ordered;
+}
+
 Status ModelManager::LoadStartupModels() {
   std::vector<std::string> names;
   if (options_.mode == ModelControlMode::kExplicit) {
@@ -129,6 +162,7 @@ Status ModelManager::LoadStartupModels() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& n : names) requested_.insert(n);
   }
+  names = DependenciesFirst(names);
   Status first;
   for (const auto& n : names) {
     std::promise<Status> done;
@@ -396,7 +430,7 @@ void ModelManager::PollOnce() {
       models_.erase(n);
     });
   }
-  for (const auto& n : to_load) {
+  for (const auto& n : DependenciesFirst(to_load)) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       models_[n].loading = true;  // not noticed again until this load ran

@@ -117,6 +117,8 @@ class ModelManager {
   void PollLoop();
   void PollOnce();
   std::vector<std::string> ListModelFolders();
+  // `names` reordered so that the models each calls (ModelBackend::Dependencies) load first.
+  std::vector<std::string> DependenciesFirst(const std::vector<std::string>& names);
   std::string FolderFingerprint(const std::string& model);
   void LogInfo(const std::string& event, const EventLog::Fields& fields);
   void LogError(const std::string& event, const EventLog::Fields& fields);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "backends/ensemble/ensemble_backend.h"
 #include "backends/onnx/onnx_backend.h"
 #include "frontends/rest_router.h"
 
@@ -30,7 +31,7 @@ frontends::HttpHandler MetricsPortHandler(serve::InferenceServer* s, serve::Metr
 }  // namespace
 
 Server::Server(const ServerOptions& options, serve::EventLog* log)
-    : options_(options), log_(log), llm_metrics_(serve::MetricsRegistry::Options{.process_metrics = false}) {}
+    : options_(options), log_(log), backend_metrics_(serve::MetricsRegistry::Options{.process_metrics = false}) {}
 
 Server::~Server() = default;
 
@@ -41,7 +42,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   auto registry = std::make_shared<serve::BackendRegistry>();
   backends::GgufBackendOptions go = options.llm;
   go.log = log;
-  registry->Add(backends::MakeGgufBackend(go, &s->llm_metrics_));
+  registry->Add(backends::MakeEnsembleBackend(&s->backend_metrics_));
+  registry->Add(backends::MakeGgufBackend(go, &s->backend_metrics_));
   registry->Add(backends::MakeOnnxBackend());
   serve::InferenceServerOptions io = options.inference;
   io.manager.backends = registry;
@@ -53,8 +55,8 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
       [is](const std::string& model) { return is->Find(model, 0); }, [is] { return is->Serving(); });
   s->openai_ = std::make_unique<frontends::OpenAiHandler>(*s->text_);
   frontends::RestHandlerOptions rest_options;
-  serve::MetricsRegistry* llm_metrics = &s->llm_metrics_;
-  rest_options.extra_metrics = [llm_metrics] { return llm_metrics->Exposition(); };
+  serve::MetricsRegistry* backend_metrics = &s->backend_metrics_;
+  rest_options.extra_metrics = [backend_metrics] { return backend_metrics->Exposition(); };
   s->rest_ = std::make_unique<frontends::RestHandler>(*s->inference_, rest_options);
   return s;
 }
@@ -95,7 +97,7 @@ Status Server::Start() {
   Status st = StartHttpServer("http", options_.http_port, options_.http_threads, options_.max_request_bytes,
                               frontends::RestRouter(*rest_, openai_.get()), http_);
   if (!st.ok()) return st;
-  st = StartHttpServer("metrics", options_.metrics_port, 1, 4096, MetricsPortHandler(inference_.get(), &llm_metrics_),
+  st = StartHttpServer("metrics", options_.metrics_port, 1, 4096, MetricsPortHandler(inference_.get(), &backend_metrics_),
                        metrics_http_);
   if (!st.ok()) return st;
   st = StartGrpc();

@@ -67,7 +67,7 @@ class Server {
 
   const ServerOptions options_;
   serve::EventLog* log_;
-  serve::MetricsRegistry llm_metrics_;
+  serve::MetricsRegistry backend_metrics_;
   std::unique_ptr<serve::InferenceServer> inference_;
   std::unique_ptr<serve::TextGenerationRouter> text_;
   std::unique_ptr<frontends::OpenAiHandler> openai_;

@@ -1,0 +1,85 @@
+#include "backends/ensemble/step_condition.h"
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "base/float_types.h"
+
+namespace inferloop::backends {
+namespace {
+
+const char* const kReduces[] = {"", "max", "min", "mean", "top1_min"};
+const char* const kOps[] = {">", ">=", "<", "<=", "==", "!="};
+
+Result<std::vector<double>> ToDoubles(const Tensor& t) {
+  const int64_t n = t.size();
+  std::vector<double> v(static_cast<size_t>(n));
+  auto copy = [&](auto* p) {
+    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(p[i]);
+  };
+  switch (t.dtype()) {
+    case DataType::kFloat: copy(t.data<float>()); break;
+    case DataType::kDouble: copy(t.data<double>()); break;
+    case DataType::kInt8: copy(t.data<int8_t>()); break;
+    case DataType::kUInt8: copy(t.data<uint8_t>()); break;
+    case DataType::kInt16: copy(t.data<int16_t>()); break;
+    case DataType::kUInt16: copy(t.data<uint16_t>()); break;
+    case DataType::kInt32: copy(t.data<int32_t>()); break;
+    case DataType::kUInt32: copy(t.data<uint32_t>()); break;
+    case DataType::kInt64: copy(t.data<int64_t>()); break;
+    case DataType::kUInt64: copy(t.data<uint64_t>()); break;
+    case DataType::kBool: copy(t.data<bool>()); break;
+    case DataType::kFloat16:
+      for (int64_t i = 0; i < n; ++i) v[i] = HalfToFloat(t.data<uint16_t>()[i]);
+      break;
+    case DataType::kBFloat16:
+      for (int64_t i = 0; i < n; ++i) v[i] = BFloat16ToFloat(t.data<uint16_t>()[i]);
+      break;
+    default:
+      return Status::InvalidArgument("a condition needs a numeric tensor, not " + std::string(DataTypeName(t.dtype())));
+  }
+  return v;
+}
+
+}  // namespace
+
+Status CheckCondition(const StepConditionConfig& c) {
+  if (c.tensor().empty()) return Status::InvalidArgument("a condition names no tensor");
+  if (std::none_of(std::begin(kReduces), std::end(kReduces), [&](const char* r) { return c.reduce() == r; }))
+    return Status::InvalidArgument("condition reduce '" + c.reduce() + "' is not one of max, min, mean, top1_min");
+  if (std::none_of(std::begin(kOps), std::end(kOps), [&](const char* o) { return c.op() == o; }))
+    return Status::InvalidArgument("condition op '" + c.op() + "' is not one of >, >=, <, <=, ==, !=");
+  return Status::Ok();
+}
+
+Result<bool> EvaluateCondition(const StepConditionConfig& c, const Tensor& t) {
+  IL_RETURN_IF_ERROR(CheckCondition(c));
+  if (t.size() == 0) return Status::InvalidArgument("condition tensor '" + c.tensor() + "' is empty");
+  IL_ASSIGN_OR_RETURN(std::vector<double> v, ToDoubles(t));
+  double x = 0;
+  if (c.reduce() == "min") {
+    x = *std::min_element(v.begin(), v.end());
+  } else if (c.reduce() == "mean") {
+    for (double e : v) x += e;
+    x /= static_cast<double>(v.size());
+  } else if (c.reduce() == "top1_min") {
+    const int64_t row = t.rank() > 0 && t.dim(t.rank() - 1) > 0 ? t.dim(t.rank() - 1) : 1;
+    x = std::numeric_limits<double>::infinity();
+    for (size_t r = 0; r + static_cast<size_t>(row) <= v.size(); r += static_cast<size_t>(row))
+      x = std::min(x, *std::max_element(v.begin() + static_cast<std::ptrdiff_t>(r),
+                                        v.begin() + static_cast<std::ptrdiff_t>(r + row)));
+  } else {
+    x = *std::max_element(v.begin(), v.end());
+  }
+  const double y = c.value();
+  const std::string& op = c.op();
+  if (op == ">") return x > y;
+  if (op == ">=") return x >= y;
+  if (op == "<") return x < y;
+  if (op == "<=") return x <= y;
+  if (op == "==") return x == y;
+  return x != y;
+}
+
+}  // namespace inferloop::backends
