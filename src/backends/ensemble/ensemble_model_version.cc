@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <set>
 
 #include "backends/ensemble/step_condition.h"
+#include "base/json_string.h"
 
 namespace inferloop::backends {
 
@@ -40,6 +42,7 @@ struct EnsembleModelVersion::Run {
   std::mutex mu;
   std::map<std::string, Tensor> tensors;  // produced so far (ensemble inputs included)
   std::vector<int> waiting_on;            // per step: steps it reads from still running
+  std::string trace;                      // JSON objects of the steps ended so far, comma-separated
   int remaining = 0;                      // steps not yet ended
   bool finished = false;
 };
@@ -49,6 +52,22 @@ namespace {
 using RunPtr = std::shared_ptr<EnsembleModelVersion::Run>;
 
 void StartStep(const RunPtr& run, int i);
+
+// Appends step i's record to the run's trace. Called with run->mu held.
+void Trace(EnsembleModelVersion::Run& run, int i, const char* outcome, const std::string& version, Clock::duration t) {
+  const EnsembleStep& s = run.plan->steps[i];
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.3f", std::chrono::duration<double, std::milli>(t).count());
+  if (!run.trace.empty()) run.trace += ",";
+  run.trace += "{\"step\":" + JsonString(s.label) + ",\"model\":" + JsonString(s.model) +
+               ",\"version\":" + JsonString(version) + ",\"outcome\":\"" + outcome + "\",\"ms\":" + ms + "}";
+}
+
+// The kTraceTensor value now. Called with run->mu held.
+Tensor TraceTensor(const EnsembleModelVersion::Run& run) {
+  return Tensor::FromStrings({1}, {"{\"ensemble\":" + JsonString(run.name) + ",\"version\":\"" +
+                                   std::to_string(run.version) + "\",\"steps\":[" + run.trace + "]}"});
+}
 
 uint64_t NowEpochMs() {
   return static_cast<uint64_t>(
@@ -152,7 +171,7 @@ void StepEnded(const RunPtr& run, int i) {
 // Whether step i runs: its conditions hold and every tensor it reads exists. Called with run->mu held.
 Result<bool> ShouldRun(const EnsembleModelVersion::Run& run, const EnsembleStep& s) {
   for (const auto& [model_in, tensor] : s.input_map)
-    if (!run.tensors.count(tensor)) return false;  // produced by a skipped step
+    if (tensor != kTraceTensor && !run.tensors.count(tensor)) return false;  // produced by a skipped step
   for (const auto& c : s.conditions) {
     auto it = run.tensors.find(c.tensor());
     if (it == run.tensors.end()) return false;
@@ -168,6 +187,7 @@ void SkipStep(const RunPtr& run, int i) {
   run->shared->skipped[i].Increment();
   {
     std::lock_guard<std::mutex> lock(run->mu);
+    Trace(*run, i, "skipped", "", Clock::duration(0));
     int64_t batch = 1;
     if (!run->request.inputs.empty() && run->request.inputs[0].tensor.rank() > 0)
       batch = run->request.inputs[0].tensor.dim(0);
@@ -189,6 +209,7 @@ void OnStepAnswer(const RunPtr& run, int i, Clock::time_point t0, Result<serve::
   run->shared->ran[i].Increment();
   {
     std::lock_guard<std::mutex> lock(run->mu);
+    Trace(*run, i, "ran", r.value().model_version, Clock::now() - t0);
     for (auto& out : r.value().outputs) {
       auto it = s.output_map.find(out.name);
       if (it != s.output_map.end()) run->tensors[it->second] = std::move(out.tensor);
@@ -210,7 +231,8 @@ void StartStep(const RunPtr& run, int i) {
       if (s.version > 0) req.model_version = std::to_string(s.version);
       req.id = run->request.id;
       req.parameters = run->request.parameters;
-      for (const auto& [model_in, tensor] : s.input_map) req.inputs.push_back({model_in, run->tensors[tensor], {}});
+      for (const auto& [model_in, tensor] : s.input_map)
+        req.inputs.push_back({model_in, tensor == kTraceTensor ? TraceTensor(*run) : run->tensors[tensor], {}});
       for (const auto& [model_out, tensor] : s.output_map) req.outputs.push_back({model_out, std::nullopt, {}});
     }
   }

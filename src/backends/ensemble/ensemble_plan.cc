@@ -83,6 +83,8 @@ Status CheckAcyclic(const EnsemblePlan& plan) {
 Result<EnsemblePlan> PlanEnsemble(const ModelConfig& config, serve::ModelResolver& models) {
   EnsemblePlan plan;
   std::map<std::string, TensorType> produced;
+  plan.producer[kTraceTensor] = -1;
+  produced[kTraceTensor] = {serve::configpb::TYPE_STRING, {1}, "the ensemble's trace"};
   for (const auto& in : config.input()) {
     plan.producer[in.name()] = -1;
     produced[in.name()] = {in.data_type(), std::vector<int64_t>(in.dims().begin(), in.dims().end()),

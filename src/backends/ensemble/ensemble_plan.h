@@ -9,6 +9,11 @@
 // output is produced by a step; a tensor's data type where it is produced equals the data type
 // where it is read (ensemble input/output configs and the step models' configs), and so do the
 // dims where both are fixed; conditions use a known reduce and op.
+//
+// One tensor is built in: kTraceTensor ("inferloop.trace"), which any step may read (a report
+// step): a BYTES [1] JSON document of the steps that ended before it started, in the order they
+// ended: {"ensemble", "version", "steps": [{"step", "model", "version", "outcome" (ran,
+// skipped), "ms"}]}.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +24,8 @@
 #include "serve/model_backend.h"
 
 namespace inferloop::backends {
+
+inline constexpr const char kTraceTensor[] = "inferloop.trace";
 
 struct EnsembleStep {
   std::string label;  // "step N (model)", for messages and metrics
