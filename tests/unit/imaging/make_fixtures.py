@@ -8,7 +8,8 @@ Every expected array comes from something outside inferloop:
   interlaced) from NumPy arrays, the arrays being the expected pixels;
 - resize_*: ONNX Runtime's Resize (mode=linear, coordinate_transformation_mode=half_pixel,
   antialias=0) on NCHW float inputs;
-- nms_*: ONNX Runtime's NonMaxSuppression (center_point_box=0).
+- nms_*: ONNX Runtime's NonMaxSuppression (center_point_box=0);
+- components_*: scipy.ndimage.label (6- and 26-connectivity) and its per-label measurements.
 
 Usage: .venv/bin/python tests/unit/imaging/make_fixtures.py [--onnx-node-tests DIR]
 """
@@ -158,6 +159,28 @@ def nms_cases():
         np.save(os.path.join(OUT, "nms_agnostic_%s.npy" % name), ort_nms(boxes, best, max_out, iou, st)[:, 1])
 
 
+def components_cases():
+    from scipy import ndimage
+    rng = np.random.default_rng(18)
+    volume = ndimage.uniform_filter(rng.uniform(0, 1, (6, 9, 11)), size=2).astype(np.float32)
+    threshold = np.float32(0.55)
+    np.save(os.path.join(OUT, "components_volume.npy"), volume)
+    mask = volume > threshold
+    for name, structure in [("k6", ndimage.generate_binary_structure(3, 1)), ("k26", np.ones((3, 3, 3), bool))]:
+        labels, n = ndimage.label(mask, structure=structure)
+        np.save(os.path.join(OUT, "components_%s_labels.npy" % name), labels.astype(np.int32))
+        ids = np.arange(1, n + 1)
+        stats = np.zeros((n, 12), dtype=np.float64)  # count, bbox min zyx, bbox max zyx, centroid zyx, max, mean
+        stats[:, 0] = ndimage.sum_labels(np.ones_like(volume), labels, ids)
+        for i, sl in enumerate(ndimage.find_objects(labels)):
+            stats[i, 1:4] = [s.start for s in sl]
+            stats[i, 4:7] = [s.stop - 1 for s in sl]
+        stats[:, 7:10] = np.array(ndimage.center_of_mass(np.ones_like(volume), labels, ids))
+        stats[:, 10] = ndimage.maximum(volume, labels, ids)
+        stats[:, 11] = ndimage.mean(volume.astype(np.float64), labels, ids)
+        np.save(os.path.join(OUT, "components_%s_stats.npy" % name), stats)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--onnx-node-tests", default="/work/shared/onnx-backend-tests/node")
@@ -167,6 +190,7 @@ def main():
     own_pngs()
     resize_cases()
     nms_cases()
+    components_cases()
 
 
 if __name__ == "__main__":
