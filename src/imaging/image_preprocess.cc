@@ -114,6 +114,10 @@ Result<FitPlacement> ComputeFit(int image_height, int image_width, const Preproc
   } else {
     const double sy = static_cast<double>(spec.height) / image_height, sx = static_cast<double>(spec.width) / image_width;
     const double s = spec.fit == FitMode::kLetterbox ? std::min(sy, sx) : std::max(sy, sx);
+    if (image_height * s > (1 << 30) || image_width * s > (1 << 30))
+      return Status::InvalidArgument("image " + std::to_string(image_width) + "x" + std::to_string(image_height) +
+                                     " would be resized past 2^30 pixels on a side to fit " + std::to_string(spec.width) +
+                                     "x" + std::to_string(spec.height));
     fit.resized_height = std::max(1, static_cast<int>(std::lround(image_height * s)));
     fit.resized_width = std::max(1, static_cast<int>(std::lround(image_width * s)));
     if (spec.fit == FitMode::kLetterbox) {

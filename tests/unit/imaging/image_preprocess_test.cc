@@ -159,6 +159,9 @@ TEST(ImagePreprocess, CenterCropTakesTheMiddle) {
   std::vector<float> crop(75);
   ASSERT_TRUE(PreprocessImage(odd, spec, std::span<float>(crop)).ok());
   for (int i = 0; i < 75; ++i) EXPECT_NEAR(crop[i], (*resized)[15 + i], 1e-4) << i;
+  // A 1 x 2^24 strip cropped to 224x224 would need a 2^24 * 224 wide resize: refused.
+  spec.height = 224, spec.width = 224;
+  EXPECT_EQ(ComputeFit(1, 1 << 24, spec).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ImagePreprocess, BatchSlots) {
