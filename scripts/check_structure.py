@@ -33,7 +33,7 @@ LOWER = {
     "base": [],
     "llm": ["base"],
     "graph": ["base"],
-    "compute": ["base", "graph"],
+    "compute": ["base", "graph", "imaging"],
     "optimizer": ["base", "graph", "compute"],
     "runtime": ["base", "graph", "compute", "optimizer"],
     "tools": ["base", "graph", "compute", "optimizer", "runtime"],

@@ -1,24 +1,17 @@
 // ImageDecoder (opset 20): encoded bytes -> [H, W, C] uint8 in RGB, BGR or Grayscale.
 //
 // BMP, PNM (P1-P6) and baseline TIFF (uncompressed / PackBits, 8-bit chunky) are decoded here;
-// JPEG uses libjpeg(-turbo) and PNG uses libpng when the build found them (INFERLOOP_HAVE_LIBJPEG,
-// INFERLOOP_HAVE_LIBPNG). WebP and JPEG 2000 need libraries the build does not use and report
+// JPEG and PNG through imaging/image_codec.h (libjpeg-turbo, libpng, when the build found them;
+// alpha is dropped, gray replicated to RGB). WebP and JPEG 2000 need libraries the build does not use and report
 // Unimplemented. Grayscale output follows Pillow's convert("L"): L = (19595 R + 38470 G + 7471 B
 // + 0x8000) >> 16 of the decoded RGB pixels.
-#include <csetjmp>
-#include <cstdio>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compute/kernel_registry.h"
-
-#ifdef INFERLOOP_HAVE_LIBJPEG
-#include <jpeglib.h>
-#endif
-#ifdef INFERLOOP_HAVE_LIBPNG
-#include <png.h>
-#endif
+#include "imaging/image_codec.h"
 
 namespace inferloop {
 
@@ -309,158 +302,17 @@ Status DecodeTiff(KernelContext& ctx, const uint8_t* d, size_t n, RgbImage& img)
 }
 
 // ---------------------------------------------------------------------------------------------
-// JPEG (libjpeg)
+// JPEG and PNG (imaging/image_codec.h: libjpeg-turbo, libpng)
 
-#ifdef INFERLOOP_HAVE_LIBJPEG
-struct JpegErr {
-  jpeg_error_mgr mgr;
-  jmp_buf jump;
-  char msg[JMSG_LENGTH_MAX];
-};
-
-void JpegErrorExit(j_common_ptr cinfo) {
-  JpegErr* e = reinterpret_cast<JpegErr*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, e->msg);
-  longjmp(e->jump, 1);
-}
-void JpegOutputMessage(j_common_ptr) {}
-
-// Only C objects live in this frame, so the longjmp from libjpeg's error handler is safe.
-// Returns 0 on success; on error fills msg. Step 1 (out == nullptr) reads the size only.
-int JpegDecodeRaw(const uint8_t* d, size_t n, int64_t* h, int64_t* w, uint8_t* out, char* msg) {
-  jpeg_decompress_struct cinfo;
-  JpegErr err;
-  cinfo.err = jpeg_std_error(&err.mgr);
-  err.mgr.error_exit = JpegErrorExit;
-  err.mgr.output_message = JpegOutputMessage;
-  err.msg[0] = 0;
-  if (setjmp(err.jump)) {
-    std::snprintf(msg, 200, "%s", err.msg);
-    jpeg_destroy_decompress(&cinfo);
-    return 1;
-  }
-  jpeg_create_decompress(&cinfo);
-  jpeg_mem_src(&cinfo, const_cast<unsigned char*>(d), static_cast<unsigned long>(n));
-  jpeg_read_header(&cinfo, TRUE);
-  if (cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK) {
-    std::snprintf(msg, 200, "CMYK images are not supported");
-    jpeg_destroy_decompress(&cinfo);
-    return 1;
-  }
-  cinfo.out_color_space = JCS_RGB;
-  *h = cinfo.image_height;
-  *w = cinfo.image_width;
-  if (!out) {
-    jpeg_destroy_decompress(&cinfo);
-    return 0;
-  }
-  jpeg_start_decompress(&cinfo);
-  if (cinfo.output_components != 3 || cinfo.output_height != *h || cinfo.output_width != *w) {
-    std::snprintf(msg, 200, "unexpected output layout");
-    jpeg_destroy_decompress(&cinfo);
-    return 1;
-  }
-  while (cinfo.output_scanline < cinfo.output_height) {
-    JSAMPROW row = out + static_cast<size_t>(cinfo.output_scanline) * cinfo.output_width * 3;
-    jpeg_read_scanlines(&cinfo, &row, 1);
-  }
-  jpeg_finish_decompress(&cinfo);
-  jpeg_destroy_decompress(&cinfo);
-  return 0;
-}
-
-Status DecodeJpeg(KernelContext& ctx, const uint8_t* d, size_t n, RgbImage& img) {
-  char msg[256] = {0};
-  int64_t h = 0, w = 0;
-  if (JpegDecodeRaw(d, n, &h, &w, nullptr, msg)) return Status::InvalidArgument(std::string("JPEG: ") + msg);
-  IL_RETURN_IF_ERROR(AllocRgb(ctx, h, w, img));
-  if (JpegDecodeRaw(d, n, &h, &w, img.rgb.data<uint8_t>(), msg)) return Status::InvalidArgument(std::string("JPEG: ") + msg);
+// The header's size goes through the session's allocation limit before any pixel is decoded.
+Status DecodeJpegOrPng(KernelContext& ctx, const uint8_t* d, size_t n, RgbImage& img) {
+  const std::string_view bytes(reinterpret_cast<const char*>(d), n);
+  IL_ASSIGN_OR_RETURN(imaging::ImageInfo info, imaging::ReadImageInfo(bytes));
+  IL_RETURN_IF_ERROR(AllocRgb(ctx, info.height, info.width, img));
+  IL_ASSIGN_OR_RETURN(imaging::Image rgb, imaging::DecodeImage(bytes, imaging::DecodeLimits{img.h * img.w}, 3));
+  std::memcpy(img.rgb.data<uint8_t>(), rgb.pixels.data(), rgb.pixels.size());
   return Status::Ok();
 }
-#else
-Status DecodeJpeg(KernelContext&, const uint8_t*, size_t, RgbImage&) {
-  return Status::Unimplemented("JPEG decoding needs libjpeg, which this build was configured without");
-}
-#endif
-
-// ---------------------------------------------------------------------------------------------
-// PNG (libpng)
-
-#ifdef INFERLOOP_HAVE_LIBPNG
-struct PngSrc {
-  const uint8_t* d;
-  size_t n, pos;
-  char msg[200];
-};
-
-void PngRead(png_structp png, png_bytep out, png_size_t len) {
-  PngSrc* s = static_cast<PngSrc*>(png_get_io_ptr(png));
-  if (len > s->n - s->pos) png_error(png, "file is truncated");
-  std::memcpy(out, s->d + s->pos, len);
-  s->pos += len;
-}
-void PngError(png_structp png, png_const_charp m) {
-  PngSrc* s = static_cast<PngSrc*>(png_get_error_ptr(png));
-  std::snprintf(s->msg, sizeof(s->msg), "%s", m);
-  png_longjmp(png, 1);
-}
-void PngWarning(png_structp, png_const_charp) {}
-
-// Only C objects live in this frame (see JpegDecodeRaw). out == nullptr: read the size only.
-int PngDecodeRaw(PngSrc* src, int64_t* h, int64_t* w, uint8_t* out) {
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, src, PngError, PngWarning);
-  if (!png) {
-    std::snprintf(src->msg, sizeof(src->msg), "cannot create decoder");
-    return 1;
-  }
-  png_infop info = png_create_info_struct(png);
-  if (!info || setjmp(png_jmpbuf(png))) {
-    png_destroy_read_struct(&png, info ? &info : nullptr, nullptr);
-    if (!src->msg[0]) std::snprintf(src->msg, sizeof(src->msg), "decoding failed");
-    return 1;
-  }
-  src->pos = 0;
-  png_set_read_fn(png, src, PngRead);
-  png_set_user_limits(png, 1u << 24, 1u << 24);
-  png_read_info(png, info);
-  *w = png_get_image_width(png, info);
-  *h = png_get_image_height(png, info);
-  if (!out) {
-    png_destroy_read_struct(&png, &info, nullptr);
-    return 0;
-  }
-  const int color = png_get_color_type(png, info);
-  png_set_expand(png);  // palette -> RGB, low-bit gray -> 8 bit, tRNS -> alpha
-  png_set_strip_16(png);
-  png_set_strip_alpha(png);
-  if (color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA) png_set_gray_to_rgb(png);
-  const int passes = png_set_interlace_handling(png);
-  png_read_update_info(png, info);
-  if (png_get_channels(png, info) != 3 || png_get_rowbytes(png, info) != static_cast<size_t>(*w) * 3) {
-    std::snprintf(src->msg, sizeof(src->msg), "unexpected output layout");
-    png_destroy_read_struct(&png, &info, nullptr);
-    return 1;
-  }
-  for (int p = 0; p < passes; ++p)
-    for (int64_t y = 0; y < *h; ++y) png_read_row(png, out + y * *w * 3, nullptr);
-  png_read_end(png, nullptr);
-  png_destroy_read_struct(&png, &info, nullptr);
-  return 0;
-}
-
-Status DecodePng(KernelContext& ctx, const uint8_t* d, size_t n, RgbImage& img) {
-  PngSrc src{d, n, 0, {0}};
-  int64_t h = 0, w = 0;
-  if (PngDecodeRaw(&src, &h, &w, nullptr)) return Status::InvalidArgument(std::string("PNG: ") + src.msg);
-  IL_RETURN_IF_ERROR(AllocRgb(ctx, h, w, img));
-  if (PngDecodeRaw(&src, &h, &w, img.rgb.data<uint8_t>())) return Status::InvalidArgument(std::string("PNG: ") + src.msg);
-  return Status::Ok();
-}
-#else
-Status DecodePng(KernelContext&, const uint8_t*, size_t, RgbImage&) {
-  return Status::Unimplemented("PNG decoding needs libpng, which this build was configured without");
-}
-#endif
 
 // ---------------------------------------------------------------------------------------------
 
@@ -474,9 +326,9 @@ Status DecodeImage(KernelContext& ctx, PixelFormat fmt) {
   RgbImage img;
   Status st;
   if (starts("\xff\xd8\xff", 3)) {
-    st = DecodeJpeg(ctx, d, n, img);
+    st = DecodeJpegOrPng(ctx, d, n, img);
   } else if (starts("\x89PNG\r\n\x1a\n", 8)) {
-    st = DecodePng(ctx, d, n, img);
+    st = DecodeJpegOrPng(ctx, d, n, img);
   } else if (starts("BM", 2)) {
     st = DecodeBmp(ctx, d, n, img);
   } else if (n >= 3 && d[0] == 'P' && d[1] >= '1' && d[1] <= '6') {
