@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "backends/ensemble/ensemble_backend.h"
+#include "backends/image/image_preprocess_backend.h"
 #include "backends/onnx/onnx_backend.h"
 #include "frontends/rest_router.h"
 
@@ -43,6 +44,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   backends::GgufBackendOptions go = options.llm;
   go.log = log;
   registry->Add(backends::MakeEnsembleBackend(&s->backend_metrics_));
+  registry->Add(backends::MakeImagePreprocessBackend());
   registry->Add(backends::MakeGgufBackend(go, &s->backend_metrics_));
   registry->Add(backends::MakeOnnxBackend());
   serve::InferenceServerOptions io = options.inference;
