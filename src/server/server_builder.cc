@@ -4,8 +4,11 @@
 #include <utility>
 
 #include "backends/ensemble/ensemble_backend.h"
+#include "backends/classification/classification_backend.h"
 #include "backends/image/image_preprocess_backend.h"
 #include "backends/onnx/onnx_backend.h"
+#include "backends/report/report_backend.h"
+#include "backends/saliency/occlusion_saliency_backend.h"
 #include "frontends/rest_router.h"
 
 namespace inferloop::server {
@@ -45,6 +48,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   go.log = log;
   registry->Add(backends::MakeEnsembleBackend(&s->backend_metrics_));
   registry->Add(backends::MakeImagePreprocessBackend());
+  registry->Add(backends::MakeClassificationBackend());
+  registry->Add(backends::MakeOcclusionSaliencyBackend());
+  registry->Add(backends::MakeReportBackend());
   registry->Add(backends::MakeGgufBackend(go, &s->backend_metrics_));
   registry->Add(backends::MakeOnnxBackend());
   serve::InferenceServerOptions io = options.inference;
