@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <utility>
 
-#include "backends/ensemble/ensemble_backend.h"
 #include "backends/classification/classification_backend.h"
+#include "backends/dicom/dicom_series_backend.h"
+#include "backends/ensemble/ensemble_backend.h"
 #include "backends/image/image_preprocess_backend.h"
+#include "backends/lesion_report/lesion_report_backend.h"
 #include "backends/onnx/onnx_backend.h"
 #include "backends/report/report_backend.h"
 #include "backends/saliency/occlusion_saliency_backend.h"
+#include "backends/sliding_window/sliding_window_backend.h"
 #include "frontends/rest_router.h"
 
 namespace inferloop::server {
@@ -51,6 +54,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   registry->Add(backends::MakeClassificationBackend());
   registry->Add(backends::MakeOcclusionSaliencyBackend());
   registry->Add(backends::MakeReportBackend());
+  registry->Add(backends::MakeDicomSeriesBackend());
+  registry->Add(backends::MakeSlidingWindowBackend());
+  registry->Add(backends::MakeLesionReportBackend());
   registry->Add(backends::MakeGgufBackend(go, &s->backend_metrics_));
   registry->Add(backends::MakeOnnxBackend());
   serve::InferenceServerOptions io = options.inference;

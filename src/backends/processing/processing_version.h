@@ -27,6 +27,8 @@ class Processor {
   // The outputs of one request (config outputs; the version returns those asked for). Errors:
   // InvalidArgument for bad data, naming the input (and row). Called concurrently by the instances.
   virtual Result<std::vector<serve::InferOutput>> Process(const serve::InferRequest& request) = 0;
+  // Models it calls (see ModelVersion::Dependencies).
+  virtual std::vector<std::string> Dependencies() const { return {}; }
 };
 
 class ProcessingModelVersion final : public serve::ModelVersion {
@@ -51,6 +53,7 @@ class ProcessingModelVersion final : public serve::ModelVersion {
   std::string NotReadyReason() const override { return draining_.load() ? "draining" : ""; }
   std::chrono::steady_clock::duration StallTime() const override;
   int64_t QueueDepth() const override;
+  std::vector<std::string> Dependencies() const override { return processor_->Dependencies(); }
 
   struct Stats;
   class Observer;

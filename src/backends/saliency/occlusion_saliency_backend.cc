@@ -54,6 +54,7 @@ Result<std::vector<float>> Scores(serve::ModelResolver& models, const SaliencyPa
 class OcclusionSaliency final : public Processor {
  public:
   OcclusionSaliency(SaliencyParams p, serve::ModelResolver* models) : p_(std::move(p)), models_(models) {}
+  std::vector<std::string> Dependencies() const override { return {p_.model}; }
 
   Result<std::vector<serve::InferOutput>> Process(const serve::InferRequest& request) override {
     const Tensor* image = nullptr;
