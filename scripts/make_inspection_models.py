@@ -332,10 +332,24 @@ def report(name, screen_scores, fine_probs, labels, threshold):
 # Export and checks
 # ---------------------------------------------------------------------------------------------
 
-def export(model, example, path, output_name):
+class WithLogits(nn.Module):
+    """The fine model exported with its logits as a second output ("logits" [N,2]): the
+    pipeline's occlusion saliency explains the logit margin, which does not saturate as the
+    softmax probability does for confident parts."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        logits = self.model.logits(x)
+        return torch.softmax(logits, dim=1), logits
+
+
+def export(model, example, path, output_names):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    torch.onnx.export(model, example, path, input_names=["image"], output_names=[output_name],
-                      dynamic_axes={"image": {0: "N"}, output_name: {0: "N"}},
+    torch.onnx.export(model, example, path, input_names=["image"], output_names=output_names,
+                      dynamic_axes={"image": {0: "N"}, **{n: {0: "N"} for n in output_names}},
                       opset_version=17, do_constant_folding=True)
     print(f"wrote {os.path.relpath(path, REPO_ROOT)} ({os.path.getsize(path)} bytes)")
 
@@ -485,8 +499,8 @@ def main():
     screen_path = os.path.join(repo, "screen", "1", "model.onnx")
     fine_path = os.path.join(repo, "fine", "1", "model.onnx")
     fine_h, screen_h = to_input(data["heldout"][1][:8])
-    export(screen, screen_h[:1], screen_path, "defect_score")
-    export(fine, fine_h[:1], fine_path, "probs")
+    export(screen, screen_h[:1], screen_path, ["defect_score"])
+    export(WithLogits(fine).eval(), fine_h[:1], fine_path, ["probs", "logits"])
     write_heldout(out, data["heldout"][0], data["heldout"][2], data["heldout"][3])
     write_json(os.path.join(out, "thresholds.json"), {
         "screen": {"output": "defect_score", "threshold": threshold,

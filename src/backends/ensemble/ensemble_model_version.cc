@@ -63,10 +63,16 @@ void Trace(EnsembleModelVersion::Run& run, int i, const char* outcome, const std
                ",\"version\":" + JsonString(version) + ",\"outcome\":\"" + outcome + "\",\"ms\":" + ms + "}";
 }
 
-// The kTraceTensor value now. Called with run->mu held.
-Tensor TraceTensor(const EnsembleModelVersion::Run& run) {
-  return Tensor::FromStrings({1}, {"{\"ensemble\":" + JsonString(run.name) + ",\"version\":\"" +
-                                   std::to_string(run.version) + "\",\"steps\":[" + run.trace + "]}"});
+// The kTraceTensor value now, for step `s`: [1], or [rows, 1] for a batching model (the same
+// document in each row). Called with run->mu held.
+Tensor TraceTensor(const EnsembleModelVersion::Run& run, const EnsembleStep& s) {
+  const std::string doc = "{\"ensemble\":" + JsonString(run.name) + ",\"version\":\"" + std::to_string(run.version) +
+                          "\",\"steps\":[" + run.trace + "]}";
+  int64_t rows = 1;
+  if (s.model_batches && !run.request.inputs.empty() && run.request.inputs[0].tensor.rank() > 0)
+    rows = run.request.inputs[0].tensor.dim(0);
+  if (!s.model_batches) return Tensor::FromStrings({1}, {doc});
+  return Tensor::FromStrings({rows, 1}, std::vector<std::string>(static_cast<size_t>(rows), doc));
 }
 
 uint64_t NowEpochMs() {
@@ -170,8 +176,10 @@ void StepEnded(const RunPtr& run, int i) {
 
 // Whether step i runs: its conditions hold and every tensor it reads exists. Called with run->mu held.
 Result<bool> ShouldRun(const EnsembleModelVersion::Run& run, const EnsembleStep& s) {
-  for (const auto& [model_in, tensor] : s.input_map)
-    if (tensor != kTraceTensor && !run.tensors.count(tensor)) return false;  // produced by a skipped step
+  for (const auto& [model_in, tensor] : s.input_map) {
+    const bool optional = std::find(s.optional_inputs.begin(), s.optional_inputs.end(), model_in) != s.optional_inputs.end();
+    if (tensor != kTraceTensor && !optional && !run.tensors.count(tensor)) return false;  // produced by a skipped step
+  }
   for (const auto& c : s.conditions) {
     auto it = run.tensors.find(c.tensor());
     if (it == run.tensors.end()) return false;
@@ -231,8 +239,13 @@ void StartStep(const RunPtr& run, int i) {
       if (s.version > 0) req.model_version = std::to_string(s.version);
       req.id = run->request.id;
       req.parameters = run->request.parameters;
-      for (const auto& [model_in, tensor] : s.input_map)
-        req.inputs.push_back({model_in, tensor == kTraceTensor ? TraceTensor(*run) : run->tensors[tensor], {}});
+      for (const auto& [model_in, tensor] : s.input_map) {
+        if (tensor == kTraceTensor) {
+          req.inputs.push_back({model_in, TraceTensor(*run, s), {}});
+        } else if (auto t = run->tensors.find(tensor); t != run->tensors.end()) {
+          req.inputs.push_back({model_in, t->second, {}});
+        }  // else: an optional input whose producer was skipped
+      }
       for (const auto& [model_out, tensor] : s.output_map) req.outputs.push_back({model_out, std::nullopt, {}});
     }
   }

@@ -4,8 +4,9 @@
 // (that model's own scheduler: batching, priorities, admission), found again at that moment so a
 // hot reload of a member is followed. Tensors pass between steps without copies (a step's output
 // tensor is the next step's input). A conditional step whose condition does not hold, or one
-// that reads a tensor no step produced (its producer was skipped), is skipped: its outputs are
-// absent, or take their skipped_value. The first step that fails fails the request with its
+// that reads a tensor no step produced (its producer was skipped) into an input its model does
+// not mark optional, is skipped: its outputs are absent, or take their skipped_value. (An
+// optional input whose producer was skipped is left out of the step's request.) The first step that fails fails the request with its
 // status code and a message naming the step; steps still running are ignored.
 #pragma once
 

@@ -84,7 +84,7 @@ Result<EnsemblePlan> PlanEnsemble(const ModelConfig& config, serve::ModelResolve
   EnsemblePlan plan;
   std::map<std::string, TensorType> produced;
   plan.producer[kTraceTensor] = -1;
-  produced[kTraceTensor] = {serve::configpb::TYPE_STRING, {1}, "the ensemble's trace"};
+  produced[kTraceTensor] = {serve::configpb::TYPE_STRING, {}, "the ensemble's trace"};
   for (const auto& in : config.input()) {
     plan.producer[in.name()] = -1;
     produced[in.name()] = {in.data_type(), std::vector<int64_t>(in.dims().begin(), in.dims().end()),
@@ -131,6 +131,7 @@ Result<EnsemblePlan> PlanEnsemble(const ModelConfig& config, serve::ModelResolve
   for (size_t i = 0; i < plan.steps.size(); ++i) {
     EnsembleStep& s = plan.steps[i];
     const ModelConfig& mc = versions[i]->config();
+    s.model_batches = mc.max_batch_size() > 0;
     std::set<int> after;
     auto reads = [&](const std::string& tensor) -> Status {
       auto p = plan.producer.find(tensor);
@@ -145,6 +146,8 @@ Result<EnsemblePlan> PlanEnsemble(const ModelConfig& config, serve::ModelResolve
         return StepError(s, "model '" + s.model + "' has no input '" + model_in + "'");
       IL_RETURN_IF_ERROR(reads(tensor));
       if (Status st = CheckSameType(tensor, produced[tensor], t); !st.ok()) return StepError(s, st.message());
+      for (const auto& in : mc.input())
+        if (in.name() == model_in && in.optional()) s.optional_inputs.push_back(model_in);
     }
     for (const auto& c : s.conditions) {
       IL_RETURN_IF_ERROR(reads(c.tensor()));

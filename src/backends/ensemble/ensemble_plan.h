@@ -11,7 +11,7 @@
 // dims where both are fixed; conditions use a known reduce and op.
 //
 // One tensor is built in: kTraceTensor ("inferloop.trace"), which any step may read (a report
-// step): a BYTES [1] JSON document of the steps that ended before it started, in the order they
+// step): a BYTES [1] (for a batching step model [rows, 1], the same in every row) JSON document of the steps that ended before it started, in the order they
 // ended: {"ensemble", "version", "steps": [{"step", "model", "version", "outcome" (ran,
 // skipped), "ms"}]}.
 #pragma once
@@ -36,6 +36,8 @@ struct EnsembleStep {
   std::vector<serve::configpb::ModelEnsembleScheduling::Condition> conditions;
   std::map<std::string, double> skipped_value;    // ensemble tensor -> value when skipped
   std::vector<int> after;  // the steps producing what this step reads (inputs and conditions)
+  std::vector<std::string> optional_inputs;
+  bool model_batches = false;  // the model's max_batch_size > 0 (the trace gets one row per request row)  // the model's inputs marked optional: left out when absent
 };
 
 struct EnsemblePlan {

@@ -1,6 +1,7 @@
 #include "backends/saliency/occlusion_saliency_backend.h"
 
 #include <cstring>
+#include <limits>
 #include <future>
 
 #include "backends/processing/processing_params.h"
@@ -16,6 +17,8 @@ struct SaliencyParams {
   int64_t class_index = 0;
   int patch = 16, stride = 16, window_batch = 8;
   float fill = 0;
+  bool fill_mean = false;  // fill with the image's mean value instead
+  bool margin = false;     // the score is the class value minus the largest other class value
   std::string image_input, raw_input, heatmap_output, overlay_output;
   int64_t channels = 0, height = 0, width = 0;
   bool batched = false;
@@ -41,8 +44,18 @@ Result<std::vector<float>> Scores(serve::ModelResolver& models, const SaliencyPa
       if (out.name != p.model_output || out.tensor.dtype() != DataType::kFloat || out.tensor.rank() != 2 ||
           out.tensor.dim(0) != n || p.class_index >= out.tensor.dim(1))
         continue;
+      const int64_t k = out.tensor.dim(1);
       std::vector<float> s(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) s[i] = out.tensor.data<float>()[i * out.tensor.dim(1) + p.class_index];
+      for (int64_t i = 0; i < n; ++i) {
+        const float* row = out.tensor.data<float>() + i * k;
+        s[i] = row[p.class_index];
+        if (p.margin && k > 1) {
+          float other = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < k; ++j)
+            if (j != p.class_index) other = std::max(other, row[j]);
+          s[i] -= other;
+        }
+      }
       return s;
     }
     return Status::InvalidArgument("model '" + p.model + "' gave no float [" + std::to_string(n) + ", >" +
@@ -103,6 +116,12 @@ class OcclusionSaliency final : public Processor {
     IL_ASSIGN_OR_RETURN(Tensor base, Tensor::Create(DataType::kFloat, {1, p_.channels, p_.height, p_.width}));
     std::memcpy(base.data<float>(), pixels, static_cast<size_t>(per) * sizeof(float));
     IL_ASSIGN_OR_RETURN(std::vector<float> baseline, Scores(*models_, p_, base));
+    float fill = p_.fill;
+    if (p_.fill_mean) {
+      double sum = 0;
+      for (int64_t i = 0; i < per; ++i) sum += pixels[i];
+      fill = static_cast<float>(sum / static_cast<double>(per));
+    }
     std::vector<float> drop_sum(heat.size(), 0.0f), covered(heat.size(), 0.0f);
     for (size_t start = 0; start < positions.size(); start += static_cast<size_t>(p_.window_batch)) {
       const int64_t n = std::min<int64_t>(p_.window_batch, static_cast<int64_t>(positions.size() - start));
@@ -113,7 +132,7 @@ class OcclusionSaliency final : public Processor {
         const auto [y0, x0] = positions[start + k];
         for (int64_t c = 0; c < p_.channels; ++c)
           for (int y = y0; y < y0 + p_.patch; ++y)
-            for (int x = x0; x < x0 + p_.patch; ++x) img[(c * p_.height + y) * p_.width + x] = p_.fill;
+            for (int x = x0; x < x0 + p_.patch; ++x) img[(c * p_.height + y) * p_.width + x] = fill;
       }
       IL_ASSIGN_OR_RETURN(std::vector<float> scores, Scores(*models_, p_, batch));
       for (int64_t k = 0; k < n; ++k) {
@@ -153,8 +172,14 @@ Result<SaliencyParams> ParamsOf(const serve::ModelConfig& c) {
   p.patch = static_cast<int>(patch);
   p.stride = static_cast<int>(stride);
   p.window_batch = static_cast<int>(wb);
-  IL_ASSIGN_OR_RETURN(double fill, ParamNumber(c, "fill", 0));
-  p.fill = static_cast<float>(fill);
+  if (ParamString(c, "fill") == "mean") {
+    p.fill_mean = true;
+  } else {
+    IL_ASSIGN_OR_RETURN(double fill, ParamNumber(c, "fill", 0));
+    p.fill = static_cast<float>(fill);
+  }
+  IL_ASSIGN_OR_RETURN(std::string score, ParamChoice(c, "score", {"value", "margin"}, "value"));
+  p.margin = score == "margin";
   p.raw_input = ParamString(c, "raw_input");
   p.overlay_output = ParamString(c, "overlay_output");
   for (const auto& in : c.input()) {

@@ -12,9 +12,11 @@
 // by parameter overlay_output (TYPE_STRING [1]): a PNG of the heatmap blended onto the decoded
 // image (imaging/overlay.h: min-max scaled, resized to the image). With batching, rows are
 // explained one by one.
-// Parameters: model (the classifier's name), model_input, model_output, class_index, patch
-// (default 16), stride (default patch), fill (in the model's input units; default 0),
-// window_batch (default 8), raw_input, overlay_output.
+// Parameters: model (the classifier's name), model_input, model_output, class_index, score
+// ("value": that class's output, the default; "margin": it minus the largest other class's,
+// best on logits, which do not saturate as probabilities do), patch (default 16), stride
+// (default patch), fill (a number in the model's input units, default 0, or "mean": the image's
+// mean value), window_batch (default 8), raw_input, overlay_output.
 #pragma once
 
 #include <memory>
