@@ -39,6 +39,7 @@ Result<DataType> DescrToType(const std::string& d, size_t* item) {
       if (size == 16) return DataType::kComplex128;
       break;
     case 'U': *item = static_cast<size_t>(size) * 4; return DataType::kString;
+    case 'S': return DataType::kString;  // bytes (numpy's fixed-length bytes; item = size)
   }
   return Status::Unimplemented("npy: unsupported dtype '" + d + "'");
 }
@@ -113,7 +114,17 @@ Result<Tensor> ParseNpy(const std::string& b) {
   Shape read_shape = shape;
   if (fortran_order) std::reverse(read_shape.begin(), read_shape.end());
   Tensor t;
-  if (dt == DataType::kString) {
+  if (dt == DataType::kString && descr.size() > 1 && descr[1] == 'S') {
+    // numpy's 'S' strings: raw bytes, trailing NULs not part of the value (as numpy reads them).
+    std::vector<std::string> vals;
+    vals.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      size_t len = item;
+      while (len > 0 && data[i * item + len - 1] == '\0') --len;
+      vals.emplace_back(data + i * item, len);
+    }
+    t = Tensor::FromStrings(read_shape, std::move(vals));
+  } else if (dt == DataType::kString) {
     const size_t chars = item / 4;
     std::vector<std::string> vals;
     vals.reserve(static_cast<size_t>(n));

@@ -1,6 +1,7 @@
 #include "serve/served_model_version.h"
 
 #include "serve/batcher_config.h"
+#include "serve/version_statistics.h"
 
 #include <algorithm>
 #include <charconv>
@@ -24,16 +25,7 @@ struct ServedModelVersion::Stats {
 
 namespace {
 
-uint64_t NowEpochMs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
-}
-
-void Add(DurationStat& d, nanoseconds t, uint64_t n = 1) {
-  d.count += n;
-  d.ns += static_cast<uint64_t>(std::max<int64_t>(0, t.count())) * n;
-}
+void Add(DurationStat& d, nanoseconds t, uint64_t n = 1) { AddDuration(d, t, n); }
 
 // How batches of the model are assembled (batch_assembly.h), from its completed config.
 BatchInputLayout BatchInputLayoutOf(const ModelConfig& c) {
@@ -407,21 +399,7 @@ void ServedModelVersion::Drain() {
 }
 
 ModelMetadata ServedModelVersion::Metadata() const {
-  ModelMetadata m;
-  m.name = name_;
-  m.versions = {std::to_string(version_)};
-  m.platform = "onnxruntime_onnx";
-  const bool batching = config_.max_batch_size() > 0;
-  auto tensor_meta = [&](const std::string& name, configpb::DataType dt, const google::protobuf::RepeatedField<int64_t>& dims) {
-    TensorMetadata t;
-    t.name = name;
-    t.datatype = KServeDataTypeName(dt);
-    if (batching) t.shape.push_back(-1);
-    for (int64_t d : dims) t.shape.push_back(d);
-    return t;
-  };
-  for (const auto& in : config_.input()) m.inputs.push_back(tensor_meta(in.name(), in.data_type(), in.dims()));
-  for (const auto& out : config_.output()) m.outputs.push_back(tensor_meta(out.name(), out.data_type(), out.dims()));
+  ModelMetadata m = MetadataFromConfig(name_, version_, "onnxruntime_onnx", config_);
   m.memory_bytes = MemoryBytes();
   return m;
 }

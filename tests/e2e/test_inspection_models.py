@@ -74,7 +74,10 @@ class TestInspectionModels(unittest.TestCase):
             onnx.checker.check_model(model)
             opsets = {o.domain: o.version for o in model.opset_import}
             self.assertEqual(opsets.get("", opsets.get("ai.onnx")), 17)
-            (inp,), (out,) = model.graph.input, model.graph.output
+            (inp,) = model.graph.input
+            out = model.graph.output[0]  # the fine model also gives its logits second
+            self.assertEqual([o.name for o in model.graph.output],
+                             [spec["output"]] + (["logits"] if name == "fine" else []))
             self.assertEqual(inp.name, spec["input"])
             self.assertEqual(out.name, spec["output"])
             self.assertEqual(inp.type.tensor_type.elem_type, onnx.TensorProto.FLOAT)

@@ -136,7 +136,7 @@ class TestInspection(unittest.TestCase):
 
     def test_cascade_calls_the_fine_model_only_for_flagged_parts(self):
         before = self.fine_count()
-        flagged, cascade_found, fine_found, defective = 0, 0, 0, 0
+        flagged, cascade_found, fine_found, defective, explained = 0, 0, 0, 0, 0
         for entry in self.parts:
             blob = self.jpeg(entry)
             r = self.http.infer("inspection", [bytes_input(httpclient, "IMAGE", [blob])])
@@ -150,6 +150,7 @@ class TestInspection(unittest.TestCase):
                 self.assertIsNotNone(probs)
                 self.assertEqual(report["verdict"], "defect" if probs[0, 1] >= 0.5 else "ok")
                 if probs[0, 1] >= 0.5:
+                    explained += 1
                     heat = r.as_numpy("HEATMAP")
                     self.assertEqual(heat.shape, (1, 128, 128))
                     self.assertGreater(float(heat.max()), float(heat.min()))
@@ -166,8 +167,9 @@ class TestInspection(unittest.TestCase):
             # The fine model on every part, for the recall comparison.
             alone = self.http.infer("inspection_fine_only", [bytes_input(httpclient, "IMAGE", [blob])])
             fine_found += is_defect and alone.as_numpy("FINE_PROBS")[0, 1] >= 0.5
-        # Fine's calls: one per flagged part through the cascade, plus one per part alone.
-        self.assertEqual(self.fine_count() - before, flagged + len(self.parts))
+        # Fine's requests: one per flagged part through the cascade, one per part alone, and the
+        # explanations' 1 + 64 / 8 = 9 per part called defective (explain/config.pbtxt).
+        self.assertEqual(self.fine_count() - before, flagged + len(self.parts) + 9 * explained)
         text = metrics(self.server.metrics_port)
         ran = metric_value(text, "inferloop_ensemble_step_total", model="inspection", step="step 3 (fine)", outcome="ran")
         skipped = metric_value(text, "inferloop_ensemble_step_total", model="inspection", step="step 3 (fine)",

@@ -7,6 +7,7 @@
 
 #include "backends/ensemble/step_condition.h"
 #include "base/json_string.h"
+#include "serve/version_statistics.h"
 
 namespace inferloop::backends {
 
@@ -16,7 +17,7 @@ struct EnsembleModelVersion::Shared {
   std::mutex mu;
   std::condition_variable idle;
   int64_t inflight = 0;
-  serve::ModelStatistics stats;
+  serve::VersionStatistics stats;
   // Per step: ran / skipped / failed counters and the duration histogram.
   std::vector<serve::Counter> ran, skipped, failed;
   std::vector<serve::Histogram> seconds;
@@ -75,16 +76,6 @@ Tensor TraceTensor(const EnsembleModelVersion::Run& run, const EnsembleStep& s) 
   return Tensor::FromStrings({rows, 1}, std::vector<std::string>(static_cast<size_t>(rows), doc));
 }
 
-uint64_t NowEpochMs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
-
-void AddDuration(serve::DurationStat& d, Clock::duration t) {
-  d.count += 1;
-  d.ns += static_cast<uint64_t>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(t).count()));
-}
-
 // A tensor of the ensemble output's type filled with `value`: [batch] + dims.
 Result<Tensor> FilledOutput(const serve::ModelConfig& config, const std::string& name, double value, int64_t batch) {
   for (const auto& out : config.output()) {
@@ -137,15 +128,10 @@ void Finish(const RunPtr& run, Status error) {
     result = std::move(resp);
   }
   const auto total = Clock::now() - run->start;
-  {
-    std::lock_guard<std::mutex> lock(run->shared->mu);
-    serve::ModelStatistics& s = run->shared->stats;
-    AddDuration(error.ok() ? s.success : s.fail, total);
-    if (error.ok()) {
-      s.inference_count += 1;
-      s.execution_count += 1;
-      s.last_inference_ms = NowEpochMs();
-    }
+  if (error.ok()) {
+    run->shared->stats.RecordSuccess(1, std::chrono::nanoseconds(0), total, total);
+  } else {
+    run->shared->stats.RecordFailure(total);
   }
   run->shared->request_seconds.Observe(std::chrono::duration<double>(total).count());
   run->ticket.Release();
@@ -385,30 +371,9 @@ void EnsembleModelVersion::Drain() {
 }
 
 serve::ModelMetadata EnsembleModelVersion::Metadata() const {
-  serve::ModelMetadata m;
-  m.name = name_;
-  m.versions = {std::to_string(version_)};
-  m.platform = "ensemble";
-  const bool batched = config_.max_batch_size() > 0;
-  auto add = [&](const auto& list, std::vector<serve::TensorMetadata>& out) {
-    for (const auto& t : list) {
-      serve::TensorMetadata tm{t.name(), serve::KServeDataTypeName(t.data_type()), {}};
-      if (batched) tm.shape.push_back(-1);
-      tm.shape.insert(tm.shape.end(), t.dims().begin(), t.dims().end());
-      out.push_back(std::move(tm));
-    }
-  };
-  add(config_.input(), m.inputs);
-  add(config_.output(), m.outputs);
-  return m;
+  return serve::MetadataFromConfig(name_, version_, "ensemble", config_);
 }
 
-serve::ModelStatistics EnsembleModelVersion::Statistics() const {
-  std::lock_guard<std::mutex> lock(shared_->mu);
-  serve::ModelStatistics s = shared_->stats;
-  s.name = name_;
-  s.version = std::to_string(version_);
-  return s;
-}
+serve::ModelStatistics EnsembleModelVersion::Statistics() const { return shared_->stats.Snapshot(name_, version_, 0); }
 
 }  // namespace inferloop::backends

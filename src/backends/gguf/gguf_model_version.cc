@@ -7,22 +7,15 @@
 #include <random>
 
 #include "llm/text_stream.h"
+#include "serve/version_statistics.h"
 
 namespace inferloop::backends {
 
 using Clock = std::chrono::steady_clock;
 
-struct GgufModelVersion::Stats {
-  std::mutex mu;
-  serve::ModelStatistics s;
-};
+struct GgufModelVersion::Stats : serve::VersionStatistics {};
 
 namespace {
-
-void Add(serve::DurationStat& d, Clock::duration t) {
-  d.count += 1;
-  d.ns += static_cast<uint64_t>(std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(t).count()));
-}
 
 int64_t FileBytes(const std::string& path) {
   struct stat st {};
@@ -103,20 +96,12 @@ void OnFinish(Generation& g, const llm::SequenceResult& r) {
   if (--g.remaining > 0) return;
   m.prompt_tokens.Increment(g.result.prompt_tokens);
   m.prefix_hits.Increment(g.result.cached_prompt_tokens);
-  {
-    std::lock_guard<std::mutex> lock(g.stats->mu);
-    serve::ModelStatistics& s = g.stats->s;
-    const auto total = Clock::now() - g.start;
-    Add(g.result.status.ok() ? s.success : s.fail, total);
-    if (g.result.status.ok()) {
-      s.inference_count += 1;
-      s.execution_count += 1;
-      Add(s.queue, std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(g.queue_seconds)));
-      Add(s.compute_infer, total - std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(g.queue_seconds)));
-      s.last_inference_ms = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                      std::chrono::system_clock::now().time_since_epoch())
-                                                      .count());
-    }
+  const auto total = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - g.start);
+  const auto queue = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(g.queue_seconds));
+  if (g.result.status.ok()) {
+    g.stats->RecordSuccess(1, queue, total - queue, total);
+  } else {
+    g.stats->RecordFailure(total);
   }
   g.on_done(g.result);
 }
@@ -199,14 +184,7 @@ serve::ModelMetadata GgufModelVersion::Metadata() const {
   return m;
 }
 
-serve::ModelStatistics GgufModelVersion::Statistics() const {
-  std::lock_guard<std::mutex> lock(stats_->mu);
-  serve::ModelStatistics s = stats_->s;
-  s.name = name_;
-  s.version = std::to_string(version_);
-  s.memory_bytes = MemoryBytes();
-  return s;
-}
+serve::ModelStatistics GgufModelVersion::Statistics() const { return stats_->Snapshot(name_, version_, MemoryBytes()); }
 
 int64_t GgufModelVersion::MemoryBytes() const { return file_bytes_ + kv_bytes_; }
 

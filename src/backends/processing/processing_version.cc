@@ -5,40 +5,21 @@
 
 #include "serve/batcher_config.h"
 #include "serve/request_validation.h"
+#include "serve/version_statistics.h"
 
 namespace inferloop::backends {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::nanoseconds;
 
-struct ProcessingModelVersion::Stats {
-  std::mutex mu;
-  serve::ModelStatistics s;
-};
-
-namespace {
-
-void Add(serve::DurationStat& d, nanoseconds t) {
-  d.count += 1;
-  d.ns += static_cast<uint64_t>(std::max<int64_t>(0, t.count()));
-}
-
-uint64_t NowEpochMs() {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
-
-}  // namespace
+struct ProcessingModelVersion::Stats : serve::VersionStatistics {};
 
 class ProcessingModelVersion::Observer : public serve::BatcherObserver {
  public:
   Observer(Stats* stats, serve::VersionMetricsSink* sink) : stats_(stats), sink_(sink) {}
   void OnDropped(const serve::PendingRequest& request, const Status& why) override {
     const nanoseconds total = Clock::now() - request.context.received;
-    {
-      std::lock_guard<std::mutex> lock(stats_->mu);
-      Add(stats_->s.fail, total);
-    }
+    stats_->RecordFailure(total);
     if (sink_) sink_->OnRequestDone(why, Clock::now() - request.enqueued, nanoseconds(0), total);
   }
   void OnQueueDepth(int64_t depth) override {
@@ -86,10 +67,7 @@ bool ProcessingModelVersion::Infer(serve::InferRequest&& request, serve::Request
   std::shared_lock<std::shared_mutex> drain_lock(drain_mu_);
   if (draining_) return false;
   auto fail = [&](Status st) {
-    {
-      std::lock_guard<std::mutex> lock(stats_->mu);
-      Add(stats_->s.fail, Clock::now() - context.received);
-    }
+    stats_->RecordFailure(Clock::now() - context.received);
     if (metrics_) metrics_->OnRequestDone(st, nanoseconds(0), nanoseconds(0), Clock::now() - context.received);
     done(std::move(st));
   };
@@ -115,10 +93,7 @@ bool ProcessingModelVersion::Infer(serve::InferRequest&& request, serve::Request
   p->context = std::move(context);
   p->done = answer;
   if (Status st = batcher_->Enqueue(std::move(p)); !st.ok()) {
-    {
-      std::lock_guard<std::mutex> lock(stats_->mu);
-      Add(stats_->s.fail, nanoseconds(0));
-    }
+    stats_->RecordFailure(nanoseconds(0));
     answer(std::move(st));
   }
   return true;
@@ -152,19 +127,10 @@ void ProcessingModelVersion::Answer(serve::PendingRequest& p, Result<std::vector
     }
     result = std::move(resp);
   }
-  {
-    std::lock_guard<std::mutex> lock(stats_->mu);
-    serve::ModelStatistics& s = stats_->s;
-    if (result.ok()) {
-      Add(s.success, total);
-      Add(s.queue, queue);
-      Add(s.compute_infer, compute);
-      s.inference_count += static_cast<uint64_t>(p.rows);
-      s.execution_count += 1;
-      s.last_inference_ms = NowEpochMs();
-    } else {
-      Add(s.fail, total);
-    }
+  if (result.ok()) {
+    stats_->RecordSuccess(static_cast<uint64_t>(p.rows), queue, compute, total);
+  } else {
+    stats_->RecordFailure(total);
   }
   if (metrics_) metrics_->OnRequestDone(result.ok() ? Status::Ok() : result.status(), queue, compute, total);
   p.done(std::move(result));
@@ -179,31 +145,10 @@ void ProcessingModelVersion::Drain() {
 }
 
 serve::ModelMetadata ProcessingModelVersion::Metadata() const {
-  serve::ModelMetadata m;
-  m.name = name_;
-  m.versions = {std::to_string(version_)};
-  m.platform = platform_;
-  const bool batched = config_.max_batch_size() > 0;
-  auto add = [&](const auto& list, std::vector<serve::TensorMetadata>& out) {
-    for (const auto& t : list) {
-      serve::TensorMetadata tm{t.name(), serve::KServeDataTypeName(t.data_type()), {}};
-      if (batched) tm.shape.push_back(-1);
-      tm.shape.insert(tm.shape.end(), t.dims().begin(), t.dims().end());
-      out.push_back(std::move(tm));
-    }
-  };
-  add(config_.input(), m.inputs);
-  add(config_.output(), m.outputs);
-  return m;
+  return serve::MetadataFromConfig(name_, version_, platform_, config_);
 }
 
-serve::ModelStatistics ProcessingModelVersion::Statistics() const {
-  std::lock_guard<std::mutex> lock(stats_->mu);
-  serve::ModelStatistics s = stats_->s;
-  s.name = name_;
-  s.version = std::to_string(version_);
-  return s;
-}
+serve::ModelStatistics ProcessingModelVersion::Statistics() const { return stats_->Snapshot(name_, version_, 0); }
 
 std::chrono::steady_clock::duration ProcessingModelVersion::StallTime() const { return batcher_->StallTime(); }
 

@@ -37,4 +37,22 @@ TEST(Npy, ScalarShape) {
   EXPECT_EQ(back->data<double>()[0], 2.5);
 }
 
+
+// numpy's fixed-length bytes ('S'): what np.save writes for np.array([b'\xff\xd8a', b'x\x00y'],
+// dtype='S4'); numpy reads the values back without their trailing NULs, and so does ParseNpy
+// (inner NULs stay). `inferloop perf --input-data` sends such files as BYTES (encoded images).
+TEST(Npy, ReadsNumpyBytesStrings) {
+  std::string header = "{'descr': '|S4', 'fortran_order': False, 'shape': (2,), }";
+  header.append(118 - 1 - header.size(), ' ');
+  header += '\n';
+  std::string file = std::string("\x93NUMPY\x01\x00", 8) + std::string("\x76\x00", 2) + header +
+                     std::string("\xff\xd8\x61\x00\x78\x00\x79\x00", 8);
+  ASSERT_EQ(file.size(), 136u);
+  auto t = ParseNpy(file);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_EQ(t->shape(), Shape({2}));
+  EXPECT_EQ(t->strings()[0], std::string("\xff\xd8\x61", 3));
+  EXPECT_EQ(t->strings()[1], std::string("x\0y", 3));
+}
+
 }  // namespace inferloop
