@@ -49,7 +49,7 @@ def write_inputs(d, **arrays):
 def perf(inferloop, port, model, data, duration):
     out = os.path.join(data, "perf.json")
     subprocess.run([inferloop, "perf", "--url", f"http://127.0.0.1:{port}", "--model", model, "--input-data", data,
-                    "--batch-size", "1", "--concurrency-range", "1", "--duration", str(duration), "--json", out],
+                    "--batch-size", "1", "--concurrency-range", "1", "--duration", str(duration), "--binary", "--json", out],
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out) as f:
         p = json.load(f)["points"][0]
@@ -93,7 +93,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     isa = os.environ.get("INFERLOOP_ISA", "default (the CPU's best)")
-    print(f"inspection pipeline, REST JSON, batch 1, concurrency 1; {os.cpu_count()} cores; INFERLOOP_ISA={isa}")
+    print(f"inspection pipeline, REST binary, batch 1, concurrency 1; {os.cpu_count()} cores; INFERLOOP_ISA={isa}")
     print(f"{'path / stage':40s} {'p50 ms':>8s} {'p99 ms':>8s} {'req/s':>8s} {'errors':>6s}")
     for label, p50, p99, rps, err in rows:
         print(f"{label:40s} {p50:8.2f} {p99:8.2f} {rps:8.1f} {err:6d}")
