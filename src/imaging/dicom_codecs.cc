@@ -3,6 +3,7 @@
 #include <dcmtk/dcmdata/dcrledrg.h>
 #include <dcmtk/dcmjpeg/djdecode.h>
 #include <dcmtk/dcmjpls/djdecode.h>
+#include <dcmtk/oflog/oflog.h>
 
 namespace inferloop::imaging {
 namespace {
@@ -13,6 +14,9 @@ namespace {
 class DicomCodecRegistration {
  public:
   DicomCodecRegistration() {
+    // DCMTK's own logger would write parser warnings about odd files to stderr, in the middle of
+    // the server's JSON event log; what matters comes back as our Status messages instead.
+    OFLog::configure(OFLogger::OFF_LOG_LEVEL);
     // YCbCr JPEG comes out as RGB (as pydicom gives it), colour-by-pixel.
     DJDecoderRegistration::registerCodecs(EDC_photometricInterpretation, EUC_never, EPC_colorByPixel);
     DJLSDecoderRegistration::registerCodecs(EJLSUC_never, EJLSPC_colorByPixel);
