@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "backends/classification/classification_backend.h"
+#include "backends/detection/nms_backend.h"
 #include "backends/dicom/dicom_series_backend.h"
 #include "backends/ensemble/ensemble_backend.h"
 #include "backends/image/image_preprocess_backend.h"
@@ -54,6 +55,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   registry->Add(backends::MakeClassificationBackend());
   registry->Add(backends::MakeOcclusionSaliencyBackend());
   registry->Add(backends::MakeReportBackend());
+  registry->Add(backends::MakeNmsBackend());
   registry->Add(backends::MakeDicomSeriesBackend());
   registry->Add(backends::MakeSlidingWindowBackend());
   registry->Add(backends::MakeLesionReportBackend());

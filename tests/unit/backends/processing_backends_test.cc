@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "backends/classification/classification_backend.h"
+#include "backends/detection/nms_backend.h"
 #include "backends/image/image_preprocess_backend.h"
 #include "backends/report/report_backend.h"
 #include "imaging/image_codec.h"
@@ -123,6 +124,42 @@ parameters { key: "verdict_when_absent" value: { string_value: "ok" } }
   const std::string doc = OutputNamed(*skipped, "report")->strings()[0];
   EXPECT_NE(doc.find("\"verdict\":\"ok\""), std::string::npos) << doc;
   EXPECT_NE(doc.find("\"skipped\":[\"probs\"]"), std::string::npos) << doc;
+}
+
+}  // namespace
+}  // namespace inferloop::serve
+
+namespace inferloop::serve {
+namespace {
+
+// Three boxes: 0 and 1 overlap with IoU 81/100 (> 0.5), 2 is apart; class-agnostic NMS keeps
+// box 1 (the higher score), drops 0, keeps 2, as ONNX NonMaxSuppression does.
+TEST(NmsBackend, KeepsTheBestOfOverlappingBoxes) {
+  auto backend = backends::MakeNmsBackend();
+  testing::NoModels none;
+  auto v = testing::LoadStep(*backend, R"(backend: "nms"
+max_batch_size: 0
+input [ { name: "boxes" data_type: TYPE_FP32 dims: [ -1, 4 ] }, { name: "scores" data_type: TYPE_FP32 dims: [ -1, 2 ] } ]
+output [ { name: "detections" data_type: TYPE_FP32 dims: [ -1, 6 ] }, { name: "indices" data_type: TYPE_INT64 dims: [ -1 ] } ]
+parameters { key: "iou_threshold" value: { string_value: "0.5" } }
+)", &none);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  auto boxes = Tensor::FromVector<float>(DataType::kFloat, {3, 4}, {0, 0, 10, 10, 1, 1, 10, 10, 20, 20, 30, 30});
+  auto scores = Tensor::FromVector<float>(DataType::kFloat, {3, 2}, {0.1f, 0.6f, 0.2f, 0.9f, 0.7f, 0.3f});
+  auto r = testing::InferNow(**v, {{"boxes", boxes, {}}, {"scores", scores, {}}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Tensor* idx = testing::OutputNamed(*r, "indices");
+  ASSERT_NE(idx, nullptr);
+  ASSERT_EQ(idx->size(), 2);
+  EXPECT_EQ(idx->data<int64_t>()[0], 1);
+  EXPECT_EQ(idx->data<int64_t>()[1], 2);
+  const Tensor* det = testing::OutputNamed(*r, "detections");
+  EXPECT_FLOAT_EQ(det->data<float>()[4], 0.9f);
+  EXPECT_FLOAT_EQ(det->data<float>()[5], 1.0f);
+  EXPECT_FLOAT_EQ(det->data<float>()[11], 0.0f);  // box 2's best class
+  auto mismatch = testing::InferNow(**v, {{"boxes", boxes, {}}, {"scores", Tensor::FromVector<float>(DataType::kFloat, {2, 2}, {0, 0, 0, 0}), {}}});
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
