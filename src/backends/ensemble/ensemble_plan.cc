@@ -120,10 +120,11 @@ Result<EnsemblePlan> PlanEnsemble(const ModelConfig& config, serve::ModelResolve
       plan.producer[tensor] = i;
       produced[tensor] = t;
     }
-    for (const auto& [tensor, value] : s.skipped_value)
-      if (!s.output_map.empty() && std::none_of(s.output_map.begin(), s.output_map.end(),
-                                                [&](const auto& kv) { return kv.second == tensor; }))
+    for (const auto& entry : s.skipped_value) {
+      const std::string& tensor = entry.first;
+      if (std::none_of(s.output_map.begin(), s.output_map.end(), [&](const auto& kv) { return kv.second == tensor; }))
         return StepError(s, "skipped_value names '" + tensor + "', which this step does not produce");
+    }
     versions.push_back(std::move(v).value());
     plan.steps.push_back(std::move(s));
   }
