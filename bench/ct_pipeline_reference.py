@@ -276,7 +276,8 @@ def make_series(directory, seed):
     hu, _, lesions, _ = phantoms.make_volume(rng, size, spacing)
     phantoms.write_series(rng, directory, hu, spacing, [-120.0, -90.0, -90.0], phantoms.STORAGE[0], f"timing-{seed}")
     print(json.dumps({"series": directory, "size_zyx": size, "spacing_mm_zyx": spacing,
-                      "lesions": len(lesions)}))
+                      "lesions": [{"centre_mm_zyx": [round(c, 3) for c in l["centre_mm_zyx"]],
+                                   "analytic_volume_mm3": round(l["analytic_volume_mm3"], 1)} for l in lesions]}))
 
 
 def main():
