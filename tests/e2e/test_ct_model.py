@@ -4,9 +4,8 @@ model's tensor names, shapes, opset, ops and dynamic batch are what preprocessin
 config.pbtxt say; a batch gives what its windows give one at a time; outputs are probabilities;
 the reference pipeline's resampling is scipy's trilinear interpolation at the same points; its
 DICOM geometry is truth.json's; and on every held-out series each true lesion is found with a
-volume within 20% of its analytic ellipsoid volume (truth.json), with no extra lesion larger than
-the smallest true one. (The target is 15%: the committed model has 5 of 7 lesions within 5.2%
-and two at -16.0% and +16.7%; examples/ct/README.md.) Files stay small (model < 1 MB, held-out series < 3 MB in all).
+volume within 15% of its analytic ellipsoid volume (truth.json), with no extra lesion larger than
+the smallest true one (the committed model's worst is -14.3%; examples/ct/README.md). Files stay small (model < 1 MB, held-out series < 3 MB in all).
 
 Usage: .venv/bin/python tests/e2e/test_ct_model.py [unittest args]
 """
@@ -30,7 +29,7 @@ HELDOUT = os.path.join(ROOT, "data", "heldout")
 MODEL_DIR = os.path.join(ROOT, "model_repository", "lesion_unet")
 MODEL = os.path.join(MODEL_DIR, "1", "model.onnx")
 ALLOWED_OPS = {"Conv", "Relu", "MaxPool", "ConvTranspose", "Resize", "Concat", "Sigmoid"}
-VOLUME_TOLERANCE = 0.20  # the target is 0.15: the committed model misses it on 2 of 7 lesions
+VOLUME_TOLERANCE = 0.15  # the issue's target; the committed model's worst is 14.3%
 
 
 def load_json(*parts):
