@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "serve/model_repository_layout.h"
+
 namespace inferloop::serve {
 
 InferenceServer::InferenceServer(InferenceServerOptions options, EventLog* log)
@@ -116,7 +118,7 @@ void InferenceServer::Infer(InferRequest request, RequestContext context, InferC
     std::this_thread::yield();
   }
   t.Release();
-  Status st = Status::Unavailable("model '" + model + "' is being replaced; retry");
+  Status st = Status::Unavailable("model '" + NameForMessage(model) + "' is being replaced; retry");
   metrics_.OnRefused(model, st);
   answered(st);
 }

@@ -179,7 +179,7 @@ Status ModelManager::DoLoad(const std::string& model) {
   const std::string dir = options_.repository + "/" + model;
   std::error_code ec;
   if (model.empty() || model.find('/') != std::string::npos || model[0] == '.' || !fs::is_directory(dir, ec)) {
-    return Status::NotFound("model '" + model + "' is not in the model repository " + options_.repository);
+    return Status::NotFound("model '" + NameForMessage(model) + "' is not in the model repository");
   }
   const std::string folder_fp = FolderFingerprint(model);
   ModelBackend* backend = nullptr;
@@ -384,7 +384,7 @@ void ModelManager::Unload(const std::string& model, StatusCallback done) {
     if (!models_.count(model) && !requested_.count(model)) {
       std::error_code ec;
       if (!fs::is_directory(options_.repository + "/" + model, ec))
-        return done(Status::NotFound("model '" + model + "' is not in the model repository"));
+        return done(Status::NotFound("model '" + NameForMessage(model) + "' is not in the model repository"));
     }
     requested_.erase(model);
   }
@@ -457,7 +457,7 @@ Result<std::shared_ptr<ModelVersion>> ModelManager::Find(const std::string& mode
   if (it == models_.end() || (it->second.serving.empty() && it->second.versions.empty())) {
     if (it != models_.end() && !it->second.model_reason.empty())
       return Status::Unavailable("model '" + model + "' is not available: " + it->second.model_reason);
-    return Status::NotFound("unknown model '" + model + "'");
+    return Status::NotFound("unknown model '" + NameForMessage(model) + "'");
   }
   const ModelEntry& e = it->second;
   if (version.empty()) {
@@ -470,7 +470,8 @@ Result<std::shared_ptr<ModelVersion>> ModelManager::Find(const std::string& mode
     return e.serving.rbegin()->second;
   }
   int64_t v = 0;
-  if (!ParseVersion(version, &v)) return Status::NotFound("model '" + model + "' has no version '" + version + "'");
+  if (!ParseVersion(version, &v))
+    return Status::NotFound("model '" + model + "' has no version '" + NameForMessage(version) + "'");
   auto sv = e.serving.find(v);
   if (sv != e.serving.end()) return sv->second;
   auto st = e.versions.find(v);

@@ -174,6 +174,12 @@ Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& reposito
   return models;
 }
 
+std::string NameForMessage(const std::string& name) {
+  constexpr size_t kShown = 64;
+  if (name.size() <= kShown) return name;
+  return name.substr(0, kShown) + "... (" + std::to_string(name.size()) + " bytes)";
+}
+
 std::string FileStamp(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return "";

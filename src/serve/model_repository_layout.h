@@ -62,6 +62,11 @@ struct ModelLayout {
 // that fits int64. False, with *out untouched, otherwise.
 bool ParseVersion(const std::string& s, int64_t* out);
 
+// A model name (or version) as a client gave it, for error messages: whole up to 64 bytes, else
+// its first 64 bytes and "... (N bytes)", so a huge name never makes a huge message (a gRPC
+// error's text goes in a header that clients cap).
+std::string NameForMessage(const std::string& name);
+
 // Size and modification time of a file ("" when absent): what poll mode compares.
 std::string FileStamp(const std::string& path);
 

@@ -3,6 +3,8 @@
 #include <map>
 #include <thread>
 
+#include "serve/model_repository_layout.h"
+
 namespace inferloop::serve {
 
 TextGenerationRouter::TextGenerationRouter(FindFn find, ServingFn serving)
@@ -31,7 +33,7 @@ Status TextGenerationRouter::Generate(TextGenerationRequest req, std::function<v
     auto found = find_(req.model);
     if (!found.ok()) {
       if (found.status().code() == StatusCode::kNotFound)
-        return Status::NotFound("model '" + req.model + "' does not exist");
+        return Status::NotFound("model '" + NameForMessage(req.model) + "' does not exist");
       return found.status();
     }
     std::shared_ptr<ModelVersion> v = std::move(found).value();

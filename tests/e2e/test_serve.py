@@ -261,6 +261,31 @@ class TestBadRequests(SharedServerTest):
         for w in words:
             self.assertIn(w, msg)
 
+    def test_long_model_names_are_not_echoed_whole(self):
+        """A 6 KB (REST) or 10 KB (gRPC) model name gets a short 404 that names it truncated, and
+        no message carries the server's repository path (a 10 KB gRPC error would exceed a default
+        client's metadata limit)."""
+        name = "m" * 6000
+        status, _, body = self.infer_raw(name, b'{"inputs": []}')
+        self.assertEqual(status, 404, body[:200])
+        msg = json.loads(body)["error"]
+        self.assertLess(len(msg), 300, msg[:400])
+        self.assertIn("6000 bytes", msg)
+        status, _, body = request(self.server.http_port, "GET", f"/v2/models/{name}")
+        self.assertEqual(status, 404)
+        self.assertLess(len(json.loads(body)["error"]), 300)
+        client = grpcclient.InferenceServerClient(self.server.grpc_url)
+        inp = grpcclient.InferInput("INPUT0", [1, 16], "INT32")
+        inp.set_data_from_numpy(np.zeros((1, 16), np.int32))
+        with self.assertRaises(InferenceServerException) as e:
+            client.infer("g" * 10000, [inp])
+        self.assertEqual(e.exception.status(), "StatusCode.NOT_FOUND")
+        self.assertLess(len(e.exception.message()), 300, e.exception.message()[:400])
+        self.assertIn("10000 bytes", e.exception.message())
+        # Loading a model that is not in the repository names no server path.
+        status, _, body = request(self.server.http_port, "POST", "/v2/repository/models/nope/load", b"{}")
+        self.assertNotIn(self.repo, body.decode())
+
     def test_cases(self):
         good = {"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))},
                            {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": list(range(16))}]}

@@ -180,5 +180,12 @@ TEST(SelectVersions, Policies) {
   EXPECT_EQ(*r, (std::vector<int64_t>{2}));
 }
 
+TEST(NameForMessage, ShortNamesWholeLongOnesCut) {
+  EXPECT_EQ(NameForMessage("resnet50"), "resnet50");
+  const std::string n64(64, 'a');
+  EXPECT_EQ(NameForMessage(n64), n64);
+  EXPECT_EQ(NameForMessage(std::string(10000, 'b')), std::string(64, 'b') + "... (10000 bytes)");
+}
+
 }  // namespace
 }  // namespace inferloop::serve
