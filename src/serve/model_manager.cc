@@ -323,7 +323,7 @@ Status ModelManager::DoLoad(const std::string& model) {
                           : Status(first_error.code(), "model '" + model + "': " + first_error.message());
 }
 
-Status ModelManager::DoUnload(const std::string& model, const std::string& why) {
+Status ModelManager::DoUnload(const std::string& model, const std::string& why, bool forget) {
   std::map<int64_t, std::shared_ptr<ModelVersion>> serving;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -342,11 +342,15 @@ Status ModelManager::DoUnload(const std::string& model, const std::string& why) 
   serving.clear();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ModelEntry& e = models_[model];
-    e.versions.clear();
-    e.version_fingerprints.clear();
-    e.config_fingerprint.clear();
-    e.model_reason = why;
+    if (forget) {
+      models_.erase(model);  // gone from the repository: unknown (404) from now on
+    } else {
+      ModelEntry& e = models_[model];
+      e.versions.clear();
+      e.version_fingerprints.clear();
+      e.config_fingerprint.clear();
+      e.model_reason = why;
+    }
   }
   ReleaseFreeMemoryToSystem();
   LogInfo("model_unloaded", {{"model", model}});
@@ -425,7 +429,7 @@ void ModelManager::PollOnce() {
       requested_.erase(n);
     }
     Post([this, n] {
-      (void)DoUnload(n, "removed from the repository");
+      (void)DoUnload(n, "removed from the repository", /*forget=*/true);
       std::lock_guard<std::mutex> lock(mu_);
       models_.erase(n);
     });

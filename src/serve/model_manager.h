@@ -111,7 +111,9 @@ class ModelManager {
   explicit ModelManager(ModelManagerOptions options);
   // Runs on the loader thread.
   Status DoLoad(const std::string& model);
-  Status DoUnload(const std::string& model, const std::string& why);
+  // `forget`: the model left the repository; its entry goes before "model_unloaded" is logged,
+  // so requests that follow the event get NotFound, not Unavailable.
+  Status DoUnload(const std::string& model, const std::string& why, bool forget = false);
   void Post(std::function<void()> task);
   void LoaderLoop();
   void PollLoop();
