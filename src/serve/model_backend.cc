@@ -1,5 +1,7 @@
 #include "serve/model_backend.h"
 
+#include <thread>
+
 namespace inferloop::serve {
 
 void BackendRegistry::Add(std::shared_ptr<ModelBackend> backend) { backends_.push_back(std::move(backend)); }
@@ -20,6 +22,16 @@ Result<ModelBackend*> BackendRegistry::ForModel(const ModelConfig& config,
   }
   return Status::NotFound(what + " is not served by inferloop (its backends: " + kinds +
                           "; see docs/MODEL_REPOSITORY.md for the platform and backend names)");
+}
+
+Status InferOnServingVersion(ModelResolver& models, const std::string& model, int64_t version, InferRequest&& request,
+                             RequestContext&& context, InferCallback&& done) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    IL_ASSIGN_OR_RETURN(std::shared_ptr<ModelVersion> v, models.Find(model, version));
+    if (v->Infer(std::move(request), std::move(context), std::move(done), AdmissionTicket{})) return Status::Ok();
+    std::this_thread::yield();  // the replacement is serving by the time Infer refused
+  }
+  return Status::Unavailable("model '" + model + "' is being replaced; retry");
 }
 
 }  // namespace inferloop::serve

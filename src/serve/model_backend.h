@@ -56,6 +56,16 @@ class ModelResolver {
   virtual Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, int64_t version) = 0;
 };
 
+// Runs `request` on the version of `model` serving now (version <= 0: the highest), through that
+// version's own scheduler (its per-model admission; no server-wide ticket: the caller's own
+// request was admitted already), looking again when the version found is draining (a hot reload:
+// it consumed nothing). OK: `done` will be called exactly once. An error (the lookup's, or
+// Unavailable when the model kept being replaced): `done` is not called and `request` is not
+// consumed meaningfully; the caller answers. The one home of "call another model" for backends
+// (ensemble steps, sliding windows, saliency passes).
+Status InferOnServingVersion(ModelResolver& models, const std::string& model, int64_t version, InferRequest&& request,
+                             RequestContext&& context, InferCallback&& done);
+
 // One version folder to load.
 struct VersionLoadRequest {
   std::string model_name;

@@ -239,20 +239,13 @@ void StartStep(const RunPtr& run, int i) {
     return Finish(run, Status(go.status().code(), "ensemble '" + run->name + "' " + s.label + ": " + go.status().message()));
   if (!*go) return SkipStep(run, i);
   const auto t0 = Clock::now();
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    auto v = run->models->Find(s.model, s.version);
-    if (!v.ok()) return OnStepAnswer(run, i, t0, v.status());
-    serve::RequestContext ctx;
-    ctx.cancelled = run->context.cancelled;
-    ctx.protocol = run->context.protocol;
-    ctx.request_bytes = 0;
-    // A draining version (a hot reload of this member) consumes nothing: look again.
-    if (v.value()->Infer(std::move(req), std::move(ctx),
-                         [run, i, t0](Result<serve::InferResponse> r) { OnStepAnswer(run, i, t0, std::move(r)); },
-                         serve::AdmissionTicket{}))
-      return;
-  }
-  OnStepAnswer(run, i, t0, Status::Unavailable("model '" + s.model + "' is being replaced; retry"));
+  serve::RequestContext ctx;
+  ctx.cancelled = run->context.cancelled;
+  ctx.protocol = run->context.protocol;
+  Status sent = serve::InferOnServingVersion(
+      *run->models, s.model, s.version, std::move(req), std::move(ctx),
+      [run, i, t0](Result<serve::InferResponse> r) { OnStepAnswer(run, i, t0, std::move(r)); });
+  if (!sent.ok()) OnStepAnswer(run, i, t0, sent);
 }
 
 }  // namespace

@@ -27,41 +27,37 @@ struct SaliencyParams {
 // Runs `images` ([n, C, H, W]) through the model's serving version; its class scores.
 Result<std::vector<float>> Scores(serve::ModelResolver& models, const SaliencyParams& p, Tensor images) {
   const int64_t n = images.dim(0);
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    IL_ASSIGN_OR_RETURN(std::shared_ptr<serve::ModelVersion> v, models.Find(p.model, 0));
-    serve::InferRequest req;
-    req.model_name = p.model;
-    req.inputs.push_back({p.model_input, images, {}});
-    req.outputs.push_back({p.model_output, std::nullopt, {}});
-    auto answer = std::make_shared<std::promise<Result<serve::InferResponse>>>();
-    auto fut = answer->get_future();
-    if (!v->Infer(std::move(req), serve::RequestContext{},
-                  [answer](Result<serve::InferResponse> r) { answer->set_value(std::move(r)); }, serve::AdmissionTicket{}))
-      continue;  // a reload swapped the version out: look again
-    Result<serve::InferResponse> r = fut.get();
-    if (!r.ok()) return Status(r.status().code(), "model '" + p.model + "': " + r.status().message());
-    for (const auto& out : r.value().outputs) {
-      if (out.name != p.model_output || out.tensor.dtype() != DataType::kFloat || out.tensor.rank() != 2 ||
-          out.tensor.dim(0) != n || p.class_index >= out.tensor.dim(1))
-        continue;
-      const int64_t k = out.tensor.dim(1);
-      std::vector<float> s(static_cast<size_t>(n));
-      for (int64_t i = 0; i < n; ++i) {
-        const float* row = out.tensor.data<float>() + i * k;
-        s[i] = row[p.class_index];
-        if (p.margin && k > 1) {
-          float other = -std::numeric_limits<float>::infinity();
-          for (int64_t j = 0; j < k; ++j)
-            if (j != p.class_index) other = std::max(other, row[j]);
-          s[i] -= other;
-        }
+  serve::InferRequest req;
+  req.model_name = p.model;
+  req.inputs.push_back({p.model_input, std::move(images), {}});
+  req.outputs.push_back({p.model_output, std::nullopt, {}});
+  auto answer = std::make_shared<std::promise<Result<serve::InferResponse>>>();
+  auto fut = answer->get_future();
+  IL_RETURN_IF_ERROR(serve::InferOnServingVersion(
+      models, p.model, 0, std::move(req), serve::RequestContext{},
+      [answer](Result<serve::InferResponse> r) { answer->set_value(std::move(r)); }));
+  Result<serve::InferResponse> r = fut.get();
+  if (!r.ok()) return Status(r.status().code(), "model '" + p.model + "': " + r.status().message());
+  for (const auto& out : r.value().outputs) {
+    if (out.name != p.model_output || out.tensor.dtype() != DataType::kFloat || out.tensor.rank() != 2 ||
+        out.tensor.dim(0) != n || p.class_index >= out.tensor.dim(1))
+      continue;
+    const int64_t k = out.tensor.dim(1);
+    std::vector<float> s(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = out.tensor.data<float>() + i * k;
+      s[i] = row[p.class_index];
+      if (p.margin && k > 1) {
+        float other = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < k; ++j)
+          if (j != p.class_index) other = std::max(other, row[j]);
+        s[i] -= other;
       }
-      return s;
     }
-    return Status::InvalidArgument("model '" + p.model + "' gave no float [" + std::to_string(n) + ", >" +
-                                   std::to_string(p.class_index) + "] output '" + p.model_output + "'");
+    return s;
   }
-  return Status::Unavailable("model '" + p.model + "' is being replaced; retry");
+  return Status::InvalidArgument("model '" + p.model + "' gave no float [" + std::to_string(n) + ", >" +
+                                 std::to_string(p.class_index) + "] output '" + p.model_output + "'");
 }
 
 class OcclusionSaliency final : public Processor {

@@ -31,34 +31,18 @@ struct SlidingWindowOptions {
 
 using AnswerFuture = std::future<Result<serve::InferResponse>>;
 
-// Sends requests to the model's serving version, looking it up again when it is draining.
-class ModelCaller {
- public:
-  ModelCaller(serve::ModelResolver* models, const SlidingWindowOptions& o) : models_(models), o_(o) {}
-
-  Result<AnswerFuture> Send(serve::InferRequest&& request) {
-    for (int attempt = 0; attempt < 16; ++attempt) {
-      if (!version_) {
-        auto found = models_->Find(o_.model, o_.model_version);
-        if (!found.ok()) return Status::Unavailable("model '" + o_.model + "' is not available: " + found.status().message());
-        version_ = std::move(found).value();
-      }
-      auto answer = std::make_shared<std::promise<Result<serve::InferResponse>>>();
-      AnswerFuture future = answer->get_future();
-      if (version_->Infer(std::move(request), serve::RequestContext{},
-                          [answer](Result<serve::InferResponse> r) { answer->set_value(std::move(r)); },
-                          serve::AdmissionTicket{}))
-        return future;
-      version_.reset();  // draining (nothing consumed): the version replacing it takes the request
-    }
-    return Status::Unavailable("model '" + o_.model + "' kept draining");
-  }
-
- private:
-  serve::ModelResolver* const models_;
-  const SlidingWindowOptions& o_;
-  std::shared_ptr<serve::ModelVersion> version_;
-};
+// Sends a window request to the model's serving version (serve::InferOnServingVersion: looked up
+// again when it is draining); the answer comes through the future. A model that cannot be found
+// (or kept being replaced) is Unavailable, naming it.
+Result<AnswerFuture> SendToModel(serve::ModelResolver& models, const SlidingWindowOptions& o, serve::InferRequest&& request) {
+  auto answer = std::make_shared<std::promise<Result<serve::InferResponse>>>();
+  AnswerFuture future = answer->get_future();
+  Status sent = serve::InferOnServingVersion(
+      models, o.model, o.model_version, std::move(request), serve::RequestContext{},
+      [answer](Result<serve::InferResponse> r) { answer->set_value(std::move(r)); });
+  if (!sent.ok()) return Status::Unavailable("model '" + o.model + "' is not available: " + sent.message());
+  return future;
+}
 
 struct WindowCall {
   size_t first = 0, count = 0;
@@ -84,13 +68,12 @@ class SlidingWindowProcessor final : public Processor {
                         imaging::SlidingWindowBlender::Create(plan, 1, o_.blend, o_.sigma_scale));
     const size_t windows = plan.origins.size();
     const size_t calls = (windows + o_.window_batch - 1) / o_.window_batch;
-    ModelCaller caller(models_, o_);
     std::deque<WindowCall> in_flight;
     for (size_t next = 0; next < windows || !in_flight.empty();) {
       while (next < windows && in_flight.size() < o_.calls_in_flight) {
         const size_t count = std::min<size_t>(o_.window_batch, windows - next);
         IL_ASSIGN_OR_RETURN(serve::InferRequest call, WindowRequest(volume, plan, next, count));
-        auto sent = caller.Send(std::move(call));
+        auto sent = SendToModel(*models_, o_, std::move(call));
         if (!sent.ok()) return WindowError(plan, next, count, calls, sent.status());
         in_flight.push_back({next, count, std::move(sent).value()});
         next += count;
