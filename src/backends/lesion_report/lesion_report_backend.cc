@@ -1,7 +1,5 @@
 #include "backends/lesion_report/lesion_report_backend.h"
 
-#include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -10,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "backends/processing/ensemble_trace.h"
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
 #include "imaging/connected_components.h"
@@ -141,18 +140,9 @@ int64_t OverlaySlice(const LesionInputs& in, const std::vector<Finding>& finding
 }
 
 Status WriteStages(JsonWriter& w, const Tensor& trace) {
-  rapidjson::Document d;
-  const std::string& text = trace.strings()[0];
-  d.Parse(text.c_str(), text.size());
-  if (d.HasParseError())
-    return Status::InvalidArgument(std::string("input 'trace' is not JSON: ") + rapidjson::GetParseError_En(d.GetParseError()) +
-                                   " at offset " + std::to_string(d.GetErrorOffset()));
-  const rapidjson::Value* steps = &d;
-  if (d.IsObject() && d.HasMember("steps")) steps = &d["steps"];
-  if (!steps->IsArray())
-    return Status::InvalidArgument("input 'trace' is not an ensemble trace (an object with a \"steps\" array)");
+  IL_ASSIGN_OR_RETURN(std::string steps, TraceStepsJson(trace.strings()[0], "trace"));
   w.Key("stages");
-  steps->Accept(w);
+  w.RawValue(steps.data(), steps.size(), rapidjson::kArrayType);
   return Status::Ok();
 }
 

@@ -1,7 +1,9 @@
 #include "backends/report/report_backend.h"
 
+#include <algorithm>
 #include <cstdio>
 
+#include "backends/processing/ensemble_trace.h"
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
 #include "base/json_string.h"
@@ -45,14 +47,17 @@ class Reporter final : public Processor {
     std::map<std::string, const Tensor*> given;
     for (const auto& i : request.inputs) given[i.name] = &i.tensor;
     const int64_t rows = Rows(given);
-    std::string stages = "[]";
-    if (auto t = given.find(trace_input_); t != given.end() && t->second->size() == 1) {
-      const std::string& trace = t->second->strings()[0];
-      const size_t at = trace.find("\"steps\":");
-      if (at != std::string::npos && trace.size() > at + 9) stages = trace.substr(at + 8, trace.size() - (at + 8) - 1);
-    }
+    const auto trace = given.find(trace_input_);
     std::vector<std::string> docs;
-    for (int64_t r = 0; r < rows; ++r) docs.push_back(Document(given, r, rows, stages));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::string stages = "[]";
+      if (trace != given.end() && trace->second->size() > 0) {
+        // Each row's own trace (an ensemble gives every row the same document).
+        const int64_t k = std::min<int64_t>(r, trace->second->size() - 1);
+        IL_ASSIGN_OR_RETURN(stages, TraceStepsJson(trace->second->strings()[k], trace_input_));
+      }
+      docs.push_back(Document(given, r, rows, stages));
+    }
     Shape shape = {1};
     if (batched_) shape.insert(shape.begin(), rows);
     return std::vector<serve::InferOutput>{{output_, Tensor::FromStrings(shape, std::move(docs)), {}}};

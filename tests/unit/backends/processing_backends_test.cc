@@ -126,6 +126,41 @@ parameters { key: "verdict_when_absent" value: { string_value: "ok" } }
   EXPECT_NE(doc.find("\"skipped\":[\"probs\"]"), std::string::npos) << doc;
 }
 
+// The trace a report step reads: each row's stages from the ensemble's document (a batch of two
+// rows gets them in both), and a trace that is not such a document is a clear error (a client may
+// call the report model directly with any text there).
+TEST(ReportBackend, StagesFromTheTraceInEveryRowAndBadTracesRefused) {
+  auto backend = backends::MakeReportBackend();
+  NoModels none;
+  auto v = LoadStep(*backend, R"(backend: "report"
+max_batch_size: 4
+input [ { name: "score" data_type: TYPE_FP32 dims: [ 1 ] }, { name: "trace" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "report" data_type: TYPE_STRING dims: [ 1 ] } ]
+parameters { key: "verdict_tensor" value: { string_value: "score" } }
+parameters { key: "trace_input" value: { string_value: "trace" } }
+)", &none);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  const std::string doc =
+      R"json({"ensemble":"e","version":"1","steps":[{"step":"step 1 (m)","model":"m","version":"1","outcome":"ran","ms":1.5}]})json";
+  auto r = InferNow(**v, {{"score", Tensor::FromVector<float>(DataType::kFloat, {2, 1}, {0.2f, 0.8f}), {}},
+                          {"trace", Tensor::FromStrings({2, 1}, {doc, doc}), {}}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Tensor* rep = OutputNamed(*r, "report");
+  ASSERT_NE(rep, nullptr);
+  for (int row = 0; row < 2; ++row)
+    EXPECT_NE(rep->strings()[row].find(
+                  R"json("stages":[{"step":"step 1 (m)","model":"m","version":"1","outcome":"ran","ms":1.5}])json"),
+              std::string::npos)
+        << rep->strings()[row];
+  for (const std::string bad : {std::string("not json \"steps\":]}"), std::string(R"({"steps":3})")}) {
+    auto refused = InferNow(**v, {{"score", Tensor::FromVector<float>(DataType::kFloat, {1, 1}, {0.2f}), {}},
+                                  {"trace", Tensor::FromStrings({1, 1}, {bad}), {}}});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.status().message().find("input 'trace'"), std::string::npos) << refused.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace inferloop::serve
 
