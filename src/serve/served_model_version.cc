@@ -25,8 +25,6 @@ struct ServedModelVersion::Stats {
 
 namespace {
 
-void Add(DurationStat& d, nanoseconds t, uint64_t n = 1) { AddDuration(d, t, n); }
-
 // How batches of the model are assembled (batch_assembly.h), from its completed config.
 BatchInputLayout BatchInputLayoutOf(const ModelConfig& c) {
   BatchInputLayout layout;
@@ -83,7 +81,7 @@ void ServedModelVersion::RecordUnanswered(const Status& why, std::chrono::steady
   const nanoseconds total = Clock::now() - received;
   {
     std::lock_guard<std::mutex> lock(stats_->mu);
-    Add(stats_->s.fail, total);
+    AddDuration(stats_->s.fail, total);
   }
   if (metrics_) metrics_->OnRequestDone(why, queued, nanoseconds(0), total);
 }
@@ -338,9 +336,9 @@ void ServedModelVersion::RecordBatch(int64_t rows, const GroupTimes& t) {
   s.inference_count += static_cast<uint64_t>(rows);
   BatchStat& bs = stats_->batches[static_cast<uint64_t>(rows)];
   bs.batch_size = static_cast<uint64_t>(rows);
-  Add(bs.compute_input, t.assembled - t.start);
-  Add(bs.compute_infer, t.ran - t.assembled);
-  Add(bs.compute_output, t.split - t.ran);
+  AddDuration(bs.compute_input, t.assembled - t.start);
+  AddDuration(bs.compute_infer, t.ran - t.assembled);
+  AddDuration(bs.compute_output, t.split - t.ran);
 }
 
 void ServedModelVersion::Respond(PendingRequest& p, const std::vector<Tensor>& outputs, const GroupTimes& t) {
@@ -360,10 +358,10 @@ void ServedModelVersion::Respond(PendingRequest& p, const std::vector<Tensor>& o
   {
     std::lock_guard<std::mutex> lock(stats_->mu);
     auto& s = stats_->s;
-    Add(s.queue, p.dispatched - p.enqueued);
-    Add(s.compute_input, t.assembled - t.start);
-    Add(s.compute_infer, t.ran - t.assembled);
-    Add(s.compute_output, Clock::now() - t.ran);
+    AddDuration(s.queue, p.dispatched - p.enqueued);
+    AddDuration(s.compute_input, t.assembled - t.start);
+    AddDuration(s.compute_infer, t.ran - t.assembled);
+    AddDuration(s.compute_output, Clock::now() - t.ran);
   }
   Finish(p, std::move(resp), t.split - t.start);
 }
@@ -376,10 +374,10 @@ void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result,
   {
     std::lock_guard<std::mutex> lock(stats_->mu);
     if (st.ok()) {
-      Add(stats_->s.success, total);
+      AddDuration(stats_->s.success, total);
       stats_->s.last_inference_ms = NowEpochMs();
     } else {
-      Add(stats_->s.fail, total);
+      AddDuration(stats_->s.fail, total);
     }
   }
   if (metrics_) metrics_->OnRequestDone(st, queue, compute, total);
