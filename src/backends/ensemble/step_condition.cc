@@ -4,43 +4,13 @@
 #include <limits>
 #include <vector>
 
-#include "base/float_types.h"
+#include "backends/processing/tensor_values.h"
 
 namespace inferloop::backends {
 namespace {
 
 const char* const kReduces[] = {"", "max", "min", "mean", "top1_min"};
 const char* const kOps[] = {">", ">=", "<", "<=", "==", "!="};
-
-Result<std::vector<double>> ToDoubles(const Tensor& t) {
-  const int64_t n = t.size();
-  std::vector<double> v(static_cast<size_t>(n));
-  auto copy = [&](auto* p) {
-    for (int64_t i = 0; i < n; ++i) v[i] = static_cast<double>(p[i]);
-  };
-  switch (t.dtype()) {
-    case DataType::kFloat: copy(t.data<float>()); break;
-    case DataType::kDouble: copy(t.data<double>()); break;
-    case DataType::kInt8: copy(t.data<int8_t>()); break;
-    case DataType::kUInt8: copy(t.data<uint8_t>()); break;
-    case DataType::kInt16: copy(t.data<int16_t>()); break;
-    case DataType::kUInt16: copy(t.data<uint16_t>()); break;
-    case DataType::kInt32: copy(t.data<int32_t>()); break;
-    case DataType::kUInt32: copy(t.data<uint32_t>()); break;
-    case DataType::kInt64: copy(t.data<int64_t>()); break;
-    case DataType::kUInt64: copy(t.data<uint64_t>()); break;
-    case DataType::kBool: copy(t.data<bool>()); break;
-    case DataType::kFloat16:
-      for (int64_t i = 0; i < n; ++i) v[i] = HalfToFloat(t.data<uint16_t>()[i]);
-      break;
-    case DataType::kBFloat16:
-      for (int64_t i = 0; i < n; ++i) v[i] = BFloat16ToFloat(t.data<uint16_t>()[i]);
-      break;
-    default:
-      return Status::InvalidArgument("a condition needs a numeric tensor, not " + std::string(DataTypeName(t.dtype())));
-  }
-  return v;
-}
 
 }  // namespace
 
@@ -59,7 +29,9 @@ Status CheckCondition(const StepConditionConfig& c) {
 Result<bool> EvaluateCondition(const StepConditionConfig& c, const Tensor& t) {
   IL_RETURN_IF_ERROR(CheckCondition(c));
   if (t.size() == 0) return Status::InvalidArgument("condition tensor '" + c.tensor() + "' is empty");
-  IL_ASSIGN_OR_RETURN(std::vector<double> v, ToDoubles(t));
+  auto values = NumericValues(t);
+  if (!values.ok()) return Status::InvalidArgument("a condition needs a numeric tensor: " + values.status().message());
+  std::vector<double> v = std::move(values).value();
   if (c.has_index()) {
     const int64_t row = t.rank() > 0 ? t.dim(t.rank() - 1) : 1;
     if (c.index() >= row)

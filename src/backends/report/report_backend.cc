@@ -1,11 +1,13 @@
 #include "backends/report/report_backend.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "backends/processing/ensemble_trace.h"
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
+#include "backends/processing/tensor_values.h"
 #include "base/json_string.h"
 
 namespace inferloop::backends {
@@ -18,23 +20,12 @@ struct VerdictRule {
   std::string below, at_or_above, when_absent;
 };
 
+// A JSON number; null for NaN and infinities, which JSON cannot write.
 std::string Number(double v) {
+  if (!std::isfinite(v)) return "null";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
-}
-
-// Element i of a numeric tensor as double (the types a model output has).
-double At(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kFloat: return t.data<float>()[i];
-    case DataType::kDouble: return t.data<double>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DataType::kUInt8: return t.data<uint8_t>()[i];
-    case DataType::kBool: return t.data<bool>()[i] ? 1 : 0;
-    default: return 0;
-  }
 }
 
 class Reporter final : public Processor {
@@ -47,6 +38,14 @@ class Reporter final : public Processor {
     std::map<std::string, const Tensor*> given;
     for (const auto& i : request.inputs) given[i.name] = &i.tensor;
     const int64_t rows = Rows(given);
+    std::map<std::string, std::vector<double>> values;  // the numeric inputs given
+    for (const auto& n : inputs_) {
+      auto it = given.find(n);
+      if (it == given.end()) continue;
+      auto v = NumericValues(*it->second);
+      if (!v.ok()) return Status::InvalidArgument("input '" + n + "': " + v.status().message());
+      values[n] = std::move(v).value();
+    }
     const auto trace = given.find(trace_input_);
     std::vector<std::string> docs;
     for (int64_t r = 0; r < rows; ++r) {
@@ -56,7 +55,7 @@ class Reporter final : public Processor {
         const int64_t k = std::min<int64_t>(r, trace->second->size() - 1);
         IL_ASSIGN_OR_RETURN(stages, TraceStepsJson(trace->second->strings()[k], trace_input_));
       }
-      docs.push_back(Document(given, r, rows, stages));
+      docs.push_back(Document(values, r, rows, stages));
     }
     Shape shape = {1};
     if (batched_) shape.insert(shape.begin(), rows);
@@ -71,7 +70,7 @@ class Reporter final : public Processor {
     return 1;
   }
 
-  std::string Document(const std::map<std::string, const Tensor*>& given, int64_t r, int64_t rows,
+  std::string Document(const std::map<std::string, std::vector<double>>& given, int64_t r, int64_t rows,
                        const std::string& stages) const {
     std::string values, skipped, verdict = rule_.when_absent;
     for (const auto& n : inputs_) {
@@ -80,13 +79,14 @@ class Reporter final : public Processor {
         skipped += (skipped.empty() ? "" : ",") + JsonString(n);
         continue;
       }
-      const Tensor& t = *it->second;
-      const int64_t per = rows > 0 ? t.size() / rows : t.size();
+      const std::vector<double>& t = it->second;
+      const int64_t size = static_cast<int64_t>(t.size());
+      const int64_t per = rows > 0 ? size / rows : size;
       values += (values.empty() ? "" : ",") + JsonString(n) + ":[";
-      for (int64_t k = 0; k < per; ++k) values += (k ? "," : "") + Number(At(t, r * per + k));
+      for (int64_t k = 0; k < per; ++k) values += (k ? "," : "") + Number(t[r * per + k]);
       values += "]";
       if (n == rule_.tensor && rule_.index < per)
-        verdict = At(t, r * per + rule_.index) >= rule_.threshold ? rule_.at_or_above : rule_.below;
+        verdict = t[r * per + rule_.index] >= rule_.threshold ? rule_.at_or_above : rule_.below;
     }
     const std::string rule = rule_.tensor + "[" + std::to_string(rule_.index) + "] >= " + Number(rule_.threshold) +
                              ": " + rule_.at_or_above + ", else " + rule_.below + "; " + rule_.tensor +

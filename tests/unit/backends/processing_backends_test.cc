@@ -3,6 +3,8 @@
 // resized by hand, Triton's classification strings for known scores, the report's verdict rule.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "backends/classification/classification_backend.h"
 #include "backends/detection/nms_backend.h"
 #include "backends/image/image_preprocess_backend.h"
@@ -124,6 +126,14 @@ parameters { key: "verdict_when_absent" value: { string_value: "ok" } }
   const std::string doc = OutputNamed(*skipped, "report")->strings()[0];
   EXPECT_NE(doc.find("\"verdict\":\"ok\""), std::string::npos) << doc;
   EXPECT_NE(doc.find("\"skipped\":[\"probs\"]"), std::string::npos) << doc;
+  // A model output NaN is JSON null (JSON has no NaN).
+  auto odd = InferNow(**v, {{"score", Tensor::FromVector<float>(DataType::kFloat, {1, 1}, {std::nanf("")}), {}},
+                            {"probs", Tensor::FromVector<float>(DataType::kFloat, {1, 2}, {0, 1}), {}}});
+  ASSERT_TRUE(odd.ok()) << odd.status().ToString();
+  const std::string odd_doc = OutputNamed(*odd, "report")->strings()[0];
+  EXPECT_NE(odd_doc.find("\"score\":[null]"), std::string::npos) << odd_doc;
+  EXPECT_NE(odd_doc.find("\"probs\":[0,1]"), std::string::npos) << odd_doc;
+  EXPECT_NE(odd_doc.find("\"verdict\":\"defect\""), std::string::npos) << odd_doc;
 }
 
 // The trace a report step reads: each row's stages from the ensemble's document (a batch of two
