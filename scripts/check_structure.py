@@ -42,10 +42,11 @@ LOWER = {
     "frontends": ["base", "serve_core"],
     "perf": ["base", "serve_core", "frontends"],
     "imaging": ["base"],
-    "backends": ["base", "llm", "runtime", "imaging", "serve_core", "serve"],
-    "server": ["base", "llm", "runtime", "imaging", "serve_core", "serve", "backends", "frontends"],
+    "control": ["base", "llm", "graph", "compute", "optimizer", "runtime", "tools", "serve_core", "serve"],
+    "backends": ["base", "llm", "runtime", "imaging", "serve_core", "serve", "control"],
+    "server": ["base", "llm", "runtime", "imaging", "serve_core", "serve", "control", "backends", "frontends"],
     "cli": ["base", "llm", "graph", "compute", "optimizer", "runtime", "tools", "serve_core", "serve",
-            "imaging", "backends", "frontends", "perf", "server"],
+            "imaging", "control", "backends", "frontends", "perf", "server"],
 }
 # include/inferloop/<header> -> the layer that implements it.
 PUBLIC_HEADERS = {

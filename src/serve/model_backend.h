@@ -23,6 +23,7 @@
 
 #include "inferloop/session.h"
 #include "inferloop/status.h"
+#include "serve/adaptive_control.h"
 #include "serve/admission_control.h"
 #include "serve/dynamic_batcher.h"
 #include "serve/inference_service.h"
@@ -121,6 +122,9 @@ class ModelVersion : public std::enable_shared_from_this<ModelVersion> {
   virtual std::vector<std::string> Dependencies() const { return {}; }
   // Kind-specific facts added to the "model_version_loaded" event (e.g. a GGUF model's KV cache).
   virtual std::vector<std::pair<std::string, std::string>> LoadDetails() const { return {}; }
+  // The adaptive loop's view of this version (precision variants, knobs, pin/free); null when it
+  // has no variants (docs/ADAPTIVE.md).
+  virtual AdaptiveControl* Adaptive() { return nullptr; }
 };
 
 class ModelBackend {

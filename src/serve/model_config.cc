@@ -1,5 +1,7 @@
 #include "serve/model_config.h"
 
+#include "serve/adaptive_config.h"
+
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
@@ -128,6 +130,7 @@ Status ValidateModelConfig(const ModelConfig& c, const std::string& model_name) 
     }
     IL_RETURN_IF_ERROR(CheckQueuePolicy(db.default_queue_policy(), "dynamic_batching: default_queue_policy"));
   }
+  IL_RETURN_IF_ERROR(ReadAdaptiveObjectives(c).status());
 
   for (int i = 0; i < c.instance_group_size(); ++i) {
     const auto& g = c.instance_group(i);

@@ -1,0 +1,116 @@
+// AdaptiveController: the decision logic of one model's adaptive loop (docs/ADAPTIVE.md), with no
+// clock and no threads of its own, so tests drive it with a simulated clock and synthetic loads.
+//
+// Each window the loop hands it an Observation (arrivals, completions, the observed latency at
+// the SLO's percentile, queue depth, execution time) and applies the Knobs it returns: which
+// precision variant runs, the preferred batch size and batching delay, and how many instances run
+// batches at once.
+//
+// Contract:
+// - Cost model: each variant's median latency per batch size, measured at load
+//   (ControllerConfig::variants). Capacity of a setting = rows per second it computes;
+//   predicted latency at a rate = batching delay + queueing + one batch's run. A correction factor
+//   learnt from observations (observed execution time per batch / the model's) scales the table,
+//   so a machine busier than at load is accounted for.
+// - It keeps the most precise variant whose predicted latency at the observed (smoothed) load
+//   fits the SLO with headroom. It moves to a faster variant or a bigger batch at once when the
+//   SLO is at risk (observed latency over the SLO, or predicted utilisation over
+//   downgrade_utilisation); it moves back towards the most precise variant only after
+//   upgrade_dwell_windows consecutive windows in which that setting is predicted to fit with
+//   upgrade_headroom (hysteresis: a steady load never makes it flap).
+// - SLO unreachable (no usable variant and setting meets it at this load): it uses the fastest
+//   variant with its largest batch, and says so (Decision::slo_unreachable, reason).
+// - Pin(v): variant v whatever the load (batching knobs still adapt); Free() lets it choose again.
+// - No traffic for a window: back to the most precise variant with batch 1 and no delay.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace inferloop::control {
+
+// One usable variant as the controller sees it.
+struct VariantCost {
+  std::string name;  // "fp32", "bf16", "int8"
+  // (batch size, median ms of one run) measured at load, ascending batch sizes, batch 1 first.
+  std::vector<std::pair<int, double>> latency_ms;
+};
+
+struct ControllerConfig {
+  double slo_percentile = 99;  // (0, 100)
+  double slo_ms = 100;         // > 0
+  std::vector<VariantCost> variants;  // usable ones, most precise first; at least one
+  int max_batch_size = 0;             // 0: the model does not batch (batch knobs stay 1 / 0)
+  int max_instances = 1;              // >= 1
+  std::chrono::microseconds max_queue_delay{0};  // 0: slo_ms / 4
+  // Hysteresis.
+  double downgrade_utilisation = 0.85;  // predicted utilisation over this: faster setting now
+  double upgrade_headroom = 0.6;        // a more precise setting must be predicted under this ...
+  int upgrade_dwell_windows = 3;        // ... for this many consecutive windows
+  double smoothing = 0.5;               // weight of the newest window in the smoothed rate
+};
+
+// One window of what the model did (the loop measures it; tests synthesise it).
+struct Observation {
+  double now_s = 0;       // clock at the end of the window (seconds, any origin)
+  double interval_s = 1;  // the window's length, > 0
+  int64_t arrivals = 0;   // rows that arrived in the window
+  int64_t completed = 0;  // rows answered in the window
+  int64_t batches = 0;    // batches run in the window
+  double busy_s = 0;      // execution time of those batches, summed over instances
+  double latency_ms = -1;  // observed end-to-end latency at slo_percentile; < 0: none completed
+  int64_t queue_depth = 0;  // waiting at the end of the window
+};
+
+struct Knobs {
+  int variant = 0;               // index into ControllerConfig::variants
+  int preferred_batch_size = 1;  // 1 when the model does not batch
+  std::chrono::microseconds max_queue_delay{0};
+  int instances = 1;
+  bool operator==(const Knobs& o) const {
+    return variant == o.variant && preferred_batch_size == o.preferred_batch_size &&
+           max_queue_delay == o.max_queue_delay && instances == o.instances;
+  }
+  bool operator!=(const Knobs& o) const { return !(*this == o); }
+};
+
+struct Decision {
+  Knobs knobs;
+  bool changed = false;          // knobs differ from the previous decision's
+  // Why, one word: "start", "slo_risk", "overload", "load_fell", "idle", "pinned", "freed",
+  // "slo_unreachable", "steady".
+  std::string reason;
+  bool slo_unreachable = false;
+  double rate_rps = 0;       // smoothed arrival rate the decision used
+  double predicted_ms = 0;   // predicted latency at slo_percentile of `knobs` at that rate
+  double correction = 1;     // observed / measured execution time
+};
+
+class AdaptiveController {
+ public:
+  // config.variants must be non-empty with latency_ms non-empty each.
+  explicit AdaptiveController(ControllerConfig config);
+
+  Decision Observe(const Observation& obs);
+  // Holds variant `v` (an index into config.variants) until Free(); takes effect at once
+  // (returned knobs; the next Observe keeps it).
+  Decision Pin(int v);
+  Decision Free();
+
+  const Knobs& knobs() const { return knobs_; }
+  bool pinned() const { return pinned_ >= 0; }
+  const ControllerConfig& config() const { return config_; }
+
+ private:
+  ControllerConfig config_;
+  Knobs knobs_;
+  int pinned_ = -1;
+  double rate_rps_ = 0;
+  double correction_ = 1;
+  int fit_streak_ = 0;  // consecutive windows a more precise setting fit with headroom
+};
+
+}  // namespace inferloop::control
