@@ -62,6 +62,7 @@ Result<AdaptiveObjectives> ReadAdaptiveObjectives(const ModelConfig& config) {
       return Status::InvalidArgument("adaptive: variant '" + v + "' is listed twice");
     o.variants.push_back(v);
   }
+  o.wants_variants = o.has_slo || !o.variants.empty();
   if (o.variants.empty()) o.variants = known;
   // Most precise first, whatever order they were listed in.
   std::sort(o.variants.begin(), o.variants.end(), [&](const std::string& x, const std::string& y) {

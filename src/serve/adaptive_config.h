@@ -14,6 +14,9 @@ namespace inferloop::serve {
 
 struct AdaptiveObjectives {
   bool has_slo = false;          // latency_slo set: the controller runs for this model
+  // Precision variants are prepared at load (latency_slo or variants set); the version's own
+  // session then runs at variants[0], the most precise one listed.
+  bool wants_variants = false;
   double slo_percentile = 99;    // (0, 100)
   double slo_ms = 0;             // > 0 when has_slo
   double max_accuracy_drop = 1;  // percentage points

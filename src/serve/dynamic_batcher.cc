@@ -100,6 +100,7 @@ struct DynamicBatcher::State {
   std::vector<bool> inline_claimed;  // per instance: a caller thread runs a batch on it (TryRunInline)
   bool timer_idle = false;           // the timer thread waits with no deadline (queues were empty)
   int inline_running = 0;            // instances claimed by TryRunInline now
+  int active_instances = 1;          // workers 0..active_instances-1 take batches (SetTuning)
   Clock::time_point all_idle_since = Clock::now();
   bool draining = false;
   bool stopping = false;
@@ -263,7 +264,8 @@ struct DynamicBatcher::State {
         work_cv.wait(lock);
         continue;
       }
-      if (inline_claimed[static_cast<size_t>(instance)]) {  // a caller runs on this instance now
+      if (inline_claimed[static_cast<size_t>(instance)] || instance >= active_instances) {
+        // A caller runs on this instance now, or the instance is switched off (SetTuning).
         work_cv.wait(lock);
         continue;
       }
@@ -335,6 +337,7 @@ DynamicBatcher::DynamicBatcher(BatcherOptions options, BatchExecutor executor, B
   s.levels.resize(s.options.priority_levels);
   s.batch_started.resize(static_cast<size_t>(s.options.instance_count));
   s.inline_claimed.assign(static_cast<size_t>(s.options.instance_count), false);
+  s.active_instances = s.options.instance_count;
   s.timer = std::thread([&s] { s.TimerLoop(); });
   for (int i = 0; i < s.options.instance_count; ++i) {
     s.workers.emplace_back([&s, i] { s.WorkerLoop(i); });
@@ -425,7 +428,6 @@ Status DynamicBatcher::Enqueue(std::unique_ptr<PendingRequest> request) {
 bool DynamicBatcher::TryRunInline(std::unique_ptr<PendingRequest>& request) {
   State& s = *state_;
   if (!request || request->rows < 1) return false;
-  if (s.options.max_queue_delay.count() != 0 && s.options.max_batch_size > 0) return false;
   if (s.options.max_batch_size > 0 && request->rows > s.options.max_batch_size) return false;
   const uint32_t level = request->priority == 0 ? s.options.default_priority_level : request->priority;
   if (level > s.options.priority_levels) return false;
@@ -434,9 +436,11 @@ bool DynamicBatcher::TryRunInline(std::unique_ptr<PendingRequest>& request) {
   const auto now = Clock::now();
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    if (s.draining || s.stopping || s.depth != 0 || s.running >= s.options.instance_count) return false;
-    while (slot < s.batch_started.size() && (s.batch_started[slot] || s.inline_claimed[slot])) ++slot;
-    if (slot == s.batch_started.size()) return false;
+    if (s.options.max_queue_delay.count() != 0 && s.options.max_batch_size > 0) return false;
+    if (s.draining || s.stopping || s.depth != 0 || s.running >= s.active_instances) return false;
+    const size_t active = static_cast<size_t>(s.active_instances);
+    while (slot < active && (s.batch_started[slot] || s.inline_claimed[slot])) ++slot;
+    if (slot == active) return false;
     s.inline_claimed[slot] = true;
     s.batch_started[slot] = now;
     ++s.running;
@@ -470,6 +474,27 @@ void DynamicBatcher::Drain() {
   s.draining = true;
   s.work_cv.notify_all();  // batches waiting for their delay go now
   s.idle_cv.wait(lock, [&s] { return s.depth == 0 && s.running == 0; });
+}
+
+void DynamicBatcher::SetTuning(std::vector<int> preferred_batch_sizes, std::chrono::microseconds max_queue_delay,
+                               int active_instances) {
+  State& s = *state_;
+  const int max = s.options.max_batch_size;
+  preferred_batch_sizes.erase(std::remove_if(preferred_batch_sizes.begin(), preferred_batch_sizes.end(),
+                                             [max](int b) { return b < 1 || (max > 0 && b > max) || max <= 0; }),
+                              preferred_batch_sizes.end());
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.options.preferred_batch_sizes = std::move(preferred_batch_sizes);
+    s.options.max_queue_delay = std::clamp(max_queue_delay, std::chrono::microseconds(0), kMaxWait);
+    s.active_instances = std::clamp(active_instances, 1, s.options.instance_count);
+  }
+  s.work_cv.notify_all();
+}
+
+int DynamicBatcher::active_instances() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->active_instances;
 }
 
 int64_t DynamicBatcher::QueueDepth() const {

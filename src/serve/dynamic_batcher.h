@@ -119,6 +119,14 @@ class DynamicBatcher {
 
   void Drain();
 
+  // Changes the batching knobs while serving (the adaptive loop): preferred batch sizes (each in
+  // [1, max_batch_size]; others are dropped), the batching delay, and how many of the
+  // instance_count workers take batches (clamped to [1, instance_count]). Queued requests are
+  // re-planned with the new knobs at once; a running batch is not interrupted.
+  void SetTuning(std::vector<int> preferred_batch_sizes, std::chrono::microseconds max_queue_delay,
+                 int active_instances);
+  int active_instances() const;
+
   int64_t QueueDepth() const;
   int64_t RunningBatches() const;
   // How long the longest-running batch has been executing, or the oldest queued request has been

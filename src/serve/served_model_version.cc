@@ -1,5 +1,6 @@
 #include "serve/served_model_version.h"
 
+#include "serve/adaptive_config.h"
 #include "serve/batcher_config.h"
 #include "serve/version_statistics.h"
 
@@ -84,6 +85,7 @@ void ServedModelVersion::RecordUnanswered(const Status& why, std::chrono::steady
     AddDuration(stats_->s.fail, total);
   }
   if (metrics_) metrics_->OnRequestDone(why, queued, nanoseconds(0), total);
+  load_window_.RecordDone(false, 1, total);
 }
 
 ServedModelVersion::ServedModelVersion(std::string name, int64_t version)
@@ -92,6 +94,7 @@ ServedModelVersion::ServedModelVersion(std::string name, int64_t version)
 ServedModelVersion::~ServedModelVersion() {
   // The batcher's workers call back into this object: stop them before the members go.
   batcher_.reset();
+  adaptive_.reset();
 }
 
 Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::string& model_name, int64_t version,
@@ -118,6 +121,11 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
     if (!precision.ok())
       return Status::InvalidArgument("config.pbtxt of '" + model_name + "': parameter precision: " + precision.status().message());
     options.session.precision = *precision;
+  }
+  IL_ASSIGN_OR_RETURN(AdaptiveObjectives adaptive, ReadAdaptiveObjectives(partial_config));
+  if (adaptive.wants_variants) {
+    // The version's own session is the most precise variant the adaptive block allows.
+    IL_ASSIGN_OR_RETURN(options.session.precision, ParsePrecision(adaptive.variants.front()));
   }
   auto session = Session::CreateFromFile(model_path, options.session);
   if (!session.ok())
@@ -153,13 +161,25 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   if (!warm.ok()) return Status(warm.status().code(), "warmup of '" + model_name + "': " + warm.status().message());
   if (warm.value()) v->mean_execution_ns_.store(warm.value()->count());
 
-  const BatcherOptions bo = BatcherOptionsOf(model_name, version, v->config_);
+  BatcherOptions bo = BatcherOptionsOf(model_name, version, v->config_);
+  const int configured_instances = bo.instance_count;
+  IL_ASSIGN_OR_RETURN(AdaptiveObjectives objectives, ReadAdaptiveObjectives(v->config_));
+  if (objectives.has_slo) {
+    // The controller may run more instances than configured (adaptive.max_instances): the
+    // workers exist from the start, the extra ones idle until switched on.
+    bo.instance_count = std::max<int>(bo.instance_count, static_cast<int>(objectives.max_instances));
+  }
+  v->instance_capacity_ = bo.instance_count;
   v->run_outputs_.resize(static_cast<size_t>(bo.instance_count));
+  v->run_variant_.assign(static_cast<size_t>(bo.instance_count), 0);
+  v->variants_.push_back({PrecisionName(v->session_->precision()), nullptr, 0});
   v->observer_ = std::make_unique<Observer>(v.get(), v->metrics_.get());
   std::weak_ptr<ServedModelVersion> weak = v;
   ServedModelVersion* self = v.get();
   v->batcher_ = std::make_unique<DynamicBatcher>(
       bo, [self](int instance, Batch batch) { self->ExecuteBatch(instance, std::move(batch)); }, v->observer_.get());
+  if (configured_instances < bo.instance_count)
+    v->batcher_->SetTuning(bo.preferred_batch_sizes, bo.max_queue_delay, configured_instances);
   v->load_rss_bytes_ = std::max<int64_t>(0, ResidentMemoryBytes() - rss_before);
   progress("ready");
   return v;
@@ -202,6 +222,7 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
   p->request = std::move(request);
   p->context = std::move(context);
   p->done = answer;
+  load_window_.RecordArrival(p->rows);
   if (inline_slots_ && mean_execution_ns_.load(std::memory_order_relaxed) < kInlineMaxExecution.count() * 1000) {
     // A fast model, nothing queued, an instance idle: run here instead of handing over to a
     // worker thread and back (bench/serve_bench.py measures the difference).
@@ -279,13 +300,25 @@ void ServedModelVersion::RunEachAlone(int instance, Batch& batch, std::chrono::s
   breaker_.Record(any_model_failure, "requests of a batch failed: " + model_failure);
 }
 
+Session& ServedModelVersion::ActiveSession(int instance) {
+  const int v = std::clamp(active_variant_.load(std::memory_order_relaxed), 0, variant_count() - 1);
+  int& last = run_variant_[static_cast<size_t>(instance)];
+  if (last != v) {
+    // Another variant's outputs: let the new session allocate its own.
+    run_outputs_[static_cast<size_t>(instance)].clear();
+    last = v;
+  }
+  return v == 0 ? *session_ : *variants_[static_cast<size_t>(v)].session;
+}
+
 Status ServedModelVersion::RunModel(int instance, const std::vector<NamedValue>& inputs) {
   // The instance's outputs are kept across runs: RunInto computes into their buffers where
   // nothing else holds them any more (a response still being sent keeps its own).
+  Session& session = ActiveSession(instance);
   std::vector<NamedValue>& outputs = run_outputs_[static_cast<size_t>(instance)];
   Status st;
   try {
-    st = session_->RunInto(inputs, outputs, RunOptions{output_names_});
+    st = session.RunInto(inputs, outputs, RunOptions{output_names_});
   } catch (const std::exception& e) {
     st = Status::Internal(std::string("model run threw: ") + e.what());
   }
@@ -329,6 +362,7 @@ void ServedModelVersion::RecordBatch(int64_t rows, const GroupTimes& t) {
     const int64_t took = std::chrono::duration_cast<nanoseconds>(t.split - t.start).count();
     const int64_t old = mean_execution_ns_.load(std::memory_order_relaxed);
     mean_execution_ns_.store(old == INT64_MAX ? took : old + (took - old) / 8, std::memory_order_relaxed);
+    load_window_.RecordBatch(nanoseconds(took));
   }
   std::lock_guard<std::mutex> lock(stats_->mu);
   auto& s = stats_->s;
@@ -381,6 +415,7 @@ void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result,
     }
   }
   if (metrics_) metrics_->OnRequestDone(st, queue, compute, total);
+  load_window_.RecordDone(st.ok(), p.rows, total);
   if (p.done) {
     auto done = std::move(p.done);
     p.done = nullptr;
@@ -415,7 +450,34 @@ ModelStatistics ServedModelVersion::Statistics() const {
 int64_t ServedModelVersion::MemoryBytes() const {
   int64_t bytes = load_rss_bytes_;
   if (session_) bytes += static_cast<int64_t>(session_->memory_stats().arena_bytes_held);
+  for (size_t i = 1; i < variants_.size(); ++i)
+    bytes += variants_[i].memory_bytes + static_cast<int64_t>(variants_[i].session->memory_stats().arena_bytes_held);
   return bytes;
+}
+
+Status ServedModelVersion::AddVariant(std::string name, std::unique_ptr<Session> session, int64_t memory_bytes) {
+  if (!session) return Status::InvalidArgument("variant '" + name + "' has no session");
+  const auto& base_in = session_->inputs();
+  const auto& base_out = session_->outputs();
+  const auto& in = session->inputs();
+  const auto& out = session->outputs();
+  bool same = in.size() == base_in.size() && out.size() == base_out.size();
+  for (size_t i = 0; same && i < in.size(); ++i) same = in[i].name == base_in[i].name && in[i].dtype == base_in[i].dtype;
+  for (size_t i = 0; same && i < out.size(); ++i) same = out[i].name == base_out[i].name && out[i].dtype == base_out[i].dtype;
+  if (!same)
+    return Status::InvalidArgument("variant '" + name + "' of model '" + name_ +
+                                   "' does not have the model's inputs and outputs (names and data types)");
+  variants_.push_back({std::move(name), std::move(session), std::max<int64_t>(0, memory_bytes)});
+  return Status::Ok();
+}
+
+void ServedModelVersion::SetVariant(int i) {
+  active_variant_.store(std::clamp(i, 0, variant_count() - 1), std::memory_order_relaxed);
+}
+
+void ServedModelVersion::SetBatching(std::vector<int> preferred_batch_sizes, std::chrono::microseconds max_queue_delay,
+                                     int instances) {
+  if (batcher_) batcher_->SetTuning(std::move(preferred_batch_sizes), max_queue_delay, instances);
 }
 
 bool ServedModelVersion::Ready() const { return !draining_.load() && !breaker_.open(); }

@@ -31,6 +31,7 @@
 #include "serve/circuit_breaker.h"
 #include "serve/dynamic_batcher.h"
 #include "serve/inference_service.h"
+#include "serve/load_window.h"
 #include "serve/model_backend.h"
 #include "serve/model_config.h"
 
@@ -88,6 +89,25 @@ class ServedModelVersion final : public ModelVersion {
   std::chrono::steady_clock::duration StallTime() const override;
   int64_t QueueDepth() const override;
 
+  // --- For the adaptive loop (control/adaptive_loop.h, docs/ADAPTIVE.md) ---
+  // Variant 0 is the version's own session; AddVariant adds a session of the same model at
+  // another precision (`memory_bytes`: what creating it added to the process). Its inputs and
+  // outputs must be the config's (InvalidArgument otherwise). Call before the version serves.
+  Status AddVariant(std::string name, std::unique_ptr<Session> session, int64_t memory_bytes);
+  int variant_count() const { return static_cast<int>(variants_.size()); }
+  const std::string& variant_name(int i) const { return variants_[static_cast<size_t>(i)].name; }
+  Session& variant_session(int i) { return *variants_[static_cast<size_t>(i)].session; }
+  // Which variant new batches run on (clamped to the variants there are). Thread-safe.
+  void SetVariant(int i);
+  int active_variant() const { return active_variant_.load(std::memory_order_relaxed); }
+  // Batching knobs while serving (DynamicBatcher::SetTuning). Thread-safe.
+  void SetBatching(std::vector<int> preferred_batch_sizes, std::chrono::microseconds max_queue_delay, int instances);
+  int instance_capacity() const { return instance_capacity_; }  // batcher workers there are
+  LoadWindow& load_window() { return load_window_; }
+  // The adaptive loop's view (null: none), owned by this version.
+  void SetAdaptiveControl(std::unique_ptr<AdaptiveControl> control) { adaptive_ = std::move(control); }
+  AdaptiveControl* Adaptive() override { return adaptive_.get(); }
+
   // Internal: use Load().
   ServedModelVersion(std::string name, int64_t version);
 
@@ -110,11 +130,24 @@ class ServedModelVersion final : public ModelVersion {
   void RecordUnanswered(const Status& why, std::chrono::steady_clock::time_point received,
                         std::chrono::nanoseconds queued);
 
+  struct Variant {
+    std::string name;
+    std::unique_ptr<Session> session;  // variant 0: session_ (not owned here)
+    int64_t memory_bytes = 0;
+  };
+  Session& ActiveSession(int instance);
+
   const std::string name_;
   const int64_t version_;
   std::string model_dir_;
   ModelConfig config_;
   std::unique_ptr<Session> session_;
+  std::vector<Variant> variants_;  // [0] = session_'s precision, no session of its own
+  std::atomic<int> active_variant_{0};
+  std::vector<int> run_variant_;  // per instance: the variant its run_outputs_ came from
+  int instance_capacity_ = 1;
+  LoadWindow load_window_;
+  std::unique_ptr<AdaptiveControl> adaptive_;
   BatchInputLayout layout_;                // inputs (config order), reshapes, batch buckets
   std::vector<std::string> output_names_;  // config order
   // Per batcher instance: the last run's outputs, reused by the next run (Session::RunInto).

@@ -60,7 +60,9 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   registry->Add(backends::MakeSlidingWindowBackend());
   registry->Add(backends::MakeLesionReportBackend());
   registry->Add(backends::MakeGgufBackend(go, &s->backend_metrics_));
-  registry->Add(backends::MakeOnnxBackend());
+  s->adaptive_ = std::make_unique<control::AdaptiveLoop>(
+      control::AdaptiveLoop::Options{.log = log, .metrics = &s->backend_metrics_});
+  registry->Add(backends::MakeOnnxBackend(s->adaptive_.get()));
   serve::InferenceServerOptions io = options.inference;
   io.manager.backends = registry;
   auto inference = serve::InferenceServer::Create(std::move(io), log);

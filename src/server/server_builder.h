@@ -26,6 +26,7 @@
 #include "serve/event_log.h"
 #include "serve/inference_server.h"
 #include "backends/gguf/gguf_backend.h"
+#include "control/adaptive_loop.h"
 #include "serve/metrics_registry.h"
 #include "serve/text_generation_router.h"
 
@@ -68,6 +69,7 @@ class Server {
   const ServerOptions options_;
   serve::EventLog* log_;
   serve::MetricsRegistry backend_metrics_;
+  std::unique_ptr<control::AdaptiveLoop> adaptive_;  // steps the versions it attached (weakly held)
   std::unique_ptr<serve::InferenceServer> inference_;
   std::unique_ptr<serve::TextGenerationRouter> text_;
   std::unique_ptr<frontends::OpenAiHandler> openai_;

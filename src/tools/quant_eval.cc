@@ -29,15 +29,19 @@ Result<std::vector<Tensor>> RunFirstOutput(const Model& model, const QuantDataSe
   SessionOptions so;
   so.optimization_level = 2;
   IL_ASSIGN_OR_RETURN(auto session, Session::CreateFromModel(model, so));
+  return RunFirstOutput(*session, data);
+}
+
+Result<std::vector<Tensor>> RunFirstOutput(Session& session, const QuantDataSet& data) {
   std::vector<Tensor> outs;
   for (size_t i = 0; i < data.chunks.size(); ++i) {
     std::vector<NamedValue> feeds;
-    for (const ValueInfo& vi : session->inputs())
+    for (const ValueInfo& vi : session.inputs())
       for (const auto& nv : data.chunks[i])
         if (nv.first == vi.name) feeds.push_back(nv);
     RunOptions ro;
-    ro.output_names = {session->outputs().at(0).name};
-    auto r = session->Run(feeds, ro);
+    ro.output_names = {session.outputs().at(0).name};
+    auto r = session.Run(feeds, ro);
     if (!r.ok()) return r.status().WithContext(data.dir + ", chunk " + std::to_string(i));
     if (!(*r)[0].second.is_tensor()) return Status::InvalidArgument("the model's first output is not a tensor");
     outs.push_back((*r)[0].second.tensor());
@@ -46,9 +50,19 @@ Result<std::vector<Tensor>> RunFirstOutput(const Model& model, const QuantDataSe
 }
 
 Result<Evaluator> Evaluator::Create(const Model& fp32, QuantDataSet data) {
+  IL_ASSIGN_OR_RETURN(std::vector<Tensor> reference, RunFirstOutput(fp32, data));
+  return FromReference(std::move(reference), std::move(data));
+}
+
+Result<Evaluator> Evaluator::Create(Session& fp32, QuantDataSet data) {
+  IL_ASSIGN_OR_RETURN(std::vector<Tensor> reference, RunFirstOutput(fp32, data));
+  return FromReference(std::move(reference), std::move(data));
+}
+
+Result<Evaluator> Evaluator::FromReference(std::vector<Tensor> reference, QuantDataSet data) {
   Evaluator e;
   e.data_ = std::move(data);
-  IL_ASSIGN_OR_RETURN(e.reference_, RunFirstOutput(fp32, e.data_));
+  e.reference_ = std::move(reference);
   IL_ASSIGN_OR_RETURN(e.reference_argmax_, Argmax(e.reference_));
   e.rows_ = static_cast<int64_t>(e.reference_argmax_.size());
   if (e.has_labels() && static_cast<int64_t>(e.data_.labels.size()) != e.rows_)
@@ -66,6 +80,15 @@ Result<Evaluator> Evaluator::Create(const Model& fp32, QuantDataSet data) {
 
 Result<EvalMetric> Evaluator::Evaluate(const Model& model) const {
   IL_ASSIGN_OR_RETURN(std::vector<Tensor> outs, RunFirstOutput(model, data_));
+  return Score(outs);
+}
+
+Result<EvalMetric> Evaluator::EvaluateSession(Session& session) const {
+  IL_ASSIGN_OR_RETURN(std::vector<Tensor> outs, RunFirstOutput(session, data_));
+  return Score(outs);
+}
+
+Result<EvalMetric> Evaluator::Score(const std::vector<Tensor>& outs) const {
   IL_ASSIGN_OR_RETURN(std::vector<int64_t> pred, Argmax(outs));
   if (static_cast<int64_t>(pred.size()) != rows_)
     return Status::InvalidArgument("the quantized model's first output has " + std::to_string(pred.size()) +

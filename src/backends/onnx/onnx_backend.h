@@ -6,10 +6,14 @@
 
 #include <memory>
 
+#include "control/adaptive_loop.h"
 #include "serve/model_backend.h"
 
 namespace inferloop::backends {
 
-std::shared_ptr<serve::ModelBackend> MakeOnnxBackend();
+// `adaptive`: the server's adaptive loop; versions whose config.pbtxt has an `adaptive { ... }`
+// block get their precision variants and controller from it (docs/ADAPTIVE.md). May be null:
+// then such a block is served as if absent (except its checks).
+std::shared_ptr<serve::ModelBackend> MakeOnnxBackend(control::AdaptiveLoop* adaptive = nullptr);
 
 }  // namespace inferloop::backends
