@@ -22,6 +22,33 @@
 //   variant with its largest batch, and says so (Decision::slo_unreachable, reason).
 // - Pin(v): variant v whatever the load (batching knobs still adapt); Free() lets it choose again.
 // - No traffic for a window: back to the most precise variant with batch 1 and no delay.
+//
+// How (the formulas of the cost model are in control/variant_cost_model.h):
+// - Rate: EWMA of arrivals / interval_s (weight `smoothing` on the newest window). Decisions use
+//   max(newest, EWMA) + queue_depth / interval_s: a jump up counts at once, a fall only as the
+//   EWMA follows it, and a backlog is load the setting must also absorb.
+// - Correction: (busy_s / batches) / the model's time of one run of the knobs in force
+//   (rows per batch = completed / batches), clamped to [0.5, 4], smoothed like the rate; the
+//   factor in use is max(newest, smoothed).
+// - Settings, in order of preference: variants most precise first; within one, batch sizes
+//   ascending (1, the measured sizes, max_batch_size), then instances 1..max_instances. A
+//   setting's batching delay is the time to fill its batch at the rate, capped by
+//   max_queue_delay (0: slo_ms / 4) and by what the SLO leaves after one run; 0 for batch 1.
+// - A setting fits when predicted latency <= slo_ms and utilisation <= downgrade_utilisation;
+//   fits with headroom when both are under upgrade_headroom times those.
+// - Each window: the knobs in force are at risk when the observed latency exceeded the SLO
+//   ("slo_risk"), their predicted utilisation is over downgrade_utilisation ("overload") or
+//   their predicted latency over the SLO ("slo_risk"). At risk, it moves at once to the first
+//   fitting setting of the same or a faster variant (when only the observed latency says so, to
+//   a faster variant or else a later setting). Not at risk, it moves to the first setting that
+//   fits with headroom when that is preferred to the knobs in force and has been so for
+//   upgrade_dwell_windows windows in a row ("load_fell"). Otherwise the knobs stay ("steady";
+//   the delay is kept too, so noise in the rate does not move it).
+// - Nothing fits: the fastest variant (most rows per second at its largest batch), its largest
+//   batch, max_instances and the configured max delay ("slo_unreachable").
+// - Invalid input (interval_s <= 0 or not finite, negative counts, a Pin index that is not a
+//   usable variant, no usable variant at all) changes nothing: Decision::valid is false and
+//   the reason "invalid". A latency_ms or busy_s that is NaN or negative is "no data".
 #pragma once
 
 #include <chrono>
@@ -29,6 +56,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "control/variant_cost_model.h"
 
 namespace inferloop::control {
 
@@ -81,23 +110,29 @@ struct Decision {
   Knobs knobs;
   bool changed = false;          // knobs differ from the previous decision's
   // Why, one word: "start", "slo_risk", "overload", "load_fell", "idle", "pinned", "freed",
-  // "slo_unreachable", "steady".
+  // "slo_unreachable", "steady", or "invalid" (input rejected, nothing changed).
   std::string reason;
-  bool slo_unreachable = false;
-  double rate_rps = 0;       // smoothed arrival rate the decision used
-  double predicted_ms = 0;   // predicted latency at slo_percentile of `knobs` at that rate
+  bool valid = true;             // false: the observation or Pin index was rejected
+  bool slo_unreachable = false;  // also while pinned: the pinned variant cannot meet the SLO
+  double rate_rps = 0;       // the arrival rate the decision used (see "Rate" above)
+  double predicted_ms = 0;   // predicted latency at slo_percentile of `knobs` at that rate;
+                             // < 0: unbounded (predicted utilisation >= 1)
   double correction = 1;     // observed / measured execution time
 };
 
 class AdaptiveController {
  public:
-  // config.variants must be non-empty with latency_ms non-empty each.
+  // config.variants should be non-empty with latency_ms non-empty each; a variant without a
+  // valid point (batch >= 1, ms > 0) is never chosen. Out-of-range numbers in config take the
+  // defaults above (slo_percentile 99, downgrade_utilisation 0.85, ...), counts are clamped.
   explicit AdaptiveController(ControllerConfig config);
 
   Decision Observe(const Observation& obs);
   // Holds variant `v` (an index into config.variants) until Free(); takes effect at once
-  // (returned knobs; the next Observe keeps it).
+  // (returned knobs, reason "pinned"; the next Observe keeps it). An index that is not a usable
+  // variant: valid false, nothing changes.
   Decision Pin(int v);
+  // Lets the controller choose again from the next Observe; returns the knobs in force ("freed").
   Decision Free();
 
   const Knobs& knobs() const { return knobs_; }
@@ -105,12 +140,27 @@ class AdaptiveController {
   const ControllerConfig& config() const { return config_; }
 
  private:
+  struct Candidate;
+  std::vector<Candidate> Candidates(double rate, double correction) const;
+  Knobs HomeKnobs() const;
+  Knobs FastestKnobs() const;
+  std::chrono::microseconds BatchingDelay(int v, int batch, int instances, double rate,
+                                          double correction) const;
+  double UpdateRate(const Observation& obs);
+  double UpdateCorrection(const Observation& obs);
+  Decision Choose(const Observation& obs, double rate, double correction);
+  Decision Rejected() const;
+  Decision Apply(const Knobs& to, const char* reason, double rate, double correction);
+
   ControllerConfig config_;
+  VariantCostModel model_;
   Knobs knobs_;
   int pinned_ = -1;
-  double rate_rps_ = 0;
-  double correction_ = 1;
-  int fit_streak_ = 0;  // consecutive windows a more precise setting fit with headroom
+  bool started_ = false;   // a valid observation was seen
+  double rate_rps_ = 0;    // EWMA of arrivals / interval
+  double correction_ = 1;  // smoothed correction
+  double last_rate_ = 0, last_correction_ = 1;  // what the last decision used (for Pin)
+  int fit_streak_ = 0;  // consecutive windows a preferred setting fit with headroom
 };
 
 }  // namespace inferloop::control
