@@ -70,6 +70,7 @@ std::optional<Decision> ModelAdaptation::Step(double now_s) {
   if (!controller_) return std::nullopt;
   const bool was_unreachable = last_.slo_unreachable;
   Decision d = controller_->Observe(o);
+  if (!d.valid) return std::nullopt;  // an observation the controller refused: nothing changes
   const bool report = d.changed || d.slo_unreachable != was_unreachable;
   if (d.changed) Apply(d.knobs);
   last_ = d;

@@ -96,7 +96,7 @@ class ServedModelVersion final : public ModelVersion {
   Status AddVariant(std::string name, std::unique_ptr<Session> session, int64_t memory_bytes);
   int variant_count() const { return static_cast<int>(variants_.size()); }
   const std::string& variant_name(int i) const { return variants_[static_cast<size_t>(i)].name; }
-  Session& variant_session(int i) { return *variants_[static_cast<size_t>(i)].session; }
+  Session& variant_session(int i) { return i == 0 ? *session_ : *variants_[static_cast<size_t>(i)].session; }
   // Which variant new batches run on (clamped to the variants there are). Thread-safe.
   void SetVariant(int i);
   int active_variant() const { return active_variant_.load(std::memory_order_relaxed); }
