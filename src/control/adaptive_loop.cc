@@ -85,7 +85,10 @@ Status AdaptiveLoop::Attach(const std::shared_ptr<serve::ServedModelVersion>& ve
     std::string usable, skipped;
     for (const auto& r : reports) {
       if (r.usable) {
-        usable += (usable.empty() ? "" : ",") + r.name;
+        usable += (usable.empty() ? "" : ", ") + r.name + " (" +
+                  (r.accuracy_measured ? "drop " + Num(r.accuracy_drop) + " pp, " : "") + "batch 1 " +
+                  Num(r.latency_ms.empty() ? 0 : r.latency_ms.front().second) + " ms, " +
+                  Num(static_cast<double>(r.memory_bytes) / (1 << 20)) + " MiB)";
       } else {
         skipped += (skipped.empty() ? "" : "; ") + r.name + ": " + r.skipped_reason;
       }

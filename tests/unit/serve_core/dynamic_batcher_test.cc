@@ -607,3 +607,58 @@ TEST(DynamicBatcherInlineTest, WorkerDoesNotRunOnTheClaimedInstanceMeanwhile) {
 
 }  // namespace
 }  // namespace inferloop::serve
+
+namespace inferloop::serve {
+namespace {
+
+// SetTuning (the adaptive loop's knobs): a preferred size set while serving takes effect for the
+// queued requests; switched-off instances take no batch; switching them back on does.
+TEST(DynamicBatcherTuningTest, PreferredSizeSetWhileServingDispatchesQueuedRequests) {
+  Harness h;
+  auto b = std::make_unique<DynamicBatcher>(Options(8, kHour), h.Executor(), nullptr);
+  Park(h, *b, 8);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(b->Enqueue(h.Make("r" + std::to_string(i))).ok());
+  b->SetTuning({3}, kHour, 1);
+  h.Release();
+  ASSERT_TRUE(h.WaitAnsweredCount(4));  // without the preferred size 3 they would wait an hour
+  auto batches = h.Batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[1].rows, 3);
+  EXPECT_EQ(batches[1].reason, DispatchReason::kPreferred);
+}
+
+TEST(DynamicBatcherTuningTest, DelaySetToZeroDispatchesAWaitingPartialBatch) {
+  Harness h;
+  auto b = std::make_unique<DynamicBatcher>(Options(8, kHour), h.Executor(), nullptr);
+  ASSERT_TRUE(b->Enqueue(h.Make("a")).ok());
+  EXPECT_EQ(b->QueueDepth(), 1);  // waits for the hour-long delay
+  b->SetTuning({}, microseconds(0), 1);
+  ASSERT_TRUE(h.WaitAnsweredCount(1));
+  EXPECT_EQ(h.Batches()[0].reason, DispatchReason::kDelay);
+}
+
+TEST(DynamicBatcherTuningTest, SwitchedOffInstancesTakeNoBatch) {
+  Harness h;
+  BatcherOptions o = Options(0);
+  o.instance_count = 3;
+  auto b = std::make_unique<DynamicBatcher>(o, h.Executor(), nullptr);
+  b->SetTuning({}, microseconds(0), 1);
+  EXPECT_EQ(b->active_instances(), 1);
+  h.Hold();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(b->Enqueue(h.Make("r" + std::to_string(i))).ok());
+  ASSERT_TRUE(h.WaitInExecutor(1));
+  EXPECT_EQ(b->RunningBatches(), 1);
+  EXPECT_EQ(b->QueueDepth(), 2);  // instances 1 and 2 are off
+  b->SetTuning({}, microseconds(0), 3);
+  ASSERT_TRUE(h.WaitInExecutor(3));
+  EXPECT_EQ(b->RunningBatches(), 3);
+  h.Release();
+  ASSERT_TRUE(h.WaitAnsweredCount(3));
+  b->SetTuning({}, microseconds(0), 99);  // clamped to the instances there are
+  EXPECT_EQ(b->active_instances(), 3);
+  b->SetTuning({0, 5, -1}, microseconds(-5), 0);  // nonsense knobs are clamped, never crash
+  EXPECT_EQ(b->active_instances(), 1);
+}
+
+}  // namespace
+}  // namespace inferloop::serve
