@@ -24,15 +24,6 @@ void Number(JsonWriter& w, double v) {
   }
 }
 
-// A string, or null when it is empty.
-void StrOrNull(JsonWriter& w, const std::string& s) {
-  if (s.empty()) {
-    w.Null();
-  } else {
-    Str(w, s);
-  }
-}
-
 void WriteVariant(JsonWriter& w, const serve::VariantReport& v) {
   w.StartObject();
   Key(w, "name");
@@ -40,11 +31,7 @@ void WriteVariant(JsonWriter& w, const serve::VariantReport& v) {
   Key(w, "usable");
   w.Bool(v.usable);
   Key(w, "skipped_reason");
-  if (v.usable) {
-    w.Null();
-  } else {
-    StrOrNull(w, v.skipped_reason);
-  }
+  Str(w, v.usable ? std::string_view() : std::string_view(v.skipped_reason));
   Key(w, "source");
   Str(w, v.source);
   Key(w, "accuracy_drop");
@@ -60,12 +47,10 @@ void WriteVariant(JsonWriter& w, const serve::VariantReport& v) {
   Key(w, "latency_ms");
   w.StartArray();
   for (const auto& [batch_size, ms] : v.latency_ms) {
-    w.StartObject();
-    Key(w, "batch_size");
+    w.StartArray();
     w.Int(batch_size);
-    Key(w, "ms");
     Number(w, ms);
-    w.EndObject();
+    w.EndArray();
   }
   w.EndArray();
   w.EndObject();
@@ -131,7 +116,7 @@ std::string AdaptiveStateJson(const serve::AdaptiveState& s) {
   Key(w, "variant");
   Str(w, s.variant);
   Key(w, "pinned");
-  StrOrNull(w, s.pinned);
+  Str(w, s.pinned);
   Key(w, "reason");
   Str(w, s.reason);
   Key(w, "slo_unreachable");

@@ -177,17 +177,12 @@ Result<AdaptiveState> InferenceServer::GetAdaptiveState(const std::string& model
 Status InferenceServer::PinVariant(const std::string& model, const std::string& version, const std::string& variant) {
   std::shared_ptr<ModelVersion> holder;
   IL_ASSIGN_OR_RETURN(AdaptiveControl * control, FindAdaptive(model, version, holder));
+  // The control logs the decision it leads to (the adaptive loop's "adaptive_decision" event).
   if (variant.empty()) {
     control->Free();
-    if (log_) log_->Info("adaptive_freed", {{"model", model}, {"version", std::to_string(holder->version())}});
     return Status::Ok();
   }
-  IL_RETURN_IF_ERROR(control->Pin(variant));
-  if (log_) {
-    log_->Info("adaptive_pinned",
-               {{"model", model}, {"version", std::to_string(holder->version())}, {"variant", variant}});
-  }
-  return Status::Ok();
+  return control->Pin(variant);
 }
 
 std::string InferenceServer::MetricsText() { return metrics_.Text(manager_->Serving(), gate_->inflight_requests()); }
