@@ -8,6 +8,7 @@
 #include <mutex>
 #include <utility>
 
+#include "frontends/grpc_adaptive_service.h"
 #include "frontends/grpc_status.h"
 #include "grpc_service.grpc.pb.h"
 
@@ -17,20 +18,8 @@ namespace {
 using grpc::CallbackServerContext;
 using grpc::ServerUnaryReactor;
 
-// Adds "retry-after" for answers that ask the client to come back later.
-void AddRetryAfter(CallbackServerContext* ctx, const Status& status) {
-  if (!status.ok() && IsRetryLater(status.code())) {
-    ctx->AddTrailingMetadata("retry-after", std::to_string(serve::RetryAfterSeconds()));
-  }
-}
-
 // Ends a call answered at once.
-ServerUnaryReactor* Answer(CallbackServerContext* ctx, const Status& status) {
-  AddRetryAfter(ctx, status);
-  ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
+ServerUnaryReactor* Answer(CallbackServerContext* ctx, const Status& status) { return AnswerUnary(ctx, status); }
 
 Status RequireModelName(const std::string& name) {
   if (name.empty()) return Status::InvalidArgument("model name is required");
@@ -426,6 +415,7 @@ Status GrpcServer::Start() {
   const std::string address = host + ":" + std::to_string(options_.port);
 
   service_ = std::make_unique<Service>(core_, options_);
+  adaptive_service_ = MakeGrpcAdaptiveService(core_);
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
@@ -433,10 +423,12 @@ Status GrpcServer::Start() {
   // A second server on a busy port must fail, not share it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(service_.get());
+  builder.RegisterService(adaptive_service_.get());
   server_ = builder.BuildAndStart();
   if (!server_ || bound_port == 0) {
     server_.reset();
     service_.reset();
+    adaptive_service_.reset();
     return Status::Unavailable("gRPC server cannot listen on " + address + " (address in use or invalid)");
   }
   port_ = bound_port;

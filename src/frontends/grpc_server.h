@@ -6,7 +6,9 @@
 // ModelStreamInfer (bidirectional: one ModelStreamInferResponse per request, sent as each
 // completes; a failed request's answer carries error_message, with only the request's model,
 // version and id in infer_response, and the stream goes on),
-// ModelStatistics, RepositoryIndex, RepositoryModelLoad/Unload.
+// ModelStatistics, RepositoryIndex, RepositoryModelLoad/Unload. On the same port, inferloop's own
+// inferloop.adaptive.AdaptiveService (grpc_adaptive_service.h): ModelAdaptiveState, ModelPin,
+// ModelFree.
 // Errors map per serve/inference_service.h (grpc_status.h); RESOURCE_EXHAUSTED and UNAVAILABLE
 // answers carry the trailing metadata "retry-after". A call the client cancels sets its
 // RequestContext's cancelled flag, and the call ends at once (the service's late answer is dropped).
@@ -24,6 +26,7 @@
 
 namespace grpc {
 class Server;
+class Service;
 }
 
 namespace inferloop::frontends {
@@ -60,6 +63,7 @@ class GrpcServer {
   serve::InferenceService& core_;
   GrpcServerOptions options_;
   std::unique_ptr<Service> service_;  // declared before server_: outlives it
+  std::unique_ptr<grpc::Service> adaptive_service_;  // AdaptiveService; outlives server_ too
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   bool shut_down_ = false;

@@ -1,5 +1,9 @@
 #include "frontends/grpc_status.h"
 
+#include <string>
+
+#include "serve/inference_service.h"
+
 namespace inferloop::frontends {
 
 grpc::StatusCode ToGrpcCode(StatusCode code) {
@@ -25,6 +29,19 @@ grpc::Status ToGrpcStatus(const Status& status) {
 
 bool IsRetryLater(StatusCode code) {
   return code == StatusCode::kResourceExhausted || code == StatusCode::kUnavailable;
+}
+
+void AddRetryAfter(grpc::CallbackServerContext* ctx, const Status& status) {
+  if (!status.ok() && IsRetryLater(status.code())) {
+    ctx->AddTrailingMetadata("retry-after", std::to_string(serve::RetryAfterSeconds()));
+  }
+}
+
+grpc::ServerUnaryReactor* AnswerUnary(grpc::CallbackServerContext* ctx, const Status& status) {
+  AddRetryAfter(ctx, status);
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
 }
 
 }  // namespace inferloop::frontends

@@ -1,6 +1,9 @@
-// inferloop Status -> gRPC status, per the table in serve/inference_service.h.
+// inferloop Status -> gRPC status, per the table in serve/inference_service.h, and the answer of
+// a unary call answered at once (with its "retry-after").
 #pragma once
 
+#include <grpcpp/server_context.h>
+#include <grpcpp/support/server_callback.h>
 #include <grpcpp/support/status.h>
 
 #include "inferloop/status.h"
@@ -16,5 +19,11 @@ grpc::Status ToGrpcStatus(const Status& status);
 // Whether a client should retry later (RESOURCE_EXHAUSTED, UNAVAILABLE): those answers carry the
 // trailing metadata "retry-after" (seconds, serve::RetryAfterSeconds()).
 bool IsRetryLater(StatusCode code);
+
+// Adds the trailing metadata "retry-after" when `status` asks the client to retry later.
+void AddRetryAfter(grpc::CallbackServerContext* ctx, const Status& status);
+
+// Ends a unary call answered at once with `status` (its response already written).
+grpc::ServerUnaryReactor* AnswerUnary(grpc::CallbackServerContext* ctx, const Status& status);
 
 }  // namespace inferloop::frontends

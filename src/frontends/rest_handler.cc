@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontends/adaptive_state_json.h"
 #include "frontends/http_status.h"
 
 namespace inferloop::frontends {
@@ -478,11 +479,65 @@ void Infer(RouteCall& c) {
                   });
 }
 
+void AdaptiveState(RouteCall& c) {
+  auto state = c.service.GetAdaptiveState(c.model, c.version);
+  if (!state.ok()) return c.respond(Error(state.status()));
+  c.respond(Body(200, kJson, AdaptiveStateJson(*state)));
+}
+
+// The variant a pin body {"variant": "<name>"} names.
+Result<std::string> PinBodyVariant(const std::string& body) {
+  if (body.empty()) return Status::InvalidArgument("the request body must be a JSON object {\"variant\": \"<name>\"}");
+  rj::Document doc;
+  IL_RETURN_IF_ERROR(ParseControlBody(body, doc));
+  const rj::Value& object = doc;
+  auto it = object.FindMember("variant");
+  if (it == object.MemberEnd()) {
+    return Status::InvalidArgument("the request body needs \"variant\": the name of the variant to pin (\"int8\", ...)");
+  }
+  if (!it->value.IsString()) return Status::InvalidArgument("\"variant\" must be a string");
+  std::string variant(it->value.GetString(), it->value.GetStringLength());
+  if (variant.empty()) {
+    return Status::InvalidArgument("\"variant\" must not be empty (POST .../adaptive/free lets the controller choose again)");
+  }
+  return variant;
+}
+
+// POST .../adaptive/pin {"variant": "int8"} or .../adaptive/free (body empty or a JSON object);
+// answers the state after the change.
+void AdaptivePinFree(RouteCall& c) {
+  std::string variant;
+  if (c.action == "pin") {
+    auto parsed = PinBodyVariant(c.request.body);
+    if (!parsed.ok()) return c.respond(Error(parsed.status()));
+    variant = std::move(parsed).value();
+  } else if (!c.request.body.empty()) {
+    rj::Document doc;
+    Status st = ParseControlBody(c.request.body, doc);
+    if (!st.ok()) return c.respond(Error(st));
+  }
+  Status st = c.service.PinVariant(c.model, c.version, variant);
+  if (!st.ok()) return c.respond(Error(st));
+  AdaptiveState(c);
+}
+
+// /v2/models/{m}[/versions/{v}]/adaptive/{pin|free}
+bool MatchAdaptivePinFree(const std::vector<std::string>& seg, RouteCall& c) {
+  if (seg.size() < 2 || seg[seg.size() - 2] != "adaptive" || (seg.back() != "pin" && seg.back() != "free")) {
+    return false;
+  }
+  std::vector<std::string> head(seg.begin(), seg.end() - 1);
+  if (!ParseModelPath(head, c.model, c.version, c.action) || c.action != "adaptive") return false;
+  c.action = seg.back();
+  return true;
+}
+
 constexpr char kNoAction[] = "";
 constexpr char kReady[] = "ready";
 constexpr char kConfig[] = "config";
 constexpr char kStats[] = "stats";
 constexpr char kInfer[] = "infer";
+constexpr char kAdaptive[] = "adaptive";
 
 // In order: the first route whose path matches answers (so /v2/models/stats is the statistics
 // of every model, not the metadata of a model named "stats").
@@ -513,6 +568,8 @@ const Route kRoutes[] = {
     {"GET", MatchModelAction<kConfig>, ModelConfig},
     {"GET", MatchModelAction<kStats>, Statistics},
     {"POST", MatchModelAction<kInfer>, Infer},
+    {"GET", MatchModelAction<kAdaptive>, AdaptiveState},
+    {"POST", MatchAdaptivePinFree, AdaptivePinFree},
 };
 
 }  // namespace

@@ -9,6 +9,9 @@
 //   GET  /v2/models/{m}[/versions/{v}]/config          the model's configuration JSON
 //   POST /v2/models/{m}[/versions/{v}]/infer           inference (JSON, or JSON + binary data)
 //   GET  /v2/models/stats, /v2/models/{m}[/versions/{v}]/stats   statistics extension
+//   GET  /v2/models/{m}[/versions/{v}]/adaptive        adaptive state (adaptive_state_json.h)
+//   POST /v2/models/{m}[/versions/{v}]/adaptive/pin    body {"variant": "<name>"}: pins it; the state
+//   POST /v2/models/{m}[/versions/{v}]/adaptive/free   body empty or {}: frees it; the state
 //   POST /v2/repository/index                          body optional: {"ready": bool}
 //   POST /v2/repository/models/{m}/load | /unload      200 (empty body) when done
 //   GET  /metrics                                      Prometheus text (version 0.0.4)

@@ -156,6 +156,35 @@ Result<std::vector<ModelStatistics>> InferenceServer::GetStatistics(const std::s
   return out;
 }
 
+Result<AdaptiveControl*> InferenceServer::FindAdaptive(const std::string& model, const std::string& version,
+                                                      std::shared_ptr<ModelVersion>& holder) {
+  IL_ASSIGN_OR_RETURN(holder, manager_->Find(model, version));
+  AdaptiveControl* control = holder->Adaptive();
+  if (control == nullptr) {
+    return Status::FailedPrecondition("model '" + NameForMessage(model) +
+                                      "' has no adaptive variants (add adaptive { ... } to its config.pbtxt, "
+                                      "docs/ADAPTIVE.md)");
+  }
+  return control;
+}
+
+Result<AdaptiveState> InferenceServer::GetAdaptiveState(const std::string& model, const std::string& version) {
+  std::shared_ptr<ModelVersion> holder;
+  IL_ASSIGN_OR_RETURN(AdaptiveControl * control, FindAdaptive(model, version, holder));
+  return control->State();
+}
+
+Status InferenceServer::PinVariant(const std::string& model, const std::string& version, const std::string& variant) {
+  std::shared_ptr<ModelVersion> holder;
+  IL_ASSIGN_OR_RETURN(AdaptiveControl * control, FindAdaptive(model, version, holder));
+  // The control logs the decision it leads to (the adaptive loop's "adaptive_decision" event).
+  if (variant.empty()) {
+    control->Free();
+    return Status::Ok();
+  }
+  return control->Pin(variant);
+}
+
 std::string InferenceServer::MetricsText() { return metrics_.Text(manager_->Serving(), gate_->inflight_requests()); }
 
 }  // namespace inferloop::serve

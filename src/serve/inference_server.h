@@ -55,6 +55,8 @@ class InferenceServer final : public InferenceService, public ModelResolver {
   void UnloadModel(const std::string& model, StatusCallback done) override;
   Result<std::vector<ModelStatistics>> GetStatistics(const std::string& model, const std::string& version) override;
   std::string MetricsText() override;
+  Result<AdaptiveState> GetAdaptiveState(const std::string& model, const std::string& version) override;
+  Status PinVariant(const std::string& model, const std::string& version, const std::string& variant) override;
 
   // ModelResolver (ensembles find their steps' models through this).
   Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, int64_t version) override;
@@ -63,6 +65,9 @@ class InferenceServer final : public InferenceService, public ModelResolver {
 
  private:
   InferenceServer(InferenceServerOptions options, EventLog* log);
+  // The version's AdaptiveControl (kept alive by `holder`); FailedPrecondition when it has none.
+  Result<AdaptiveControl*> FindAdaptive(const std::string& model, const std::string& version,
+                                        std::shared_ptr<ModelVersion>& holder);
 
   InferenceServerOptions options_;
   EventLog* log_;

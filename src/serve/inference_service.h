@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "inferloop/status.h"
+#include "serve/adaptive_control.h"
 #include "serve/infer_request.h"
 
 namespace inferloop::serve {
@@ -143,6 +144,15 @@ class InferenceService {
 
   // Prometheus text exposition format (version 0.0.4) of every metric.
   virtual std::string MetricsText() = 0;
+
+  // Adaptive loop (docs/ADAPTIVE.md): the state of a version with precision variants (variants
+  // prepared or skipped at load, knobs in force, the last decision's reason). NotFound for an
+  // unknown model/version; FailedPrecondition for a version without variants (no adaptive { }).
+  virtual Result<AdaptiveState> GetAdaptiveState(const std::string& model, const std::string& version) = 0;
+  // Pins the version to `variant` (AdaptiveControl::Pin: InvalidArgument for a name that is not
+  // one of its variants, FailedPrecondition for one that is not usable); variant "" frees it
+  // (the controller chooses again). Errors as GetAdaptiveState otherwise.
+  virtual Status PinVariant(const std::string& model, const std::string& version, const std::string& variant) = 0;
 };
 
 }  // namespace inferloop::serve

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "fake_adaptive_control.h"
 #include "serve/inference_service.h"
 
 namespace inferloop::frontends::testing {
@@ -26,6 +27,7 @@ class FakeInferenceService : public serve::InferenceService {
     md.outputs = {{"OUTPUT0", "FP32", {-1, 4}}};
     md.memory_bytes = 12345;
     models["simple"] = md;
+    adaptive.controls["simple"] = std::make_shared<FakeAdaptiveControl>("simple", 2);
   }
 
   // ---- what the test sets ----
@@ -38,10 +40,12 @@ class FakeInferenceService : public serve::InferenceService {
   Status load_status;    // what LoadModel / UnloadModel answer
   std::string metrics = "# TYPE nv_inference_count counter\nnv_inference_count{model=\"simple\",version=\"1\"} 7\n";
   InferHook on_infer;   // replaces the echo
+  AdaptiveCalls adaptive;  // "simple" has variants; other models in `models` have none
 
   // ---- what the test reads ----
   struct Calls {
     std::vector<std::pair<std::string, std::string>> metadata, ready, config, statistics;  // (model, version)
+    std::vector<std::pair<std::string, std::string>> adaptive_state, adaptive_pin;
     std::vector<bool> index_ready_only;
     std::vector<std::string> loaded, unloaded;
     std::vector<serve::InferRequest> infers;
@@ -115,6 +119,14 @@ class FakeInferenceService : public serve::InferenceService {
     return stats;
   }
   std::string MetricsText() override { return metrics; }
+  Result<serve::AdaptiveState> GetAdaptiveState(const std::string& model, const std::string& version) override {
+    Record(&Calls::adaptive_state, model, version);
+    return adaptive.State(Known(model, version), model);
+  }
+  Status PinVariant(const std::string& model, const std::string& version, const std::string& variant) override {
+    Record(&Calls::adaptive_pin, model, version);
+    return adaptive.Pin(Known(model, version), model, variant);
+  }
 
  private:
   Status Known(const std::string& model, const std::string& version) {

@@ -4,6 +4,7 @@
 //   "echo"  ready, version "1": Infer answers at once, output "OUTPUT0" = input 0 (metadata: INPUT0
 //           FP32 [-1,4] -> OUTPUT0 FP32 [-1,4]); its config JSON is `config_json`.
 //   "held"  Infer keeps the callback (pending()); the test answers it later, from any thread.
+//           "echo" has adaptive variants (FakeAdaptiveControl); "held" has none.
 //   any name in `errors`: every call on it fails with that Status.
 //   anything else: NotFound.
 // Records the RequestContext of every Infer call.
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "fake_adaptive_control.h"
 #include "serve/inference_service.h"
 
 namespace inferloop::frontends::testing {
@@ -131,6 +133,14 @@ class FakeGrpcInferenceService : public serve::InferenceService {
 
   std::string MetricsText() override { return ""; }
 
+  Result<serve::AdaptiveState> GetAdaptiveState(const std::string& model, const std::string& version) override {
+    return adaptive.State(Check(model, version), model);
+  }
+  Status PinVariant(const std::string& model, const std::string& version, const std::string& variant) override {
+    return adaptive.Pin(Check(model, version), model, variant);
+  }
+  AdaptiveCalls adaptive = EchoAdaptive();
+
   // Every Infer call's context, in call order.
   std::vector<serve::RequestContext> contexts() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -167,6 +177,11 @@ class FakeGrpcInferenceService : public serve::InferenceService {
   }
 
  private:
+  static AdaptiveCalls EchoAdaptive() {
+    AdaptiveCalls calls;
+    calls.controls["echo"] = std::make_shared<FakeAdaptiveControl>("echo", 1);
+    return calls;
+  }
   Status Check(const std::string& model, const std::string& version) {
     auto it = errors.find(model);
     if (it != errors.end()) return it->second;
