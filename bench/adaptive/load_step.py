@@ -108,8 +108,9 @@ def poll_state(port, stop, out, t0_box):
     while not stop.is_set():
         status, body = get_json(port, "/v2/models/resnet50/adaptive")
         if status == 200 and t0_box:
-            out.append((time.perf_counter() - t0_box[0], body["variant"], body["preferred_batch_size"],
-                        body["max_queue_delay_us"], body["instances"]))
+            k = body["knobs"]
+            out.append((time.perf_counter() - t0_box[0], body["variant"], k["preferred_batch_size"],
+                        k["max_queue_delay_us"], k["instances"]))
         time.sleep(0.5)
 
 
@@ -239,7 +240,7 @@ def report(out):
     for v in out["variants"]:
         lat = ", ".join(f"b{b} {ms:.1f}" for b, ms in v["latency_ms"])
         state = "usable" if v["usable"] else "skipped: " + v["skipped_reason"]
-        drop = f"drop {v['accuracy_drop']:.2f} pp ({v['metric']})" if v.get("accuracy_measured") else ""
+        drop = f"drop {v['accuracy_drop']:.2f} pp ({v['metric']})" if v.get("accuracy_drop") is not None else ""
         lines.append(f"  {v['name']:5} {state}; {drop}; {v['memory_bytes'] / 2**20:.0f} MiB; ms: {lat}")
     lines.append("| step | load req/s | static fp32 p50 / p99 ms | adaptive p50 / p99 ms | adaptive p99 after 5 s settling | failed (static / adaptive) |")
     lines.append("|---|---:|---:|---:|---:|---:|")

@@ -132,7 +132,7 @@ class TestAdaptive(unittest.TestCase):
         body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": list(x.shape), "data": x.ravel().tolist()}]}
         status, _, resp = post_json(self.server.http_port, f"/v2/models/{model}/infer", body)
         self.assertEqual(status, 200, resp)
-        out = json.loads(resp)["outputs"][0]
+        out = resp["outputs"][0]
         return np.array(out["data"], dtype=np.float32).reshape(out["shape"])
 
     def test_variants_prepared_with_accuracy_measured(self):
@@ -161,7 +161,7 @@ class TestAdaptive(unittest.TestCase):
         self.assertGreater(v["int8"]["accuracy_drop"], 0)
         status, _, body = post_json(self.server.http_port, "/v2/models/bounded/adaptive/pin", {"variant": "int8"})
         self.assertEqual(status, 400, body)
-        self.assertIn("not usable", body)
+        self.assertIn("not usable", body["error"])
 
     def test_missing_evaluation_set_skips_variants(self):
         v = variants(self.state("noeval"))
@@ -213,7 +213,7 @@ class TestAdaptive(unittest.TestCase):
         port = self.server.http_port
         status, _, body = post_json(port, "/v2/models/mlp/adaptive/pin", {"variant": "fp8"})
         self.assertEqual(status, 400, body)
-        self.assertIn("no variant 'fp8'", body)
+        self.assertIn("no variant 'fp8'", body["error"])
         status, _, body = post_json(port, "/v2/models/nosuch/adaptive/pin", {"variant": "int8"})
         self.assertEqual(status, 404, body)
 
@@ -258,7 +258,7 @@ class TestAdaptiveConfigErrors(unittest.TestCase):
                 status, index = 0, None
                 status, _, body = post_json(server.http_port, "/v2/repository/index", {})
                 self.assertEqual(status, 200, body)
-                reasons = {e["name"]: e.get("reason", "") for e in json.loads(body)}
+                reasons = {e["name"]: e.get("reason", "") for e in body}
                 for name, (_, needle) in cases.items():
                     self.assertIn(needle, reasons.get(name, ""), (name, reasons.get(name)))
             finally:
