@@ -239,8 +239,11 @@ TEST(CpuShareSchedulerTest, SeveralSlotsGoToDifferentFlowsAndCountWaitAndChargeB
   h2->Release(milliseconds(1));
   // x's first grant counts as running at the average cost, so y (not x's second waiter) gets the
   // second slot.
-  auto [l1, g1] = log.Pop();
-  auto [l2, g2] = log.Pop();
+  auto first = log.Pop();
+  auto second = log.Pop();
+  if (second.second.sequence() < first.second.sequence()) std::swap(first, second);  // threads push in any order
+  auto& [l1, g1] = first;
+  auto& [l2, g2] = second;
   EXPECT_EQ(std::string() + l1 + l2, "xy");
   EXPECT_EQ(g1.sequence() + 1, g2.sequence());
   EXPECT_EQ(g1.waited(), milliseconds(5));
