@@ -39,6 +39,8 @@ struct ServeArgs {
   int threads = 0;
   std::string precision;
   int http_threads = 2;
+  std::string fair_share = "on";
+  int fair_share_slots = 0;
   double shutdown_seconds = 30;
   double liveness_stall_seconds = 60;
   int64_t llm_kv_cache_mb = 256;
@@ -100,6 +102,8 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
   o.http_threads = a.http_threads;
   o.max_request_bytes = static_cast<size_t>(a.max_request_mb) << 20;
   o.control_mode_name = a.control_mode;
+  o.fair_share = a.fair_share == "on";
+  o.fair_share_slots = a.fair_share_slots;
   return o;
 }
 
@@ -164,6 +168,13 @@ Runner AddServeCommand(CLI::App& app) {
       ->description("Default precision of every model (a model's config.pbtxt parameter \"precision\" overrides it): " +
                     cmd->get_option("--precision")->get_description());
   cmd->add_option("--http-threads", a->http_threads, "HTTP io threads")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--fair-share", a->fair_share,
+                  "on: models share the CPUs by their config's adaptive { cpu_share } (a flooded model cannot "
+                  "starve a quiet one); off: batches of every model run as soon as an instance is free")
+      ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
+  cmd->add_option("--fair-share-slots", a->fair_share_slots,
+                  "With --fair-share on: batches running at once over every model (0: --threads, or the CPUs)")
+      ->capture_default_str()->check(CLI::Range(0, 4096));
   cmd->add_option("--shutdown-timeout-secs", a->shutdown_seconds, "On SIGTERM: how long in-flight requests may take")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--liveness-stall-secs", a->liveness_stall_seconds,

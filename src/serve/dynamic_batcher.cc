@@ -425,7 +425,7 @@ Status DynamicBatcher::Enqueue(std::unique_ptr<PendingRequest> request) {
   return Status::Ok();
 }
 
-bool DynamicBatcher::TryRunInline(std::unique_ptr<PendingRequest>& request) {
+bool DynamicBatcher::TryRunInline(std::unique_ptr<PendingRequest>& request, const BatchExecutor& run) {
   State& s = *state_;
   if (!request || request->rows < 1) return false;
   if (s.options.max_batch_size > 0 && request->rows > s.options.max_batch_size) return false;
@@ -453,7 +453,7 @@ bool DynamicBatcher::TryRunInline(std::unique_ptr<PendingRequest>& request) {
   request->dispatched = now;
   batch.requests.push_back(std::move(request));
   if (s.observer) s.observer->OnDispatch(batch);
-  s.executor(static_cast<int>(slot), std::move(batch));
+  (run ? run : s.executor)(static_cast<int>(slot), std::move(batch));
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.inline_claimed[slot] = false;

@@ -115,7 +115,9 @@ class DynamicBatcher {
   // batcher is not draining. Returns true when it ran (the executor has answered it; `request`
   // is empty), false with `request` untouched otherwise (then Enqueue it). Saves the hand-off to
   // a worker thread: for models that take microseconds, that hand-off costs more than the model.
-  bool TryRunInline(std::unique_ptr<PendingRequest>& request);
+  // `run`, when given, runs the batch instead of the batcher's executor (e.g. one that skips
+  // acquiring what the caller already holds).
+  bool TryRunInline(std::unique_ptr<PendingRequest>& request, const BatchExecutor& run = nullptr);
 
   void Drain();
 

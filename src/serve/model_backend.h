@@ -25,6 +25,7 @@
 #include "inferloop/status.h"
 #include "serve/adaptive_control.h"
 #include "serve/admission_control.h"
+#include "serve/cpu_share_scheduler.h"
 #include "serve/dynamic_batcher.h"
 #include "serve/inference_service.h"
 #include "serve/model_config.h"
@@ -44,6 +45,9 @@ class VersionMetricsSink {
   // A request answered: status, time queued, computing (its batch's run), and end to end.
   virtual void OnRequestDone(const Status& status, std::chrono::nanoseconds queue,
                              std::chrono::nanoseconds compute, std::chrono::nanoseconds total) {}
+  // A batch ran under a CPU-share grant (cpu_share_scheduler.h): how long it waited for the
+  // slot, and the time charged to the model (the slot held).
+  virtual void OnCpuShare(std::chrono::nanoseconds waited, std::chrono::nanoseconds charged) {}
 };
 
 // How an ensemble (or any backend that calls other models) reaches the models it uses: the
@@ -82,6 +86,9 @@ struct VersionLoadRequest {
   std::shared_ptr<VersionMetricsSink> metrics;  // may be null
   // Shared by every version of a server: caller threads that may run a fast request inline.
   std::shared_ptr<std::atomic<int>> inline_slots;
+  // Shared by every version of a server: the execution slots shared by CPU share (config.pbtxt
+  // adaptive { cpu_share }; cpu_share_scheduler.h). Null: batches run as soon as an instance is free.
+  std::shared_ptr<CpuShareScheduler> cpu_share;
   ModelResolver* models = nullptr;  // the server's models (for ensembles); never null when loading
 };
 

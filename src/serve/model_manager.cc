@@ -240,6 +240,7 @@ Status ModelManager::DoLoad(const std::string& model) {
     vo.session = options_.session;
     vo.limits = options_.per_model_limits;
     vo.inline_slots = options_.inline_slots;
+    vo.cpu_share = options_.cpu_share;
     vo.models = options_.resolver;
     if (options_.metrics_for) vo.metrics = options_.metrics_for(model, vf.version);
     vo.progress = [this, model, v = vf.version](const std::string& what) {

@@ -56,6 +56,8 @@ struct ModelManagerOptions {
   EventLog* log = nullptr;  // may be null
   // See VersionLoadRequest::inline_slots.
   std::shared_ptr<std::atomic<int>> inline_slots;
+  // See VersionLoadRequest::cpu_share. Null: off.
+  std::shared_ptr<CpuShareScheduler> cpu_share;
 };
 
 class ModelManager {

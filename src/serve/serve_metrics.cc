@@ -40,6 +40,8 @@ struct ServeMetrics::Impl {
   GaugeFamily* model_ready = nullptr;
   GaugeFamily* model_memory = nullptr;
   CounterFamily* refused = nullptr;
+  CounterFamily* cpu_share_wait = nullptr;
+  CounterFamily* cpu_share_charged = nullptr;
   std::mutex expose_mu;  // one exposition at a time (it sets the scrape-time gauges)
 };
 
@@ -55,6 +57,8 @@ class VersionSink final : public VersionMetricsSink {
     compute_ = m.compute_seconds->WithLabels(mv).value();
     batch_size_ = m.batch_size->WithLabels(mv).value();
     depth_ = m.queue_depth->WithLabels(mv).value();
+    cpu_wait_ = m.cpu_share_wait->WithLabels(mv).value();
+    cpu_charged_ = m.cpu_share_charged->WithLabels(mv).value();
     for (int r = 0; r < 3; ++r)
       reasons_[r] = m.batches->WithLabels({model, version, DispatchReasonName(static_cast<DispatchReason>(r))}).value();
   }
@@ -75,11 +79,15 @@ class VersionSink final : public VersionMetricsSink {
     }
     request_.Observe(Seconds(total));
   }
+  void OnCpuShare(std::chrono::nanoseconds waited, std::chrono::nanoseconds charged) override {
+    cpu_wait_.Increment(Seconds(waited));
+    cpu_charged_.Increment(Seconds(charged));
+  }
 
  private:
   ServeMetrics::Impl& m_;
   std::string model_, version_;
-  Counter success_;
+  Counter success_, cpu_wait_, cpu_charged_;
   Histogram request_, queue_, compute_, batch_size_;
   Gauge depth_;
   Counter reasons_[3];
@@ -126,6 +134,16 @@ ServeMetrics::ServeMetrics() : impl_(std::make_unique<Impl>()) {
                                 "not ready, shutting down), by reason.",
                                 {"model", "reason"})
                        .value();
+  impl_->cpu_share_wait = r.AddCounter("inferloop_cpu_share_wait_seconds_total",
+                                       "Time batches of a model version waited for an execution slot of the "
+                                       "server's CPU-share scheduler (fair share between models).",
+                                       mv)
+                              .value();
+  impl_->cpu_share_charged = r.AddCounter("inferloop_cpu_share_seconds_total",
+                                          "Execution-slot time a model version's batches held (what the CPU-share "
+                                          "scheduler charges it, before its cpu_share weight).",
+                                          mv)
+                                 .value();
 }
 
 ServeMetrics::~ServeMetrics() = default;
@@ -144,6 +162,8 @@ void ServeMetrics::RemoveVersion(const std::string& model, int64_t version) {
   impl_->queue_depth->Remove(mv);
   impl_->model_ready->Remove(mv);
   impl_->model_memory->Remove(mv);
+  impl_->cpu_share_wait->Remove(mv);
+  impl_->cpu_share_charged->Remove(mv);
   for (int r = 0; r < 3; ++r)
     impl_->batches->Remove({model, mv[1], DispatchReasonName(static_cast<DispatchReason>(r))});
   for (int code = kFirstFailureCode; code <= kLastFailureCode; ++code)

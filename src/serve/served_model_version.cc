@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 
 #include "serve/model_config_completion.h"
 #include "serve/model_warmup.h"
@@ -122,7 +123,10 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
       return Status::InvalidArgument("config.pbtxt of '" + model_name + "': parameter precision: " + precision.status().message());
     options.session.precision = *precision;
   }
-  IL_ASSIGN_OR_RETURN(AdaptiveObjectives adaptive, ReadAdaptiveObjectives(partial_config));
+  auto objectives = ReadAdaptiveObjectives(partial_config);
+  if (!objectives.ok())
+    return Status(objectives.status().code(), "config.pbtxt of '" + model_name + "': " + objectives.status().message());
+  const AdaptiveObjectives adaptive = std::move(objectives).value();
   if (adaptive.wants_variants) {
     // The version's own session is the most precise variant the adaptive block allows.
     IL_ASSIGN_OR_RETURN(options.session.precision, ParsePrecision(adaptive.variants.front()));
@@ -155,6 +159,12 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   v->gate_ = AdmissionGate::Create("model '" + model_name + "' version " + std::to_string(version), options.limits);
   v->metrics_ = options.metrics;
   v->inline_slots_ = options.inline_slots;
+  if (options.cpu_share) {
+    auto flow = options.cpu_share->Register(model_name + ":" + std::to_string(version), adaptive.cpu_share);
+    if (!flow.ok()) return Status(flow.status().code(), "config.pbtxt of '" + model_name + "': " + flow.status().message());
+    v->cpu_flow_ = std::move(flow).value();
+    v->cpu_share_on_ = true;
+  }
 
   progress("warming up");
   auto warm = RunModelWarmup(*v->session_, v->config_, v->model_dir_, v->layout_.buckets, v->output_names_);
@@ -163,11 +173,10 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
 
   BatcherOptions bo = BatcherOptionsOf(model_name, version, v->config_);
   const int configured_instances = bo.instance_count;
-  IL_ASSIGN_OR_RETURN(AdaptiveObjectives objectives, ReadAdaptiveObjectives(v->config_));
-  if (objectives.has_slo) {
+  if (adaptive.has_slo) {
     // The controller may run more instances than configured (adaptive.max_instances): the
     // workers exist from the start, the extra ones idle until switched on.
-    bo.instance_count = std::max<int>(bo.instance_count, static_cast<int>(objectives.max_instances));
+    bo.instance_count = std::max<int>(bo.instance_count, static_cast<int>(adaptive.max_instances));
   }
   v->instance_capacity_ = bo.instance_count;
   v->run_outputs_.resize(static_cast<size_t>(bo.instance_count));
@@ -177,7 +186,7 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   std::weak_ptr<ServedModelVersion> weak = v;
   ServedModelVersion* self = v.get();
   v->batcher_ = std::make_unique<DynamicBatcher>(
-      bo, [self](int instance, Batch batch) { self->ExecuteBatch(instance, std::move(batch)); }, v->observer_.get());
+      bo, [self](int instance, Batch batch) { self->ExecuteQueuedBatch(instance, std::move(batch)); }, v->observer_.get());
   if (configured_instances < bo.instance_count)
     v->batcher_->SetTuning(bo.preferred_batch_sizes, bo.max_queue_delay, configured_instances);
   v->load_rss_bytes_ = std::max<int64_t>(0, ResidentMemoryBytes() - rss_before);
@@ -227,7 +236,7 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
     // A fast model, nothing queued, an instance idle: run here instead of handing over to a
     // worker thread and back (bench/serve_bench.py measures the difference).
     bool ran = false;
-    if (inline_slots_->fetch_sub(1) > 0) ran = batcher_->TryRunInline(p);
+    if (inline_slots_->fetch_sub(1) > 0) ran = TryRunInline(p);
     inline_slots_->fetch_add(1);
     if (ran) return true;
   }
@@ -244,6 +253,37 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
 struct ServedModelVersion::GroupTimes {
   Clock::time_point start, assembled, ran, split;
 };
+
+bool ServedModelVersion::TryRunInline(std::unique_ptr<PendingRequest>& p) {
+  if (!cpu_share_on_) return batcher_->TryRunInline(p);
+  // Only with a slot free now: the io thread never waits for one (else the request is queued).
+  std::optional<CpuShareScheduler::Grant> grant = cpu_flow_.TryAcquire();
+  if (!grant) return false;
+  const auto start = Clock::now();
+  const bool ran = batcher_->TryRunInline(p, [this](int instance, Batch batch) { ExecuteBatch(instance, std::move(batch)); });
+  const nanoseconds took = ran ? std::chrono::duration_cast<nanoseconds>(Clock::now() - start) : nanoseconds(0);
+  grant->Release(took);
+  if (ran) ReportCpuShare(*grant, took);
+  return ran;
+}
+
+void ServedModelVersion::ExecuteQueuedBatch(int instance, Batch batch) {
+  if (!cpu_share_on_) return ExecuteBatch(instance, std::move(batch));
+  // Cancelled only while this version is being destroyed (its batcher is gone by then): run
+  // without a slot rather than fail requests.
+  auto grant = cpu_flow_.Acquire();
+  const auto start = Clock::now();
+  for (auto& p : batch.requests) p->dispatched = start;  // the wait for a slot counts as queueing
+  ExecuteBatch(instance, std::move(batch));
+  if (!grant.ok()) return;
+  const auto took = std::chrono::duration_cast<nanoseconds>(Clock::now() - start);
+  grant->Release(took);
+  ReportCpuShare(*grant, took);
+}
+
+void ServedModelVersion::ReportCpuShare(const CpuShareScheduler::Grant& grant, nanoseconds charged) {
+  if (metrics_) metrics_->OnCpuShare(grant.waited(), charged);
+}
 
 void ServedModelVersion::ExecuteBatch(int instance, Batch batch) {
   const auto dispatched = Clock::now();

@@ -29,6 +29,7 @@
 #include "serve/admission_control.h"
 #include "serve/batch_assembly.h"
 #include "serve/circuit_breaker.h"
+#include "serve/cpu_share_scheduler.h"
 #include "serve/dynamic_batcher.h"
 #include "serve/inference_service.h"
 #include "serve/load_window.h"
@@ -47,6 +48,9 @@ struct VersionLoadOptions {
   // once (see DynamicBatcher::TryRunInline; only for versions whose batches take under
   // kInlineMaxExecution on average). Null or 0: never inline.
   std::shared_ptr<std::atomic<int>> inline_slots;
+  // Shared by every version of a server (see VersionLoadRequest::cpu_share); null: off. The
+  // version registers with its config's adaptive { cpu_share } and holds a slot while a batch runs.
+  std::shared_ptr<CpuShareScheduler> cpu_share;
 };
 
 class ServedModelVersion final : public ModelVersion {
@@ -118,6 +122,13 @@ class ServedModelVersion final : public ModelVersion {
   // Runs a batch the batcher dispatched on `instance`: answers cancelled requests, runs the rest
   // as one group, and when the group fails with INVALID_ARGUMENT runs each request alone.
   void ExecuteBatch(int instance, Batch batch);
+  // A batch from the batcher's worker: waits for a CPU-share slot (when sharing is on), then
+  // ExecuteBatch; the wait counts as queueing.
+  void ExecuteQueuedBatch(int instance, Batch batch);
+  // Runs a fast request on the caller's thread (see Infer); false when it did not run.
+  bool TryRunInline(std::unique_ptr<PendingRequest>& p);
+  // Charges a released grant to the metrics.
+  void ReportCpuShare(const CpuShareScheduler::Grant& grant, std::chrono::nanoseconds charged);
   void AnswerCancelled(Batch& batch);
   void RunEachAlone(int instance, Batch& batch, std::chrono::steady_clock::time_point dispatched);
   // Assembles, runs, splits and answers batch.requests[members]; an error answers nobody.
@@ -159,7 +170,9 @@ class ServedModelVersion final : public ModelVersion {
   std::unique_ptr<Stats> stats_;
   int64_t load_rss_bytes_ = 0;
   std::shared_ptr<std::atomic<int>> inline_slots_;
-  std::atomic<int64_t> mean_execution_ns_{INT64_MAX};  // moving average of batch execution time
+  std::atomic<int64_t> mean_execution_ns_{INT64_MAX};
+  bool cpu_share_on_ = false;
+  CpuShareScheduler::Flow cpu_flow_;  // registered when cpu_share_on_  // moving average of batch execution time
   std::shared_mutex drain_mu_;
   std::atomic<bool> draining_{false};
 

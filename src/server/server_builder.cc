@@ -10,6 +10,7 @@
 #include "backends/image/image_preprocess_backend.h"
 #include "backends/lesion_report/lesion_report_backend.h"
 #include "backends/onnx/onnx_backend.h"
+#include "serve/cpu_share_scheduler.h"
 #include "backends/report/report_backend.h"
 #include "backends/saliency/occlusion_saliency_backend.h"
 #include "backends/sliding_window/sliding_window_backend.h"
@@ -65,6 +66,13 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   registry->Add(backends::MakeOnnxBackend(s->adaptive_.get()));
   serve::InferenceServerOptions io = options.inference;
   io.manager.backends = registry;
+  if (options.fair_share) {
+    serve::CpuShareScheduler::Options cso;
+    // One slot per intra-op thread (0 there: the CPUs this process may use).
+    cso.slots = options.fair_share_slots > 0 ? options.fair_share_slots : options.inference.manager.session.intra_op_threads;
+    io.manager.cpu_share = std::make_shared<serve::CpuShareScheduler>(std::move(cso));
+    s->fair_share_slots_ = io.manager.cpu_share->slots();
+  }
   auto inference = serve::InferenceServer::Create(std::move(io), log);
   if (!inference.ok()) return inference.status();
   s->inference_ = std::move(inference).value();
@@ -125,7 +133,8 @@ Status Server::Start() {
                                   {"grpc_port", grpc_ ? std::to_string(grpc_->port()) : "off"},
                                   {"metrics_port", metrics_http_ ? std::to_string(metrics_http_->port()) : "off"},
                                   {"model_repository", options_.inference.manager.repository},
-                                  {"model_control_mode", options_.control_mode_name}});
+                                  {"model_control_mode", options_.control_mode_name},
+                                  {"fair_share_slots", fair_share_slots_ > 0 ? std::to_string(fair_share_slots_) : "off"}});
 
   Status loaded = inference_->LoadStartupModels();
   if (loaded.ok()) {

@@ -42,6 +42,10 @@ struct ServerOptions {
   int http_threads = 2;
   size_t max_request_bytes = size_t{256} << 20;
   std::string control_mode_name = "none";  // as the user gave it, for the log
+  // Fair sharing of the CPUs between models (serve/cpu_share_scheduler.h): batches of every ONNX
+  // model version take execution slots in proportion to their config's adaptive { cpu_share }.
+  bool fair_share = true;
+  int fair_share_slots = 0;  // batches running at once; 0: the server's intra-op thread count
 };
 
 class Server {
@@ -68,6 +72,7 @@ class Server {
 
   const ServerOptions options_;
   serve::EventLog* log_;
+  int fair_share_slots_ = 0;  // 0: fair share off
   serve::MetricsRegistry backend_metrics_;
   std::unique_ptr<control::AdaptiveLoop> adaptive_;  // steps the versions it attached (weakly held)
   std::unique_ptr<serve::InferenceServer> inference_;

@@ -23,6 +23,7 @@ class OnnxBackend final : public serve::ModelBackend {
     o.progress = r.progress;
     o.metrics = r.metrics;
     o.inline_slots = r.inline_slots;
+    o.cpu_share = r.cpu_share;
     IL_ASSIGN_OR_RETURN(std::shared_ptr<serve::ServedModelVersion> v,
                         serve::ServedModelVersion::Load(r.model_name, r.version, r.model_path, r.model_dir,
                                                         r.partial_config, o));
