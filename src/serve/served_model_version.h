@@ -87,6 +87,8 @@ class ServedModelVersion final : public ModelVersion {
   std::string NotReadyReason() const override;
   std::chrono::steady_clock::duration StallTime() const override;
   int64_t QueueDepth() const override;
+  // Session::Trim: idle arenas, scratch and cached shape plans.
+  void ReleaseIdleMemory() override;
 
   // Internal: use Load().
   ServedModelVersion(std::string name, int64_t version);

@@ -6,8 +6,9 @@
 //
 // Lifecycle: Create builds the backends and the inference server (nothing listens yet); Start
 // opens the frontends first (liveness answers while models load), logs "server_listening",
-// loads the startup models (every kind; in poll mode the repository is followed), and logs
-// "server_ready" or "server_not_ready"; Shutdown stops accepting,
+// loads the startup models (every kind; in poll mode the repository is followed), starts the
+// idle policy (when options.idle asks for one), and logs "server_ready" or "server_not_ready";
+// Shutdown stops the idle policy, stops accepting,
 // answers what is in flight until the deadline, and closes the frontends. Call Create only after
 // blocking the signals the caller waits for (its threads inherit the mask).
 #pragma once
@@ -18,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "control/idle_policy.h"
 #include "frontends/grpc_server.h"
 #include "frontends/http_server.h"
 #include "frontends/openai_handler.h"
@@ -41,6 +43,7 @@ struct ServerOptions {
   int http_threads = 2;
   size_t max_request_bytes = size_t{256} << 20;
   std::string control_mode_name = "none";  // as the user gave it, for the log
+  control::IdlePolicyOptions idle;  // idle models: memory released, LRU unloaded over a budget
 };
 
 class Server {
@@ -75,6 +78,7 @@ class Server {
   std::unique_ptr<frontends::HttpServer> http_;
   std::unique_ptr<frontends::HttpServer> metrics_http_;
   std::unique_ptr<frontends::GrpcServer> grpc_;
+  std::unique_ptr<control::IdlePolicy> idle_;  // started once the startup models loaded
 };
 
 }  // namespace inferloop::server
