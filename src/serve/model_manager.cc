@@ -23,6 +23,12 @@ std::string VersionStamp(const std::string& version_dir) {
   return stamp;
 }
 
+// config.pbtxt says adaptive { hot: true } (a config the adaptive checks refuse is not hot).
+bool SaysHot(const ModelConfig& config) {
+  auto objectives = ReadAdaptiveObjectives(config);
+  return objectives.ok() && objectives.value().hot;
+}
+
 }  // namespace
 
 Result<ModelControlMode> ParseModelControlMode(const std::string& s) {
@@ -216,8 +222,7 @@ Status ModelManager::DoLoad(const std::string& model) {
     std::lock_guard<std::mutex> lock(mu_);
     ModelEntry& e = models_[model];
     e.model_reason.clear();
-    auto objectives = ReadAdaptiveObjectives(layout.config);
-    e.hot = objectives.ok() && objectives.value().hot;
+    e.hot = SaysHot(layout.config);
     for (const auto& vf : layout.versions) {
       wanted.insert(vf.version);
       auto it = e.serving.find(vf.version);
@@ -357,7 +362,7 @@ Status ModelManager::DoUnload(const std::string& model, const std::string& why, 
       e.versions.clear();
       e.version_fingerprints.clear();
       e.config_fingerprint.clear();
-      e.model_reason = why;
+      e.model_reason = e.idle_unloaded ? kUnloadedWhileIdleReason : why;
     }
   }
   ReleaseFreeMemoryToSystem();
@@ -582,11 +587,6 @@ void ModelManager::UnloadIdle(const std::string& model, Clock::time_point last_u
       it->second.idle_unloaded = true;  // from now on requests wait for the on-demand load
     }
     (void)DoUnload(model, "idle");
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = models_.find(model);
-      if (it != models_.end() && it->second.idle_unloaded) it->second.model_reason = kUnloadedWhileIdleReason;
-    }
     if (options_.on_idle_unloaded) options_.on_idle_unloaded(model);
   });
 }
@@ -626,8 +626,7 @@ bool ModelManager::ConfigSaysHot(const std::string& model) {
   bool hot = false;
   ScanModelFolder(options_.repository + "/" + model,
                   [&](const ModelConfig& c, const std::vector<std::string>& files) -> Result<std::string> {
-                    auto objectives = ReadAdaptiveObjectives(c);
-                    hot = objectives.ok() && objectives.value().hot;
+                    hot = SaysHot(c);
                     IL_ASSIGN_OR_RETURN(ModelBackend * b, options_.backends->ForModel(c, files));
                     return b->default_model_filename();
                   });

@@ -28,7 +28,7 @@ from serve_harness import Server, get_json, metric_value, metrics, post_json, re
 
 INFERLOOP = None
 IN, OUT = 512, 4096  # W: 512 x 4096 float32 = 8 MiB
-PLAIN = ["m0", "m1", "m2", "m3"]
+PLAIN = [f"m{i}" for i in range(7)]
 HOT = "hot"
 
 
@@ -95,8 +95,9 @@ class IdleTest(unittest.TestCase):
         for n in PLAIN:
             make_model(cls.repo, n)
         make_model(cls.repo, HOT, hot=True)
-        # Each model's memory as the server measures it, to size a budget that fits the hot
-        # model and two others.
+        # Each model's memory as the server measures it (around its load: it varies from load to
+        # load, up to about twice), to size a budget that fits the hot model and at least one
+        # other but not all: 2.5 of the largest; six or seven models are at least three of them.
         with Server(INFERLOOP, cls.repo, "--idle-release-after", "0") as srv:
             text = metrics(srv.metrics_port)
             cls.bytes = {n: metric_value(text, "inferloop_model_memory_bytes", model=n) for n in PLAIN + [HOT]}
@@ -109,42 +110,58 @@ class IdleTest(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.repo, ignore_errors=True)
 
+    def settled(self, srv):
+        """The index once the policy is done: the serving models' memory (metrics) fits the budget,
+        or only the hot model is left."""
+        def check():
+            idx = index(srv.http_port)
+            text = metrics(srv.metrics_port)
+            total = sum(metric_value(text, "inferloop_model_memory_bytes", model=n) or 0 for n in serving(idx))
+            moving = [n for n, e in idx.items() if e.get("state") in ("LOADING", "UNLOADING")]
+            return idx if not moving and (total <= self.budget or serving(idx) == [HOT]) else None
+        return wait_for("the serving models fit the budget", check)
+
     def test_budget_unloads_least_recently_used_and_loads_on_demand(self):
         with Server(INFERLOOP, self.repo, "--memory-budget", str(self.budget), "--idle-release-after", "0") as srv:
             port = srv.http_port
-            # At start all five do not fit: the two loaded first (least recently used) go.
-            idx = wait_for("two models unloaded at start", lambda: (lambda i: i if len(idle_unloaded(i)) == 2 else None)(index(port)))
-            self.assertEqual(idle_unloaded(idx), ["m0", "m1"])
-            self.assertEqual(serving(idx), [HOT, "m2", "m3"])
-            self.assertEqual(idx["m0"]["reason"], "unloaded while idle (memory budget); loads on the next request")
-            # The server stays ready: an idle-unloaded model loads on its next request.
-            self.assertEqual(request(port, "GET", "/v2/health/ready")[0], 200)
-            # Used in turn: each request to an unloaded model reloads it, and the least recently
-            # used other one goes.
-            expected_unloaded = {"m0": "m2", "m1": "m3", "m2": "m0", "m3": "m1"}
-            for n in PLAIN:
-                status, body = infer(port, n, seed=len(n))
+            used = list(PLAIN)  # least recently used first: at start, the load order
+            on_demand = {n: 0 for n in PLAIN}
+            idx = self.settled(srv)
+            self.assertTrue(idle_unloaded(idx), "the budget fits the hot model and one or two others")
+            self.assertEqual(request(port, "GET", "/v2/health/ready")[0], 200)  # still ready
+            self.assertEqual(idx[idle_unloaded(idx)[0]]["reason"],
+                             "unloaded while idle (memory budget); loads on the next request")
+            for step, n in enumerate(PLAIN + ["m0", "m1"]):
+                if n in idle_unloaded(idx):
+                    on_demand[n] += 1
+                status, body = infer(port, n, seed=step)
                 self.assertEqual(status, 200, body)
-                gone = expected_unloaded[n]
-                idx = wait_for(f"{gone} unloaded after {n} was used",
-                               lambda: (lambda i: i if gone in idle_unloaded(i) and n in serving(i) else None)(index(port)))
+                used.remove(n)
+                used.append(n)
+                idx = self.settled(srv)
+                # Least recently used unloaded first: every unloaded model was used before every
+                # serving one; the one just used serves; the hot one always does.
+                gone, kept = idle_unloaded(idx), [m for m in serving(idx) if m != HOT]
                 self.assertIn(HOT, serving(idx))
-                self.assertEqual(len(serving(idx)), 3, idx)
-            idx = index(port)
-            self.assertEqual(serving(idx), [HOT, "m2", "m3"])
-            self.assertEqual(idle_unloaded(idx), ["m0", "m1"])
-            # Events and metrics: four on-demand loads with the first request's wait; six unloads.
+                self.assertIn(n, kept, idx)
+                self.assertEqual(sorted(gone + kept), PLAIN, idx)
+                self.assertLess(max(used.index(m) for m in gone), min(used.index(m) for m in kept), (used, idx))
+            # Events and metrics: an on-demand load (with the first request's wait) per request
+            # that found its model unloaded; the idle unloads counted per model.
             loads = srv.find_events("model_loaded_on_demand")
-            self.assertEqual(sorted(e["model"] for e in loads), PLAIN)
+            self.assertEqual({n: sum(e["model"] == n for e in loads) for n in PLAIN}, on_demand)
+            self.assertGreaterEqual(sum(on_demand.values()), 2)
             for e in loads:
                 self.assertGreaterEqual(int(e["wait_ms"]), 0)
                 self.assertGreaterEqual(int(e["requests"]), 1)
-            idle_unloads = [e for e in srv.find_events("model_unloaded") if e.get("reason") == "idle"]
-            self.assertEqual(sorted(e["model"] for e in idle_unloads), ["m0", "m0", "m1", "m1", "m2", "m3"])
+            idle_unloads = [e["model"] for e in srv.find_events("model_unloaded") if e.get("reason") == "idle"]
             self.assertNotIn(HOT, [e["model"] for e in srv.find_events("model_unloaded")])
             text = metrics(srv.metrics_port)
-            self.assertEqual(metric_value(text, "inferloop_model_idle_unloads_total", model="m0"), 2)
-            self.assertEqual(metric_value(text, "inferloop_model_on_demand_load_seconds_count", model="m1"), 1)
+            for n in PLAIN:
+                self.assertEqual(metric_value(text, "inferloop_model_idle_unloads_total", model=n) or 0,
+                                 idle_unloads.count(n))
+                self.assertEqual(metric_value(text, "inferloop_model_on_demand_load_seconds_count", model=n) or 0,
+                                 on_demand[n])
             self.assertEqual(srv.terminate(), 0)
 
     def test_concurrent_requests_share_one_load(self):
@@ -160,16 +177,17 @@ class IdleTest(unittest.TestCase):
             self.assertEqual(len(loads), 1, srv.log_text())
 
     def test_explicit_mode_hot_preloaded_and_user_unload_is_not_undone(self):
-        with Server(INFERLOOP, self.repo, "--model-control-mode", "explicit", "--load-model", "m0",
-                    "--load-model", "m1", "--load-model", "m2", "--memory-budget", str(self.budget),
-                    "--idle-release-after", "0") as srv:
+        startup = [a for n in PLAIN[:6] for a in ("--load-model", n)]
+        with Server(INFERLOOP, self.repo, "--model-control-mode", "explicit", *startup, "--memory-budget",
+                    str(self.budget), "--idle-release-after", "0") as srv:
             port = srv.http_port
             idx = wait_for("m0 unloaded while idle", lambda: (lambda i: i if "m0" in idle_unloaded(i) else None)(index(port)))
-            # The hot model is loaded though not in the startup list; m3 was never asked for.
-            self.assertEqual(serving(idx), [HOT, "m1", "m2"])
-            self.assertEqual(idx["m3"]["state"], "UNAVAILABLE")
-            self.assertNotIn("m3", idle_unloaded(idx))
-            # Idle-unloaded: loads on demand in explicit mode too; m1 (least recently used) goes.
+            # The hot model is loaded though not in the startup list; m6 was never asked for.
+            self.assertIn(HOT, serving(idx))
+            self.assertNotIn("m6", serving(idx) + idle_unloaded(idx))
+            self.assertEqual(idx["m6"]["state"], "UNAVAILABLE")
+            # Idle-unloaded: loads on demand in explicit mode too; m1 (least recently used) goes
+            # (now, or it went at start already).
             self.assertEqual(infer(port, "m0")[0], 200)
             wait_for("m1 unloaded while idle", lambda: "m1" in idle_unloaded(index(port)))
             # The user unloads m1 (idle-unloaded) and m2 (serving): requests do not bring them back.
@@ -183,7 +201,7 @@ class IdleTest(unittest.TestCase):
                 self.assertNotIn("idle", idx[n].get("reason", ""))
             self.assertEqual([e["model"] for e in srv.find_events("model_loaded_on_demand")], ["m0"])
             # A model never loaded is not loaded by a request either (explicit mode as before).
-            self.assertNotEqual(infer(port, "m3")[0], 200)
+            self.assertNotEqual(infer(port, "m6")[0], 200)
             # An explicit load brings m1 back.
             status, _, body = post_json(port, "/v2/repository/models/m1/load", {})
             self.assertEqual(status, 200, body)
