@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/precision_option.h"
+#include "control/idle_policy.h"
 #include "serve/event_log.h"
 #include "serve/model_repository_layout.h"
 #include "server/server_builder.h"
@@ -49,6 +50,8 @@ struct ServeArgs {
   int llm_max_sequences = 64;
   int64_t llm_max_token_backlog = 16384;
   int64_t llm_prefix_cache_mb = -1;
+  double idle_release_after_seconds = 30;
+  std::string memory_budget = "0";
 };
 
 // The server's options from the command line; a message on stderr and nullopt when one is bad.
@@ -73,7 +76,14 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
     std::cerr << "error: --precision: " << precision.status().message() << "\n";
     return std::nullopt;
   }
+  auto budget = control::ParseMemorySize(a.memory_budget);
+  if (!budget.ok()) {
+    std::cerr << "error: --memory-budget: " << budget.status().message() << "\n";
+    return std::nullopt;
+  }
   server::ServerOptions o;
+  o.idle.release_after = std::chrono::milliseconds(static_cast<int64_t>(a.idle_release_after_seconds * 1000));
+  o.idle.memory_budget_bytes = budget.value();
   serve::InferenceServerOptions& so = o.inference;
   so.manager.repository = a.repository;
   so.manager.mode = mode.value();
@@ -197,6 +207,14 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--llm-max-token-backlog", a->llm_max_token_backlog,
                   "LLM models: prompt tokens waiting before new requests get 429")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  cmd->add_option("--idle-release-after", a->idle_release_after_seconds,
+                  "Seconds without requests after which a model's arenas, scratch and cached plans are freed "
+                  "(0: never)")
+      ->capture_default_str()->check(CLI::Range(0.0, 86400.0 * 365));
+  cmd->add_option("--memory-budget", a->memory_budget,
+                  "Memory the serving models may hold together (bytes, or e.g. 512MiB, 4GiB; 0: no budget): over "
+                  "it the least recently used models are unloaded and load again on their next request")
+      ->capture_default_str();
   return [a] { return RunServe(*a); };
 }
 

@@ -19,6 +19,10 @@ Result<std::unique_ptr<InferenceServer>> InferenceServer::Create(InferenceServer
   mo.on_version_removed = [self](const std::string& model, int64_t version) { self->metrics_.RemoveVersion(model, version); };
   mo.log = log;
   mo.resolver = self;
+  mo.on_idle_unloaded = [self](const std::string& model) { self->metrics_.OnIdleUnload(model); };
+  mo.on_demand_loaded = [self](const std::string& model, std::chrono::nanoseconds waited) {
+    self->metrics_.OnDemandLoad(model, waited);
+  };
   if (s->options_.inline_slots > 0) mo.inline_slots = std::make_shared<std::atomic<int>>(s->options_.inline_slots);
   auto m = ModelManager::Create(std::move(mo));
   if (!m.ok()) return m.status();
@@ -94,6 +98,14 @@ Result<std::string> InferenceServer::GetModelConfigJson(const std::string& model
   return json;
 }
 
+// A request admitted and not yet handed to a version.
+struct InferenceServer::PendingInfer {
+  InferRequest request;
+  RequestContext context;
+  InferCallback done;
+  AdmissionTicket ticket;
+};
+
 void InferenceServer::Infer(InferRequest request, RequestContext context, InferCallback done) {
   const std::string model = request.model_name;
   auto refuse = [&](Status st) {
@@ -103,28 +115,45 @@ void InferenceServer::Infer(InferRequest request, RequestContext context, InferC
   if (shutting_down_.load()) return refuse(Status::Unavailable("the server is shutting down"));
   auto ticket = gate_->TryAdmit(context.request_bytes);
   if (!ticket.ok()) return refuse(ticket.status());
-  InferCallback answered = std::move(done);
-  AdmissionTicket t = std::move(ticket).value();
+  auto found = manager_->FindForRequest(model, request.model_version);
+  Dispatch({std::move(request), std::move(context), std::move(done), std::move(ticket).value()}, std::move(found), 0);
+}
+
+void InferenceServer::Dispatch(PendingInfer p, Result<std::shared_ptr<ModelVersion>> found, int attempt) {
+  const std::string model = p.request.model_name;
   // A version being replaced refuses new requests (and consumes nothing): look again, the
   // replacement is already serving by then.
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    auto v = manager_->Find(model, request.model_version);
-    if (!v.ok()) {
-      t.Release();
-      metrics_.OnRefused(model, v.status());
-      return answered(v.status());
+  for (;; ++attempt) {
+    if (!found.ok() && found.status().code() == StatusCode::kUnavailable && attempt < 4 &&
+        !p.context.cancelled->load()) {
+      // Unloaded while idle: continue once it is loaded again (on the loader thread), holding
+      // no thread meanwhile.
+      auto held = std::make_shared<PendingInfer>(std::move(p));
+      const std::string version = held->request.model_version;
+      if (manager_->LoadOnDemand(model, version, [this, held, attempt](Result<std::shared_ptr<ModelVersion>> v) {
+            Dispatch(std::move(*held), std::move(v), attempt + 1);
+          }))
+        return;
+      p = std::move(*held);
     }
-    if (v.value()->Infer(std::move(request), std::move(context), std::move(answered), std::move(t))) return;
+    if (!found.ok()) {
+      p.ticket.Release();
+      metrics_.OnRefused(model, found.status());
+      return p.done(found.status());
+    }
+    if (found.value()->Infer(std::move(p.request), std::move(p.context), std::move(p.done), std::move(p.ticket))) return;
+    if (attempt >= 4) break;
     std::this_thread::yield();
+    found = manager_->FindForRequest(model, p.request.model_version);
   }
-  t.Release();
+  p.ticket.Release();
   Status st = Status::Unavailable("model '" + NameForMessage(model) + "' is being replaced; retry");
   metrics_.OnRefused(model, st);
-  answered(st);
+  p.done(st);
 }
 
 Result<std::shared_ptr<ModelVersion>> InferenceServer::Find(const std::string& model, int64_t version) {
-  return manager_->Find(model, version > 0 ? std::to_string(version) : "");
+  return manager_->FindForRequest(model, version > 0 ? std::to_string(version) : "");
 }
 
 std::vector<ModelIndexEntry> InferenceServer::RepositoryIndex(bool ready_only) { return manager_->Index(ready_only); }

@@ -62,12 +62,18 @@ class InferenceServer final : public InferenceService, public ModelResolver {
   Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, int64_t version) override;
   // Every version serving now (for the text-generation router and tests).
   std::vector<std::shared_ptr<ModelVersion>> Serving(const std::string& model = "") { return manager_->Serving(model); }
+  // The model manager (the idle policy reads its usage and unloads idle models through it).
+  ModelManager& models() { return *manager_; }
 
  private:
+  struct PendingInfer;
   InferenceServer(InferenceServerOptions options, EventLog* log);
   // The version's AdaptiveControl (kept alive by `holder`); FailedPrecondition when it has none.
   Result<AdaptiveControl*> FindAdaptive(const std::string& model, const std::string& version,
                                         std::shared_ptr<ModelVersion>& holder);
+  // Hands `p` to the version found (a version draining: looks again, up to 5 attempts); a model
+  // unloaded while idle is loaded on demand first; an error answers it.
+  void Dispatch(PendingInfer p, Result<std::shared_ptr<ModelVersion>> found, int attempt);
 
   InferenceServerOptions options_;
   EventLog* log_;

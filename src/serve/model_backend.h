@@ -132,6 +132,10 @@ class ModelVersion : public std::enable_shared_from_this<ModelVersion> {
   // The adaptive loop's view of this version (precision variants, knobs, pin/free); null when it
   // has no variants (docs/ADAPTIVE.md).
   virtual AdaptiveControl* Adaptive() { return nullptr; }
+  // Frees what an idle version can rebuild on its next request (arenas, scratch, cached shape
+  // plans) and returns free heap to the OS; requests in flight are not affected. Thread-safe.
+  // Called by the idle policy (docs/ADAPTIVE.md) once a version has had no traffic for a while.
+  virtual void ReleaseIdleMemory() {}
 };
 
 class ModelBackend {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <future>
 
+#include "serve/adaptive_config.h"
 #include "serve/model_repository_layout.h"
 #include "serve/process_memory.h"
 
@@ -20,6 +21,12 @@ std::string VersionStamp(const std::string& version_dir) {
   std::string stamp;
   for (const auto& f : FilesIn(version_dir)) stamp += f + "=" + FileStamp(version_dir + "/" + f) + ";";
   return stamp;
+}
+
+// config.pbtxt says adaptive { hot: true } (a config the adaptive checks refuse is not hot).
+bool SaysHot(const ModelConfig& config) {
+  auto objectives = ReadAdaptiveObjectives(config);
+  return objectives.ok() && objectives.value().hot;
 }
 
 }  // namespace
@@ -155,6 +162,9 @@ Status ModelManager::LoadStartupModels() {
         names.push_back(n);
       }
     }
+    // Hot models are kept loaded, so they load at start whatever the startup list says.
+    for (const auto& m : ListModelFolders())
+      if (std::find(names.begin(), names.end(), m) == names.end() && ConfigSaysHot(m)) names.push_back(m);
   } else {
     names = ListModelFolders();
   }
@@ -212,6 +222,7 @@ Status ModelManager::DoLoad(const std::string& model) {
     std::lock_guard<std::mutex> lock(mu_);
     ModelEntry& e = models_[model];
     e.model_reason.clear();
+    e.hot = SaysHot(layout.config);
     for (const auto& vf : layout.versions) {
       wanted.insert(vf.version);
       auto it = e.serving.find(vf.version);
@@ -303,6 +314,8 @@ Status ModelManager::DoLoad(const std::string& model) {
     }
     e.config_fingerprint = config_fp;
     e.loading = false;
+    if (!e.serving.empty()) e.idle_unloaded = false;
+    if (!loaded.empty()) e.last_used = Clock::now();  // a model just loaded is not the least recently used
   }
   for (auto& old : retired) {
     const int64_t v = old->version();
@@ -350,11 +363,11 @@ Status ModelManager::DoUnload(const std::string& model, const std::string& why, 
       e.versions.clear();
       e.version_fingerprints.clear();
       e.config_fingerprint.clear();
-      e.model_reason = why;
+      e.model_reason = e.idle_unloaded ? kUnloadedWhileIdleReason : why;
     }
   }
   ReleaseFreeMemoryToSystem();
-  LogInfo("model_unloaded", {{"model", model}});
+  LogInfo("model_unloaded", {{"model", model}, {"reason", why}});
   return Status::Ok();
 }
 
@@ -393,7 +406,19 @@ void ModelManager::Unload(const std::string& model, StatusCallback done) {
     }
     requested_.erase(model);
   }
-  Post([this, model, done = std::move(done)] { done(DoUnload(model, "unloaded")); });
+  Post([this, model, done = std::move(done)] {
+    {
+      // Unloaded by the user: not loaded on demand any more, even when the idle policy had
+      // unloaded it already.
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = models_.find(model);
+      if (it != models_.end() && it->second.idle_unloaded) {
+        it->second.idle_unloaded = false;
+        it->second.model_reason = "unloaded";
+      }
+    }
+    done(DoUnload(model, "unloaded"));
+  });
 }
 
 void ModelManager::PollLoop() {
@@ -448,6 +473,7 @@ bool ModelManager::AllRequestedReady() {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& n : requested_) {
     auto it = models_.find(n);
+    if (it != models_.end() && it->second.idle_unloaded) continue;  // loads on its next request
     if (it == models_.end() || it->second.serving.empty()) return false;
     bool any_ready = false;
     for (const auto& [v, sv] : it->second.serving) any_ready |= sv->Ready();
@@ -484,6 +510,128 @@ Result<std::shared_ptr<ModelVersion>> ModelManager::Find(const std::string& mode
     return Status::Unavailable("model '" + model + "' version " + version + " is " + st->second.state +
                                (st->second.reason.empty() ? "" : ": " + st->second.reason));
   return Status::NotFound("model '" + model + "' has no version " + version + " being served");
+}
+
+Result<std::shared_ptr<ModelVersion>> ModelManager::FindForRequest(const std::string& model, const std::string& version) {
+  auto found = Find(model, version);
+  if (found.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = models_.find(model);
+    if (it != models_.end()) it->second.last_used = Clock::now();
+  }
+  return found;
+}
+
+bool ModelManager::LoadOnDemand(const std::string& model, const std::string& version, FoundCallback done) {
+  bool post = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = models_.find(model);
+    if (it == models_.end() || !it->second.idle_unloaded) return false;
+    ModelEntry& e = it->second;
+    if (!e.serving.empty()) {
+      post = false;  // loaded again since the caller looked: answer below, outside the lock
+    } else {
+      if (e.waiting.empty()) {
+        e.first_waited = Clock::now();
+        post = true;
+      }
+      e.waiting.push_back({version, std::move(done)});
+      done = nullptr;
+    }
+  }
+  if (done) {
+    done(FindForRequest(model, version));
+    return true;
+  }
+  if (post) Post([this, model] { RunOnDemandLoad(model); });
+  return true;
+}
+
+void ModelManager::RunOnDemandLoad(const std::string& model) {
+  const auto t0 = Clock::now();
+  Status st = DoLoad(model);
+  std::vector<ModelEntry::Waiter> waiting;
+  Clock::time_point first;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = models_.find(model);
+    if (it != models_.end()) {
+      waiting.swap(it->second.waiting);
+      first = it->second.first_waited;
+      // A failed load is not retried by every request: the index says why, as for any load.
+      it->second.idle_unloaded = false;
+    }
+  }
+  const auto now = Clock::now();
+  const auto waited = std::chrono::duration_cast<std::chrono::nanoseconds>(now - first);
+  auto ms = [](auto d) { return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()); };
+  if (st.ok()) {
+    LogInfo("model_loaded_on_demand", {{"model", model}, {"wait_ms", ms(waited)}, {"load_ms", ms(now - t0)},
+                                       {"requests", std::to_string(waiting.size())}});
+    if (options_.on_demand_loaded) options_.on_demand_loaded(model, waited);
+  } else {
+    LogError("model_load_on_demand_failed", {{"model", model}, {"reason", st.message()},
+                                             {"requests", std::to_string(waiting.size())}});
+  }
+  for (auto& w : waiting) w.done(st.ok() ? FindForRequest(model, w.version) : Result<std::shared_ptr<ModelVersion>>(st));
+}
+
+void ModelManager::UnloadIdle(const std::string& model, Clock::time_point last_used_seen) {
+  Post([this, model, last_used_seen] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = models_.find(model);
+      if (it == models_.end() || it->second.serving.empty() || it->second.hot || it->second.loading ||
+          it->second.last_used != last_used_seen)
+        return;
+      it->second.idle_unloaded = true;  // from now on requests wait for the on-demand load
+    }
+    (void)DoUnload(model, "idle");
+    if (options_.on_idle_unloaded) options_.on_idle_unloaded(model);
+  });
+}
+
+std::vector<ModelUsage> ModelManager::Usage() {
+  std::vector<std::pair<ModelUsage, std::vector<std::shared_ptr<ModelVersion>>>> rows;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [n, e] : models_) {
+      ModelUsage u;
+      u.model = n;
+      u.last_used = e.last_used;
+      u.serving = !e.serving.empty();
+      u.hot = e.hot;
+      std::vector<std::shared_ptr<ModelVersion>> versions;
+      for (const auto& [v, sv] : e.serving) versions.push_back(sv);
+      rows.emplace_back(std::move(u), std::move(versions));
+    }
+  }
+  // Memory and dependencies are asked outside the lock (a version may take its own locks).
+  std::set<std::string> needed;
+  for (auto& [u, versions] : rows)
+    for (const auto& v : versions) {
+      u.memory_bytes += v->MemoryBytes();
+      for (const auto& d : v->Dependencies())
+        if (d != u.model) needed.insert(d);
+    }
+  std::vector<ModelUsage> out;
+  for (auto& [u, versions] : rows) {
+    u.needed = needed.count(u.model) > 0;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+bool ModelManager::ConfigSaysHot(const std::string& model) {
+  bool hot = false;
+  ScanModelFolder(options_.repository + "/" + model,
+                  [&](const ModelConfig& c, const std::vector<std::string>& files) -> Result<std::string> {
+                    hot = SaysHot(c);
+                    IL_ASSIGN_OR_RETURN(ModelBackend * b, options_.backends->ForModel(c, files));
+                    return b->default_model_filename();
+                  });
+  return hot;
 }
 
 std::vector<std::shared_ptr<ModelVersion>> ModelManager::Serving(const std::string& model) {

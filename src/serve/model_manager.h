@@ -11,6 +11,11 @@
 //   load leaves the one it would replace serving and says why in the index.
 // - Find() hands out reference-counted versions, so a request keeps its version alive until it
 //   is answered.
+// - Idle models (docs/ADAPTIVE.md, driven by control/idle_policy.h): FindForRequest records when
+//   each model was last used; UnloadIdle unloads a model but keeps it known (index: UNAVAILABLE,
+//   "unloaded while idle ..."), and the next request for it loads it again on the loader thread
+//   (LoadOnDemand: requests wait in a queue, no thread blocks; concurrent ones share one load).
+//   A model unloaded by the user (Unload) is not loaded on demand.
 #pragma once
 
 #include <atomic>
@@ -38,6 +43,19 @@ namespace inferloop::serve {
 enum class ModelControlMode { kNone, kPoll, kExplicit };
 Result<ModelControlMode> ParseModelControlMode(const std::string& s);  // "none" | "poll" | "explicit"
 
+// What the idle policy sees of one model (ModelManager::Usage).
+struct ModelUsage {
+  std::string model;
+  std::chrono::steady_clock::time_point last_used;  // its last request, or when it was loaded
+  int64_t memory_bytes = 0;  // MemoryBytes() summed over its serving versions
+  bool serving = false;      // it has a serving version
+  bool hot = false;          // config.pbtxt adaptive { hot: true }: never unloaded
+  bool needed = false;       // a serving model calls it (an ensemble step): never unloaded
+};
+
+// The index reason of a model the idle policy unloaded.
+inline constexpr const char* kUnloadedWhileIdleReason = "unloaded while idle (memory budget); loads on the next request";
+
 struct ModelManagerOptions {
   std::string repository;
   // The kinds of model served; the registry must outlive the manager. Required.
@@ -58,6 +76,10 @@ struct ModelManagerOptions {
   std::shared_ptr<std::atomic<int>> inline_slots;
   // See VersionLoadRequest::cpu_share. Null: off.
   std::shared_ptr<CpuShareScheduler> cpu_share;
+  // Idle policy hooks (metrics); may be empty. on_demand_loaded: the first waiting request's
+  // extra wait.
+  std::function<void(const std::string& model)> on_idle_unloaded;
+  std::function<void(const std::string& model, std::chrono::nanoseconds waited)> on_demand_loaded;
 };
 
 class ModelManager {
@@ -70,7 +92,8 @@ class ModelManager {
   ModelManager& operator=(const ModelManager&) = delete;
 
   // Loads the startup models (blocking) and starts polling in kPoll mode. Returns the first
-  // error (every model is still tried); the server stays up and not ready then.
+  // error (every model is still tried); the server stays up and not ready then. In kExplicit
+  // mode, models marked hot (config.pbtxt adaptive { hot: true }) load too.
   Status LoadStartupModels();
 
   // True when every model the server was asked to serve has a READY version.
@@ -79,6 +102,20 @@ class ModelManager {
   // The version to run a request on; version "" = the highest serving one. NotFound for an
   // unknown model or version; Unavailable while it is loading or when it failed to load.
   Result<std::shared_ptr<ModelVersion>> Find(const std::string& model, const std::string& version);
+  // Find for a request: the same, and the model counts as used now (ModelUsage::last_used).
+  Result<std::shared_ptr<ModelVersion>> FindForRequest(const std::string& model, const std::string& version);
+  using FoundCallback = std::function<void(Result<std::shared_ptr<ModelVersion>>)>;
+  // For a request whose FindForRequest failed: false when `model` was not unloaded by the idle
+  // policy (done is not called; answer the Find error). true: `done` is called exactly once
+  // (possibly before return; else on the loader thread) with FindForRequest's answer once the
+  // model is loaded again, or the load's error. Requests that arrive while it loads share the load.
+  bool LoadOnDemand(const std::string& model, const std::string& version, FoundCallback done);
+  // Unloads `model` for the idle policy (on the loader thread, after what is queued there): not
+  // when it was used after `last_used_seen` (a request came since the policy looked), is hot, or
+  // is not serving. It stays known (see kUnloadedWhileIdleReason) and loads on its next request.
+  void UnloadIdle(const std::string& model, std::chrono::steady_clock::time_point last_used_seen);
+  // Every known model's use and memory, for the idle policy.
+  std::vector<ModelUsage> Usage();
   // Every serving version (of `model`, or of all models when empty).
   std::vector<std::shared_ptr<ModelVersion>> Serving(const std::string& model = "");
 
@@ -108,6 +145,15 @@ class ModelManager {
     std::string fingerprint;  // of the whole folder, as last seen by a (re)load or poll
     std::string model_reason;  // model-level problem (bad config), or "unloaded"
     bool loading = false;
+    bool hot = false;  // its config says adaptive { hot: true } (as of its last load)
+    std::chrono::steady_clock::time_point last_used;
+    bool idle_unloaded = false;  // unloaded by UnloadIdle: the next request loads it
+    struct Waiter {
+      std::string version;
+      FoundCallback done;
+    };
+    std::vector<Waiter> waiting;  // requests waiting for the on-demand load
+    std::chrono::steady_clock::time_point first_waited;
   };
 
   explicit ModelManager(ModelManagerOptions options);
@@ -116,6 +162,10 @@ class ModelManager {
   // `forget`: the model left the repository; its entry goes before "model_unloaded" is logged,
   // so requests that follow the event get NotFound, not Unavailable.
   Status DoUnload(const std::string& model, const std::string& why, bool forget = false);
+  // Loader thread: the on-demand load of an idle-unloaded model, then its waiting requests.
+  void RunOnDemandLoad(const std::string& model);
+  // Whether config.pbtxt of the folder says adaptive { hot: true }.
+  bool ConfigSaysHot(const std::string& model);
   void Post(std::function<void()> task);
   void LoaderLoop();
   void PollLoop();

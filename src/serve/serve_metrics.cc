@@ -42,6 +42,8 @@ struct ServeMetrics::Impl {
   CounterFamily* refused = nullptr;
   CounterFamily* cpu_share_wait = nullptr;
   CounterFamily* cpu_share_charged = nullptr;
+  CounterFamily* idle_unloads = nullptr;
+  HistogramFamily* on_demand_load_seconds = nullptr;
   std::mutex expose_mu;  // one exposition at a time (it sets the scrape-time gauges)
 };
 
@@ -144,9 +146,28 @@ ServeMetrics::ServeMetrics() : impl_(std::make_unique<Impl>()) {
                                           "scheduler charges it, before its cpu_share weight).",
                                           mv)
                                  .value();
+  impl_->idle_unloads = r.AddCounter("inferloop_model_idle_unloads_total",
+                                     "Models unloaded by the idle policy (memory budget); they load on their next request.",
+                                     {"model"})
+                            .value();
+  impl_->on_demand_load_seconds =
+      r.AddHistogram("inferloop_model_on_demand_load_seconds",
+                     "Extra wait of the first request to a model unloaded while idle (its on-demand load).", {"model"},
+                     {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60})
+          .value();
 }
 
 ServeMetrics::~ServeMetrics() = default;
+
+void ServeMetrics::OnIdleUnload(const std::string& model) {
+  auto c = impl_->idle_unloads->WithLabels({model});
+  if (c.ok()) c.value().Increment();
+}
+
+void ServeMetrics::OnDemandLoad(const std::string& model, std::chrono::nanoseconds waited) {
+  auto h = impl_->on_demand_load_seconds->WithLabels({model});
+  if (h.ok()) h.value().Observe(Seconds(waited));
+}
 
 std::shared_ptr<VersionMetricsSink> ServeMetrics::ForVersion(const std::string& model, int64_t version) {
   return std::make_shared<VersionSink>(*impl_, model, std::to_string(version));

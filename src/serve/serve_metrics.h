@@ -4,6 +4,7 @@
 // admission refusals, model state and memory; process CPU and memory.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -25,6 +26,9 @@ class ServeMetrics {
 
   // A request refused before it reached a model's queue (admission, unknown model, draining).
   void OnRefused(const std::string& model, const Status& why);
+  // The idle policy unloaded `model`; a request waited `waited` for its on-demand load.
+  void OnIdleUnload(const std::string& model);
+  void OnDemandLoad(const std::string& model, std::chrono::nanoseconds waited);
 
   // The exposition text. `versions`: the serving versions, whose queue depth, state and memory
   // are read now; `inflight`: requests admitted and not yet answered, server-wide.

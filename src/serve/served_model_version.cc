@@ -533,4 +533,8 @@ std::chrono::steady_clock::duration ServedModelVersion::StallTime() const {
 
 int64_t ServedModelVersion::QueueDepth() const { return batcher_ ? batcher_->QueueDepth() : 0; }
 
+void ServedModelVersion::ReleaseIdleMemory() {
+  if (session_) session_->Trim();
+}
+
 }  // namespace inferloop::serve

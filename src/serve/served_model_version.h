@@ -92,6 +92,8 @@ class ServedModelVersion final : public ModelVersion {
   std::string NotReadyReason() const override;
   std::chrono::steady_clock::duration StallTime() const override;
   int64_t QueueDepth() const override;
+  // Session::Trim: idle arenas, scratch and cached shape plans.
+  void ReleaseIdleMemory() override;
 
   // --- For the adaptive loop (control/adaptive_loop.h, docs/ADAPTIVE.md) ---
   // Variant 0 is the version's own session; AddVariant adds a session of the same model at

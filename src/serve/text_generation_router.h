@@ -3,7 +3,8 @@
 // (ModelVersion::TextGeneration: GGUF models today), and a generation goes to the version
 // serving its model now. A version that began draining between the lookup and the submit
 // (a hot reload) refuses with Unavailable; the request is then sent to its replacement, so a
-// reload loses no request. Thread-safe.
+// reload loses no request. A model the idle policy unloaded is loaded on demand first (the
+// generation starts from the load's completion; no thread waits). Thread-safe.
 #pragma once
 
 #include <atomic>
@@ -22,9 +23,11 @@ class TextGenerationRouter final : public TextGenerationService {
  public:
   using FindFn = std::function<Result<std::shared_ptr<ModelVersion>>(const std::string& model)>;
   using ServingFn = std::function<std::vector<std::shared_ptr<ModelVersion>>()>;
+  using LoadOnDemandFn = std::function<bool(const std::string& model,
+                                            std::function<void(Result<std::shared_ptr<ModelVersion>>)> done)>;
   // `find`: the version serving a model now (ModelManager::Find semantics); `serving`: every
-  // serving version.
-  TextGenerationRouter(FindFn find, ServingFn serving);
+  // serving version; `load_on_demand` (may be empty): ModelManager::LoadOnDemand semantics.
+  TextGenerationRouter(FindFn find, ServingFn serving, LoadOnDemandFn load_on_demand = nullptr);
 
   std::vector<ModelInfo> ListModels() const override;
   // Errors: NotFound for an unknown model; InvalidArgument for a model that does not generate
@@ -36,8 +39,14 @@ class TextGenerationRouter final : public TextGenerationService {
   bool WaitIdle(std::chrono::steady_clock::time_point deadline) const;
 
  private:
+  enum class LoadWait { kNotUnloaded, kLoadedAlready, kWaiting };
+  // The model was unloaded while idle: LoadOnDemand, and generate from its completion.
+  LoadWait WaitForLoad(const TextGenerationRequest& req, const std::function<void(const TextPiece&)>& on_piece,
+                       const std::function<void(const TextGenerationResult&)>& on_done);
+
   FindFn find_;
   ServingFn serving_;
+  LoadOnDemandFn load_on_demand_;
   std::shared_ptr<std::atomic<int64_t>> running_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 

@@ -78,7 +78,10 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   s->inference_ = std::move(inference).value();
   serve::InferenceServer* is = s->inference_.get();
   s->text_ = std::make_unique<serve::TextGenerationRouter>(
-      [is](const std::string& model) { return is->Find(model, 0); }, [is] { return is->Serving(); });
+      [is](const std::string& model) { return is->Find(model, 0); }, [is] { return is->Serving(); },
+      [is](const std::string& model, std::function<void(Result<std::shared_ptr<serve::ModelVersion>>)> done) {
+        return is->models().LoadOnDemand(model, "", std::move(done));
+      });
   s->openai_ = std::make_unique<frontends::OpenAiHandler>(*s->text_);
   frontends::RestHandlerOptions rest_options;
   serve::MetricsRegistry* backend_metrics = &s->backend_metrics_;
@@ -137,6 +140,17 @@ Status Server::Start() {
                                   {"fair_share_slots", fair_share_slots_ > 0 ? std::to_string(fair_share_slots_) : "off"}});
 
   Status loaded = inference_->LoadStartupModels();
+  if (options_.idle.enabled()) {
+    auto idle = control::IdlePolicy::Start(inference_->models(), options_.idle, log_);
+    if (!idle.ok()) {
+      log_->Error("server_failed", {{"endpoint", "idle_policy"}, {"reason", idle.status().message()}});
+      return idle.status();
+    }
+    idle_ = std::move(idle).value();
+    log_->Info("idle_policy_started",
+               {{"release_after_ms", std::to_string(options_.idle.release_after.count())},
+                {"memory_budget_bytes", std::to_string(options_.idle.memory_budget_bytes)}});
+  }
   if (loaded.ok()) {
     log_->Info("server_ready", {});
   } else {
@@ -146,6 +160,7 @@ Status Server::Start() {
 }
 
 bool Server::Shutdown(std::chrono::steady_clock::time_point deadline) {
+  idle_.reset();  // no unload starts while requests drain
   if (http_) http_->StopAccepting();
   inference_->BeginShutdown();
   const bool idle = inference_->WaitIdle(deadline) && text_->WaitIdle(deadline);

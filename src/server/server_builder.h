@@ -6,8 +6,9 @@
 //
 // Lifecycle: Create builds the backends and the inference server (nothing listens yet); Start
 // opens the frontends first (liveness answers while models load), logs "server_listening",
-// loads the startup models (every kind; in poll mode the repository is followed), and logs
-// "server_ready" or "server_not_ready"; Shutdown stops accepting,
+// loads the startup models (every kind; in poll mode the repository is followed), starts the
+// idle policy (when options.idle asks for one), and logs "server_ready" or "server_not_ready";
+// Shutdown stops the idle policy, stops accepting,
 // answers what is in flight until the deadline, and closes the frontends. Call Create only after
 // blocking the signals the caller waits for (its threads inherit the mask).
 #pragma once
@@ -18,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "control/idle_policy.h"
 #include "frontends/grpc_server.h"
 #include "frontends/http_server.h"
 #include "frontends/openai_handler.h"
@@ -46,6 +48,7 @@ struct ServerOptions {
   // model version take execution slots in proportion to their config's adaptive { cpu_share }.
   bool fair_share = true;
   int fair_share_slots = 0;  // batches running at once; 0: the server's intra-op thread count
+  control::IdlePolicyOptions idle;  // idle models: memory released, LRU unloaded over a budget
 };
 
 class Server {
@@ -82,6 +85,7 @@ class Server {
   std::unique_ptr<frontends::HttpServer> http_;
   std::unique_ptr<frontends::HttpServer> metrics_http_;
   std::unique_ptr<frontends::GrpcServer> grpc_;
+  std::unique_ptr<control::IdlePolicy> idle_;  // started once the startup models loaded
 };
 
 }  // namespace inferloop::server
