@@ -17,6 +17,7 @@ Prints the CPU features and ISA path next to each table (INFERLOOP_ISA is passed
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 
@@ -56,16 +57,15 @@ def main():
                                 svg=os.path.join(ROOT, "docs", "adaptive_load_step.svg"))
             results["load_step"] = out
             print("\n## Load step\n" + load_step.report(out), flush=True)
-        if "neighbour" in parts:
-            import noisy_neighbour
-            out = noisy_neighbour.run(inferloop, work)
-            results["noisy_neighbour"] = out
-            print("\n## Noisy neighbour\n" + noisy_neighbour.report(out), flush=True)
-        if "idle" in parts:
-            import idle
-            out = idle.run(inferloop, work)
-            results["idle"] = out
-            print("\n## Idle\n" + idle.report(out), flush=True)
+        for part, script, title in (("neighbour", "noisy_neighbour.py", "Noisy neighbour"), ("idle", "idle.py", "Idle")):
+            if part not in parts:
+                continue
+            print(f"\n## {title}", flush=True)
+            out_json = os.path.join(work, part + ".json")
+            subprocess.run([sys.executable, os.path.join(HERE, "adaptive", script), "--inferloop", inferloop,
+                            "--json", out_json], check=True)
+            with open(out_json) as f:
+                results[part] = json.load(f)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1, default=str)

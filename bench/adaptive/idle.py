@@ -21,6 +21,7 @@ request to a warm model, each timed end to end from this client (median of every
 once / 20 warm requests). Prints a table.
 """
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -148,6 +149,7 @@ def main():
     ap.add_argument("--window", type=float, default=60)
     ap.add_argument("--weight-mib", type=float, default=8)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--json", help="also write the result here")
     args = ap.parse_args()
     repo = tempfile.mkdtemp(prefix="inferloop_idle_bench_")
     try:
@@ -171,6 +173,9 @@ def main():
     print(f"| model unloaded while idle (first request: load on demand + run; {on['unloaded_n']} models) "
           f"| {on['unloaded_ms']:.1f} |")
     print(f"| of which waiting for the load (server event wait_ms) | {on['on_demand_wait_ms']:.0f} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"off": off, "on": on, "budget_bytes": budget}, f, indent=1, default=str)
 
 
 if __name__ == "__main__":

@@ -179,8 +179,9 @@ Runner AddServeCommand(CLI::App& app) {
                     cmd->get_option("--precision")->get_description());
   cmd->add_option("--http-threads", a->http_threads, "HTTP io threads")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--fair-share", a->fair_share,
-                  "on: models share the CPUs by their config's adaptive { cpu_share } (a flooded model cannot "
-                  "starve a quiet one); off: batches of every model run as soon as an instance is free")
+                  "on: models share the CPUs and the server's in-flight limit by their config's adaptive { cpu_share } "
+                  "(a flooded model cannot starve a quiet one); off: batches of every model run as soon as an "
+                  "instance is free, and the in-flight limit is first come, first served")
       ->capture_default_str()->check(CLI::IsMember({"on", "off"}));
   cmd->add_option("--fair-share-slots", a->fair_share_slots,
                   "With --fair-share on: batches running at once over every model (0: --threads, or the CPUs)")

@@ -7,6 +7,9 @@
 // shared_ptr so a ticket may outlive whoever created it. Thread-safe, lock-free.
 #pragma once
 
+#include <map>
+#include <mutex>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -29,16 +32,24 @@ class AdmissionTicket {
  public:
   AdmissionTicket() = default;
   AdmissionTicket(std::shared_ptr<AdmissionGate> gate, int64_t bytes) : gate_(std::move(gate)), bytes_(bytes) {}
-  AdmissionTicket(AdmissionTicket&& o) noexcept : gate_(std::move(o.gate_)), bytes_(o.bytes_) { o.gate_.reset(); }
+  AdmissionTicket(AdmissionTicket&& o) noexcept
+      : gate_(std::move(o.gate_)), also_(std::move(o.also_)), bytes_(o.bytes_) {
+    o.gate_.reset();
+    o.also_.reset();
+  }
   AdmissionTicket& operator=(AdmissionTicket&& o) noexcept;
   AdmissionTicket(const AdmissionTicket&) = delete;
   AdmissionTicket& operator=(const AdmissionTicket&) = delete;
   ~AdmissionTicket() { Release(); }
   void Release();
+  // Makes this ticket also hold `other` (released together): a request counted in two gates.
+  void Join(AdmissionTicket&& other);
 
  private:
   std::shared_ptr<AdmissionGate> gate_;
+  std::shared_ptr<AdmissionGate> also_;  // a second gate (Join), released with the first
   int64_t bytes_ = 0;
+  int64_t also_bytes_ = 0;
 };
 
 class AdmissionGate : public std::enable_shared_from_this<AdmissionGate> {
@@ -62,6 +73,30 @@ class AdmissionGate : public std::enable_shared_from_this<AdmissionGate> {
   const AdmissionLimits limits_;
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> bytes_{0};
+};
+
+// Weighted fair admission to the server's gate (docs/ADAPTIVE.md, "Fair sharing"): while the
+// server holds at least half its in-flight request limit, a model is refused once it holds its
+// weighted share of that limit: limit * weight / (sum of the weights of the models with
+// requests in flight, itself included). So a flooded model cannot fill the server's limit and
+// starve a quiet one; without contention every model may use all of it. With no server request
+// limit it is the server gate alone. Thread-safe; one short lock per admission.
+class FairAdmission {
+ public:
+  explicit FairAdmission(std::shared_ptr<AdmissionGate> server) : server_(std::move(server)) {}
+  // `model` empty: the server gate alone (unknown models are not tracked). weight > 0.
+  Result<AdmissionTicket> TryAdmit(const std::string& model, double weight, size_t request_bytes);
+  // Requests `model` holds now (0 for an unknown one).
+  int64_t inflight(const std::string& model);
+
+ private:
+  struct Share {
+    std::shared_ptr<AdmissionGate> gate;
+    double weight = 1;
+  };
+  std::shared_ptr<AdmissionGate> server_;
+  std::mutex mu_;
+  std::map<std::string, Share> models_;
 };
 
 }  // namespace inferloop::serve

@@ -9,7 +9,7 @@
 namespace inferloop::serve {
 
 InferenceServer::InferenceServer(InferenceServerOptions options, EventLog* log)
-    : options_(std::move(options)), log_(log), gate_(AdmissionGate::Create("server", options_.global_limits)) {}
+    : options_(std::move(options)), log_(log), gate_(AdmissionGate::Create("server", options_.global_limits)), fair_(gate_) {}
 
 Result<std::unique_ptr<InferenceServer>> InferenceServer::Create(InferenceServerOptions options, EventLog* log) {
   std::unique_ptr<InferenceServer> s(new InferenceServer(std::move(options), log));
@@ -113,9 +113,17 @@ void InferenceServer::Infer(InferRequest request, RequestContext context, InferC
     done(std::move(st));
   };
   if (shutting_down_.load()) return refuse(Status::Unavailable("the server is shutting down"));
-  auto ticket = gate_->TryAdmit(context.request_bytes);
-  if (!ticket.ok()) return refuse(ticket.status());
   auto found = manager_->FindForRequest(model, request.model_version);
+  // Weighted fair admission: a model found is counted under its cpu_share (a flooded model
+  // cannot fill the server's in-flight limit while another waits).
+  double weight = 1;
+  if (found.ok()) {
+    const auto& a = found.value()->config().adaptive();
+    if (a.has_cpu_share() && a.cpu_share() > 0) weight = a.cpu_share();
+  }
+  auto ticket = fair_.TryAdmit(found.ok() && options_.fair_admission ? model : std::string(), weight,
+                               context.request_bytes);
+  if (!ticket.ok()) return refuse(ticket.status());
   Dispatch({std::move(request), std::move(context), std::move(done), std::move(ticket).value()}, std::move(found), 0);
 }
 

@@ -26,6 +26,9 @@ struct InferenceServerOptions {
   // DynamicBatcher::TryRunInline); `inferloop serve` uses HTTP io threads - 1, so one io thread
   // is always free to read requests. 0: never.
   int inline_slots = 0;
+  // Weighted fair admission (FairAdmission, admission_control.h): while the server holds half its
+  // in-flight limit, a model is held to its cpu_share of it. Off: first come, first served.
+  bool fair_admission = true;
 };
 
 class InferenceServer final : public InferenceService, public ModelResolver {
@@ -78,6 +81,7 @@ class InferenceServer final : public InferenceService, public ModelResolver {
   InferenceServerOptions options_;
   EventLog* log_;
   std::shared_ptr<AdmissionGate> gate_;
+  FairAdmission fair_;  // the server gate, shared between models by their cpu_share
   ServeMetrics metrics_;
   std::unique_ptr<ModelManager> manager_;
   std::atomic<bool> shutting_down_{false};

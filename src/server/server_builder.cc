@@ -66,6 +66,7 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   registry->Add(backends::MakeOnnxBackend(s->adaptive_.get()));
   serve::InferenceServerOptions io = options.inference;
   io.manager.backends = registry;
+  io.fair_admission = options.fair_share;
   if (options.fair_share) {
     serve::CpuShareScheduler::Options cso;
     // One slot per intra-op thread (0 there: the CPUs this process may use).

@@ -87,3 +87,72 @@ TEST(AdmissionGateTest, ConcurrentAdmissionNeverOvershoots) {
 
 }  // namespace
 }  // namespace inferloop::serve
+
+namespace inferloop::serve {
+namespace {
+
+// FairAdmission: a flooded model is held to its weighted share of the server's limit while the
+// server is contended; a quiet model still gets in.
+TEST(FairAdmissionTest, FloodedModelIsHeldToItsShareWhileAnotherWaits) {
+  auto server = AdmissionGate::Create("server", AdmissionLimits{10, 0});
+  FairAdmission fair(server);
+  std::vector<AdmissionTicket> held;
+  // Alone, the flooded model may take the whole limit but for the quiet model's one request:
+  // quiet has one in flight, so from half full (5) on, flood's share is 10 * 1 / 2 = 5.
+  auto q = fair.TryAdmit("quiet", 1, 0);
+  ASSERT_TRUE(q.ok());
+  held.push_back(std::move(q).value());
+  int admitted = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto t = fair.TryAdmit("flood", 1, 0);
+    if (!t.ok()) {
+      EXPECT_EQ(t.status().code(), StatusCode::kResourceExhausted);
+      EXPECT_NE(t.status().message().find("fair share"), std::string::npos) << t.status().message();
+      continue;
+    }
+    ++admitted;
+    held.push_back(std::move(t).value());
+  }
+  EXPECT_EQ(admitted, 5);
+  EXPECT_EQ(fair.inflight("flood"), 5);
+  // The quiet model is under its share (5): admitted while the flood is refused.
+  for (int i = 0; i < 3; ++i) {
+    auto t = fair.TryAdmit("quiet", 1, 0);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    held.push_back(std::move(t).value());
+  }
+  EXPECT_EQ(server->inflight_requests(), 9);
+  EXPECT_EQ(fair.inflight("quiet"), 4);
+  held.clear();  // tickets release both counts
+  EXPECT_EQ(server->inflight_requests(), 0);
+  EXPECT_EQ(fair.inflight("flood"), 0);
+}
+
+TEST(FairAdmissionTest, WeightsSplitTheLimitAndAnUncontendedModelUsesAllOfIt) {
+  auto server = AdmissionGate::Create("server", AdmissionLimits{12, 0});
+  FairAdmission fair(server);
+  std::vector<AdmissionTicket> held;
+  auto take = [&](const std::string& m, double w) {
+    auto t = fair.TryAdmit(m, w, 0);
+    if (t.ok()) held.push_back(std::move(t).value());
+    return t.ok();
+  };
+  int a = 0;
+  while (take("a", 1)) ++a;
+  EXPECT_EQ(a, 12);  // nobody else: the whole limit (then the server gate refuses)
+  held.clear();
+  ASSERT_TRUE(take("b", 2));  // b (weight 2) active: a's share is 12 * 1 / 3 = 4 once contended
+  a = 0;
+  while (take("a", 1)) ++a;
+  EXPECT_EQ(a, 5);  // admitted up to half full (6 with b's), then held at its share
+  EXPECT_EQ(fair.inflight("a"), 5);
+  int b = 0;
+  while (take("b", 2) && b < 20) ++b;
+  EXPECT_EQ(fair.inflight("b"), 7);  // b's share is 12 * 2 / 3 = 8 but the server is full at 12
+  // An unknown model (empty name) goes through the server gate alone.
+  held.clear();
+  EXPECT_TRUE(fair.TryAdmit("", 1, 0).ok());
+}
+
+}  // namespace
+}  // namespace inferloop::serve
