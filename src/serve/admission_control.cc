@@ -77,10 +77,12 @@ Result<AdmissionTicket> FairAdmission::TryAdmit(const std::string& model, double
     if (!share.gate) share.gate = AdmissionGate::Create("model '" + model + "'", AdmissionLimits{});
     share.weight = weight > 0 ? weight : 1;
     gate = share.gate;
+    const Clock::time_point now = now_();
     if (limit > 0 && 2 * server_->inflight_requests() >= limit) {
       double active = share.weight;
       for (const auto& [name, s] : models_)
-        if (name != model && s.gate->inflight_requests() > 0) active += s.weight;
+        if (name != model && (s.gate->inflight_requests() > 0 || now - s.last_admitted < kActiveWindow))
+          active += s.weight;
       const double allowed = static_cast<double>(limit) * share.weight / active;
       const int64_t held = gate->inflight_requests();
       if (static_cast<double>(held) >= allowed)
@@ -88,6 +90,7 @@ Result<AdmissionTicket> FairAdmission::TryAdmit(const std::string& model, double
                                          std::to_string(held) + " of the server's " + std::to_string(limit) +
                                          " in-flight requests, its fair share while other models wait; retry later");
     }
+    share.last_admitted = now;
   }
   IL_ASSIGN_OR_RETURN(AdmissionTicket ticket, server_->TryAdmit(request_bytes));
   auto counted = gate->TryAdmit(0);  // no limits: always admitted

@@ -7,6 +7,8 @@
 // shared_ptr so a ticket may outlive whoever created it. Thread-safe, lock-free.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 
@@ -77,13 +79,17 @@ class AdmissionGate : public std::enable_shared_from_this<AdmissionGate> {
 
 // Weighted fair admission to the server's gate (docs/ADAPTIVE.md, "Fair sharing"): while the
 // server holds at least half its in-flight request limit, a model is refused once it holds its
-// weighted share of that limit: limit * weight / (sum of the weights of the models with
-// requests in flight, itself included). So a flooded model cannot fill the server's limit and
+// weighted share of that limit: limit * weight / (sum of the weights of the active models,
+// itself included; active = requests in flight, or one admitted within kActiveWindow: a quiet
+// model between two requests still keeps its share). So a flooded model cannot fill the server's limit and
 // starve a quiet one; without contention every model may use all of it. With no server request
 // limit it is the server gate alone. Thread-safe; one short lock per admission.
 class FairAdmission {
  public:
-  explicit FairAdmission(std::shared_ptr<AdmissionGate> server) : server_(std::move(server)) {}
+  static constexpr std::chrono::seconds kActiveWindow{10};
+  using Clock = std::chrono::steady_clock;
+  explicit FairAdmission(std::shared_ptr<AdmissionGate> server, std::function<Clock::time_point()> now = Clock::now)
+      : server_(std::move(server)), now_(std::move(now)) {}
   // `model` empty: the server gate alone (unknown models are not tracked). weight > 0.
   Result<AdmissionTicket> TryAdmit(const std::string& model, double weight, size_t request_bytes);
   // Requests `model` holds now (0 for an unknown one).
@@ -93,8 +99,10 @@ class FairAdmission {
   struct Share {
     std::shared_ptr<AdmissionGate> gate;
     double weight = 1;
+    Clock::time_point last_admitted{};
   };
   std::shared_ptr<AdmissionGate> server_;
+  std::function<Clock::time_point()> now_;
   std::mutex mu_;
   std::map<std::string, Share> models_;
 };

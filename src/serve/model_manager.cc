@@ -185,6 +185,28 @@ Status ModelManager::LoadStartupModels() {
   return first;
 }
 
+VersionLoadRequest ModelManager::MakeLoadRequest(const std::string& model, const std::string& dir,
+                                                 const ModelVersionFile& vf, const ModelConfig& config) {
+  VersionLoadRequest vo;
+  vo.model_name = model;
+  vo.version = vf.version;
+  vo.model_dir = dir;
+  vo.version_dir = vf.version_dir;
+  vo.model_path = vf.model_path;
+  vo.partial_config = config;
+  vo.session = options_.session;
+  vo.limits = options_.per_model_limits;
+  vo.inline_slots = options_.inline_slots;
+  vo.cpu_share = options_.cpu_share;
+  vo.models = options_.resolver;
+  if (options_.metrics_for) vo.metrics = options_.metrics_for(model, vf.version);
+  vo.progress = [this, model, v = vf.version](const std::string& what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    models_[model].versions[v] = {"LOADING", what};
+  };
+  return vo;
+}
+
 Status ModelManager::DoLoad(const std::string& model) {
   const std::string dir = options_.repository + "/" + model;
   std::error_code ec;
@@ -241,24 +263,7 @@ Status ModelManager::DoLoad(const std::string& model) {
   for (const auto& vf : to_load) {
     const auto t0 = Clock::now();
     const std::string stamp = VersionStamp(vf.version_dir);
-    VersionLoadRequest vo;
-    vo.model_name = model;
-    vo.version = vf.version;
-    vo.model_dir = dir;
-    vo.version_dir = vf.version_dir;
-    vo.model_path = vf.model_path;
-    vo.partial_config = layout.config;
-    vo.session = options_.session;
-    vo.limits = options_.per_model_limits;
-    vo.inline_slots = options_.inline_slots;
-    vo.cpu_share = options_.cpu_share;
-    vo.models = options_.resolver;
-    if (options_.metrics_for) vo.metrics = options_.metrics_for(model, vf.version);
-    vo.progress = [this, model, v = vf.version](const std::string& what) {
-      std::lock_guard<std::mutex> lock(mu_);
-      models_[model].versions[v] = {"LOADING", what};
-    };
-    auto r = backend->Load(vo);
+    auto r = backend->Load(MakeLoadRequest(model, dir, vf, layout.config));
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     std::lock_guard<std::mutex> lock(mu_);
     ModelEntry& e = models_[model];

@@ -37,6 +37,7 @@
 #include "serve/event_log.h"
 #include "serve/inference_service.h"
 #include "serve/model_backend.h"
+#include "serve/model_repository_layout.h"
 
 namespace inferloop::serve {
 
@@ -159,6 +160,8 @@ class ModelManager {
   explicit ModelManager(ModelManagerOptions options);
   // Runs on the loader thread.
   Status DoLoad(const std::string& model);
+  VersionLoadRequest MakeLoadRequest(const std::string& model, const std::string& dir, const ModelVersionFile& vf,
+                                     const ModelConfig& config);
   // `forget`: the model left the repository; its entry goes before "model_unloaded" is logged,
   // so requests that follow the event get NotFound, not Unavailable.
   Status DoUnload(const std::string& model, const std::string& why, bool forget = false);

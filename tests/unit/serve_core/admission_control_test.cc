@@ -154,5 +154,29 @@ TEST(FairAdmissionTest, WeightsSplitTheLimitAndAnUncontendedModelUsesAllOfIt) {
   EXPECT_TRUE(fair.TryAdmit("", 1, 0).ok());
 }
 
+// A quiet model between two requests (nothing in flight) keeps its share for kActiveWindow: the
+// flood cannot fill the limit in the gaps; after the window it may.
+TEST(FairAdmissionTest, RecentlyActiveModelKeepsItsShareBetweenRequests) {
+  auto now = std::chrono::steady_clock::now();
+  auto server = AdmissionGate::Create("server", AdmissionLimits{10, 0});
+  FairAdmission fair(server, [&] { return now; });
+  ASSERT_TRUE(fair.TryAdmit("quiet", 1, 0).ok());  // answered at once: the ticket is gone
+  EXPECT_EQ(fair.inflight("quiet"), 0);
+  std::vector<AdmissionTicket> held;
+  int flood = 0;
+  for (int i = 0; i < 20; ++i) {
+    auto t = fair.TryAdmit("flood", 1, 0);
+    if (t.ok()) ++flood, held.push_back(std::move(t).value());
+  }
+  EXPECT_EQ(flood, 5);  // half the limit: quiet's share stays free for it
+  EXPECT_TRUE(fair.TryAdmit("quiet", 1, 0).ok());
+  now += FairAdmission::kActiveWindow + std::chrono::seconds(1);
+  for (int i = 0; i < 20; ++i) {
+    auto t = fair.TryAdmit("flood", 1, 0);
+    if (t.ok()) ++flood, held.push_back(std::move(t).value());
+  }
+  EXPECT_EQ(flood, 10);  // quiet went idle: the flood may use the whole limit
+}
+
 }  // namespace
 }  // namespace inferloop::serve
