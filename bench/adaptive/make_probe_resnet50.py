@@ -7,9 +7,10 @@ No pretrained weights can be downloaded here, and a random-init ResNet-50's logi
 (fp32/int8 top-1 agreement on random inputs is ~60%: no accuracy bound can be tested on it). So:
 torchvision's ResNet-50 with a random backbone (seeded; BatchNorm statistics calibrated on the data
 below, as bench/make_zoo.py does on noise), and its final fc layer trained (a linear probe, softmax
-regression on the pooled 2048-d features) on a synthetic 10-class image task: oriented sinusoidal
-gratings (class = one of 10 orientation/frequency pairs) with random phase, colour and Gaussian
-noise. Writes:
+regression on the pooled 2048-d features) on a synthetic 10-class image task: sinusoidal gratings
+whose class is one of 5 hues times 2 spatial frequencies, with random orientation, phase, contrast
+and Gaussian noise. (Finer tasks, e.g. orientation alone, are beyond a random backbone's features:
+16% held-out accuracy in a first try.) Writes:
   model.onnx              opset 17, dynamic batch, image FP32[B,3,224,224] -> logits FP32[B,10]
   calibration/image.npy   64 training images (for the int8 variant)
   evaluation/image.npy    200 held-out images, evaluation/labels.npy their true classes
@@ -22,7 +23,8 @@ import numpy as np
 import torch
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "resnet50_probe")
-CLASSES = [(a, f) for a in (0, 36, 72, 108, 144) for f in (4, 9)]  # degrees, cycles per image
+HUES = [(1.0, 0.2, 0.2), (0.2, 1.0, 0.2), (0.2, 0.2, 1.0), (1.0, 1.0, 0.2), (0.2, 1.0, 1.0)]
+CLASSES = [(h, f) for h in range(len(HUES)) for f in (2, 12)]  # hue index, cycles per image
 
 
 def gratings(n, rng):
@@ -30,12 +32,12 @@ def gratings(n, rng):
     images = np.empty((n, 3, 224, 224), np.float32)
     labels = rng.integers(0, len(CLASSES), n)
     for i, c in enumerate(labels):
-        angle, freq = CLASSES[c]
-        t = np.deg2rad(angle + rng.normal(0, 4))
+        hue, freq = CLASSES[c]
+        t = rng.uniform(0, np.pi)
         phase = rng.uniform(0, 2 * np.pi)
         wave = np.sin(2 * np.pi * freq * (xs * np.cos(t) + ys * np.sin(t)) + phase)
-        colour = rng.uniform(0.3, 1.0, 3).astype(np.float32)
-        img = colour[:, None, None] * wave[None] + rng.normal(0, 0.6, (3, 224, 224))
+        colour = np.array(HUES[hue], np.float32) * rng.uniform(0.7, 1.3)
+        img = colour[:, None, None] * (1 + wave[None]) - 1 + rng.normal(0, 0.3, (3, 224, 224))
         images[i] = img.astype(np.float32)
     return images, labels.astype(np.int64)
 
@@ -52,7 +54,7 @@ def main():
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     rng = np.random.default_rng(0)
     model = torchvision.models.resnet50(weights=None)
-    train_x, train_y = gratings(320, rng)
+    train_x, train_y = gratings(400, rng)
     test_x, test_y = gratings(200, rng)
     # BatchNorm statistics from the data (train-mode passes, cumulative average).
     for m in model.modules():
@@ -72,7 +74,7 @@ def main():
     ftr, fte = features(train_x), features(test_x)
     mu, sd = ftr.mean(0), ftr.std(0) + 1e-6
     fc = torch.nn.Linear(2048, len(CLASSES))
-    opt = torch.optim.Adam(fc.parameters(), lr=1e-2, weight_decay=1e-4)
+    opt = torch.optim.Adam(fc.parameters(), lr=1e-2, weight_decay=1e-2)
     target = torch.from_numpy(train_y)
     for _ in range(400):
         opt.zero_grad()
