@@ -187,10 +187,10 @@ Decision AdaptiveController::Choose(const Observation& obs, double rate, double 
   const double slo = config_.slo_ms, util = config_.downgrade_utilisation;
   const double headroom = config_.upgrade_headroom;
   const auto fits = [&](const Candidate& c) {
-    return c.p.latency_ms <= slo && c.p.utilisation <= util;
+    return c.p.latency_ms * latency_bias_ <= slo && c.p.utilisation <= util;
   };
   const auto fits_with_headroom = [&](const Candidate& c) {
-    return c.p.latency_ms <= slo * headroom && c.p.utilisation <= util * headroom;
+    return c.p.latency_ms * latency_bias_ <= slo * headroom && c.p.utilisation <= util * headroom;
   };
   const auto unreachable = [&] {
     fit_streak_ = 0;
@@ -205,19 +205,25 @@ Decision AdaptiveController::Choose(const Observation& obs, double rate, double 
   const Prediction p = model_.Predict(now.variant, now.preferred_batch_size, now.instances,
                                       Seconds(now.max_queue_delay), rate, correction);
   const bool observed_over = std::isfinite(obs.latency_ms) && obs.latency_ms > slo;
+  if (std::isfinite(obs.latency_ms) && obs.latency_ms > 0 && std::isfinite(p.latency_ms) && p.latency_ms > 0) {
+    const double newest = std::clamp(obs.latency_ms / p.latency_ms, 1.0, kMaxCorrection);
+    latency_bias_ = std::max(1.0, config_.smoothing * newest + (1 - config_.smoothing) * latency_bias_);
+  }
   const bool overload = p.utilisation > util;
   const bool predicted_over = !(p.latency_ms <= slo);
   if (observed_over || overload || predicted_over) {
     fit_streak_ = 0;
     const Candidate* to = nullptr;
+    // Never to a setting with less capacity than the one that is missing the SLO now.
+    const auto no_slower = [&](const Candidate& c) { return !observed_over || c.p.utilisation <= p.utilisation; };
     if (overload || predicted_over) {
-      to = first([&](const Candidate& c) { return c.knobs.variant >= now.variant && fits(c); });
+      to = first([&](const Candidate& c) { return c.knobs.variant >= now.variant && no_slower(c) && fits(c); });
     } else {  // only the observed latency says so: a faster variant, or else a later setting
       to = first([&](const Candidate& c) { return c.knobs.variant > now.variant && fits(c); });
-      if (!to) to = first([&](const Candidate& c) { return Key(c.knobs) > Key(now) && fits(c); });
+      if (!to) to = first([&](const Candidate& c) { return Key(c.knobs) > Key(now) && no_slower(c) && fits(c); });
     }
     if (!to) return unreachable();
-    return Apply(to->knobs, observed_over || !overload ? "slo_risk" : "overload", rate, correction);
+    return Apply(to->knobs, overload ? "overload" : "slo_risk", rate, correction);
   }
   const Candidate* better = first(fits_with_headroom);
   if (better && Key(better->knobs) < Key(now)) {

@@ -159,6 +159,10 @@ class AdaptiveController {
   bool started_ = false;   // a valid observation was seen
   double rate_rps_ = 0;    // EWMA of arrivals / interval
   double correction_ = 1;  // smoothed correction
+  // Smoothed observed / predicted latency of the setting in force, at least 1: what the cost
+  // model misses outside the runs (HTTP, client and other processes on the same CPUs). Scales the
+  // predicted latency of every candidate when checking it against the SLO.
+  double latency_bias_ = 1;
   double last_rate_ = 0, last_correction_ = 1;  // what the last decision used (for Pin)
   int fit_streak_ = 0;  // consecutive windows a preferred setting fit with headroom
 };

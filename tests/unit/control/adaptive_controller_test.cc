@@ -43,7 +43,9 @@ struct Sim {
   explicit Sim(const ControllerConfig& cfg)
       : ctl(cfg), model(cfg.variants, cfg.slo_percentile) {}
 
-  Decision Step(double rate, double observed_ms = 30, double busy_factor = 1,
+  // observed_ms < 0: the latency the cost model predicts for the knobs in force at this rate
+  // (times busy_factor): a server that behaves as modelled.
+  Decision Step(double rate, double observed_ms = -1, double busy_factor = 1,
                 int64_t queue_depth = 0) {
     Observation o;
     now += interval;
@@ -57,6 +59,12 @@ struct Sim {
       const double rows = static_cast<double>(o.arrivals) / o.batches;
       o.busy_s = o.batches * model.RunMs(k.variant, rows) *
                  VariantCostModel::InstanceSlowdown(k.instances) * busy_factor / 1000;
+    }
+    if (observed_ms < 0) {
+      const Prediction p = model.Predict(k.variant, k.preferred_batch_size, k.instances,
+                                         std::chrono::duration<double>(k.max_queue_delay).count(), rate,
+                                         busy_factor);
+      observed_ms = std::isfinite(p.latency_ms) ? p.latency_ms : 1e6;
     }
     o.latency_ms = o.arrivals > 0 ? observed_ms : -1;
     o.queue_depth = queue_depth;
@@ -400,6 +408,36 @@ TEST(AdaptiveControllerTest, UnusableVariantIsSkipped) {
   // 75/s: fp32 cannot (above); bf16 has no table; int8 batch 1: rho 0.45,
   // 6 + 4.60517 * 0.45 * 6 / (2 * 0.55) = 17.3 ms: fits.
   ExpectKnobs(s.Step(75), kInt8, 1, 0);
+}
+
+}  // namespace
+}  // namespace inferloop::control
+
+namespace inferloop::control {
+namespace {
+
+// A server whose latency is 2.5x what the cost model predicts (time outside the runs: HTTP, a
+// client on the same CPUs): the controller moves off fp32 and, while that stays true, does not
+// come back to a setting that only the uncorrected prediction says fits.
+TEST(AdaptiveControllerTest, LatencyAboveThePredictionKeepsItConservative) {
+  const ControllerConfig c = TableConfig();
+  Sim s(c);
+  const double rate = 5;
+  const Prediction fp32 = s.model.Predict(kFp32, 1, 1, 0, rate, 1);
+  ASSERT_LT(fp32.latency_ms, 0.6 * c.slo_ms);  // premise: the model alone would call fp32 roomy
+  ASSERT_GT(2.5 * fp32.latency_ms, c.slo_ms);  // premise: observed 2.5x breaks the SLO
+  Decision d = s.Step(rate);
+  ExpectKnobs(d, kFp32, 1, 0);
+  d = s.Step(rate, 2.5 * fp32.latency_ms);
+  EXPECT_EQ(d.reason, "slo_risk");
+  EXPECT_NE(d.knobs.variant, kFp32);
+  for (int w = 0; w < 10; ++w) {
+    const Knobs& k = s.ctl.knobs();
+    const Prediction p = s.model.Predict(k.variant, k.preferred_batch_size, k.instances,
+                                         std::chrono::duration<double>(k.max_queue_delay).count(), rate, 1);
+    d = s.Step(rate, 2.5 * p.latency_ms);
+    EXPECT_NE(d.knobs.variant, kFp32) << "window " << w << ": " << d.reason;
+  }
 }
 
 }  // namespace
