@@ -185,8 +185,8 @@ def svg_timeline(path, title, series, steps, slo_ms, duration):
 def run(inferloop, workdir, step_seconds=30, slo_ms=None, svg=None, threads=2):
     """Returns (report text, data)."""
     probe_root = os.path.join(workdir, "adaptive")
-    block = ('adaptive {{ latency_slo {{ percentile: 99 milliseconds: {slo} }} max_accuracy_drop: 2 '
-             'max_queue_delay_microseconds: {delay} window_ms: 1000 }}\n')
+    block = ('adaptive {{ latency_slo {{ percentile: 99 milliseconds: {slo} }} max_accuracy_drop: 3 '
+             'max_queue_delay_microseconds: {delay} window_ms: 2000 }}\n')
     # The SLO is set from fp32's own costs once they are measured: first a probe load for the table.
     make_repository(probe_root, block.format(slo=1000, delay=100000))
     server = Server(inferloop, probe_root, "--threads", str(threads), timeout=900)
@@ -251,5 +251,6 @@ def report(out):
     lines.append("adaptive decisions:")
     for e in out["runs"]["adaptive"]["decisions"]:
         lines.append(f"  {e['ts']} {e['reason']:>15} -> {e['variant']} batch {e['batch_size']} delay {e['queue_delay_us']} us "
-                     f"instances {e['instances']} (rate {e.get('rate_rps', '-')}/s, predicted {e.get('predicted_ms', '-')} ms)")
+                     f"instances {e['instances']} (rate {e.get('rate_rps', '-')}/s, predicted {e.get('predicted_ms', '-')} ms, "
+                     f"observed {e.get('observed_ms', '-')} ms)")
     return "\n".join(lines)

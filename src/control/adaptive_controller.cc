@@ -173,6 +173,7 @@ Decision AdaptiveController::Observe(const Observation& obs) {
     d = Choose(obs, rate, correction);
   }
   started_ = true;
+  d.observed_ms = std::isfinite(obs.latency_ms) ? obs.latency_ms : -1;
   return d;
 }
 
@@ -213,6 +214,9 @@ Decision AdaptiveController::Choose(const Observation& obs, double rate, double 
   const bool predicted_over = !(p.latency_ms <= slo);
   if (observed_over || overload || predicted_over) {
     fit_streak_ = 0;
+    // Already at the fastest setting there is: stay (leaving it takes the dwell windows below),
+    // rather than try a setting only the prediction favours and come straight back.
+    if (now == FastestKnobs()) return unreachable();
     const Candidate* to = nullptr;
     // Never to a setting with less capacity than the one that is missing the SLO now.
     const auto no_slower = [&](const Candidate& c) { return !observed_over || c.p.utilisation <= p.utilisation; };

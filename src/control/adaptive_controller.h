@@ -118,6 +118,7 @@ struct Decision {
   double predicted_ms = 0;   // predicted latency at slo_percentile of `knobs` at that rate;
                              // < 0: unbounded (predicted utilisation >= 1)
   double correction = 1;     // observed / measured execution time
+  double observed_ms = -1;   // the window's observed latency at slo_percentile (< 0: none)
 };
 
 class AdaptiveController {

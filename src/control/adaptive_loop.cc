@@ -141,6 +141,7 @@ void AdaptiveLoop::Publish(Entry& e, const Decision& d, bool from_api) {
   if (!from_api) {
     f.emplace_back("rate_rps", Num(d.rate_rps));
     f.emplace_back("predicted_ms", Num(d.predicted_ms));
+    f.emplace_back("observed_ms", Num(d.observed_ms));
     f.emplace_back("correction", Num(d.correction));
   }
   if (d.slo_unreachable) {
