@@ -198,7 +198,7 @@ def run(inferloop, workdir, step_seconds=30, slo_ms=None, svg=None, threads=2):
     fp32 = dict(table["fp32"]["latency_ms"])
     capacity = max(b * 1000.0 / ms for b, ms in fp32.items())
     if slo_ms is None:
-        slo_ms = round(3 * fp32[1])  # fp32 meets it easily at 20% load; nothing fp32 meets it at 150%
+        slo_ms = round(5 * fp32[1])  # fp32 meets it at 20% load (its p99 is ~3x its median here); nothing fp32 meets it at 150%
     steps = [(step_seconds, 0.2 * capacity), (step_seconds, 1.5 * capacity), (step_seconds, 0.2 * capacity)]
     shutil.rmtree(probe_root)
     out = {"capacity_rps": capacity, "slo_ms": slo_ms, "variants": state["variants"], "runs": {}}
