@@ -225,17 +225,19 @@ class TestAdaptive(unittest.TestCase):
         while time.time() < end and not ev:
             self.infer("tight", x)
             ev = [e for e in self.server.find_events("adaptive_decision")
-                  if e["model"] == "tight" and e.get("slo_unreachable") == "true"]
+                  if e["model"] == "tight" and e["reason"] == "slo_unreachable"]
         self.assertTrue(ev, self.server.log_text())
         self.assertEqual(ev[-1]["level"], "warn")
+        self.assertEqual(ev[-1]["slo_unreachable"], "true")
         s = self.state("tight")
-        self.assertTrue(s["slo_unreachable"])
-        # The fastest allowed variant: most rows per ms at its largest batch, as measured at load
-        # (on a model this small int8 need not be the fastest).
+        self.assertTrue(s["slo_unreachable"])  # stays true: no setting ever meets 0.001 ms
+        # The decision: the fastest allowed variant (most rows per ms at its largest batch, as
+        # measured at load; on a model this small int8 need not be the fastest) at that batch.
+        # (Read from the event: the state may already show a later window's "idle" decision.)
         usable = [v for v in s["variants"] if v["usable"]]
         rows_per_ms = {v["name"]: v["latency_ms"][-1][0] / v["latency_ms"][-1][1] for v in usable}
-        self.assertEqual(s["variant"], max(rows_per_ms, key=rows_per_ms.get))
-        self.assertEqual(s["knobs"]["preferred_batch_size"], 8)
+        self.assertEqual(ev[-1]["variant"], max(rows_per_ms, key=rows_per_ms.get))
+        self.assertEqual(ev[-1]["batch_size"], "8")
         self.assertEqual(metric_value(metrics(self.server.metrics_port), "inferloop_adaptive_slo_unreachable",
                                       model="tight", version="1"), 1)
 
