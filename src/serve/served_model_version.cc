@@ -348,7 +348,7 @@ Session& ServedModelVersion::ActiveSession(int instance) {
     run_outputs_[static_cast<size_t>(instance)].clear();
     last = v;
   }
-  return v == 0 ? *session_ : *variants_[static_cast<size_t>(v)].session;
+  return variant_session(v);
 }
 
 Status ServedModelVersion::RunModel(int instance, const std::vector<NamedValue>& inputs) {
@@ -534,7 +534,8 @@ std::chrono::steady_clock::duration ServedModelVersion::StallTime() const {
 int64_t ServedModelVersion::QueueDepth() const { return batcher_ ? batcher_->QueueDepth() : 0; }
 
 void ServedModelVersion::ReleaseIdleMemory() {
-  if (session_) session_->Trim();
+  if (!session_) return;
+  for (int i = 0; i < variant_count(); ++i) variant_session(i).Trim();
 }
 
 }  // namespace inferloop::serve

@@ -92,7 +92,7 @@ class ServedModelVersion final : public ModelVersion {
   std::string NotReadyReason() const override;
   std::chrono::steady_clock::duration StallTime() const override;
   int64_t QueueDepth() const override;
-  // Session::Trim: idle arenas, scratch and cached shape plans.
+  // Session::Trim of every variant: idle arenas, scratch and cached shape plans.
   void ReleaseIdleMemory() override;
 
   // --- For the adaptive loop (control/adaptive_loop.h, docs/ADAPTIVE.md) ---
@@ -172,9 +172,9 @@ class ServedModelVersion final : public ModelVersion {
   std::unique_ptr<Stats> stats_;
   int64_t load_rss_bytes_ = 0;
   std::shared_ptr<std::atomic<int>> inline_slots_;
-  std::atomic<int64_t> mean_execution_ns_{INT64_MAX};
+  std::atomic<int64_t> mean_execution_ns_{INT64_MAX};  // moving average of batch execution time
   bool cpu_share_on_ = false;
-  CpuShareScheduler::Flow cpu_flow_;  // registered when cpu_share_on_  // moving average of batch execution time
+  CpuShareScheduler::Flow cpu_flow_;  // registered when cpu_share_on_
   std::shared_mutex drain_mu_;
   std::atomic<bool> draining_{false};
 
