@@ -489,13 +489,23 @@ bool ModelManager::AllRequestedReady() {
 
 Result<std::shared_ptr<ModelVersion>> ModelManager::Find(const std::string& model, const std::string& version) {
   std::lock_guard<std::mutex> lock(mu_);
+  return FindLocked(model, version, /*record_use=*/false);
+}
+
+Result<std::shared_ptr<ModelVersion>> ModelManager::FindForRequest(const std::string& model, const std::string& version) {
+  std::lock_guard<std::mutex> lock(mu_);  // one lock for the lookup and the last-use stamp (hot path)
+  return FindLocked(model, version, /*record_use=*/true);
+}
+
+Result<std::shared_ptr<ModelVersion>> ModelManager::FindLocked(const std::string& model, const std::string& version,
+                                                               bool record_use) {
   auto it = models_.find(model);
   if (it == models_.end() || (it->second.serving.empty() && it->second.versions.empty())) {
     if (it != models_.end() && !it->second.model_reason.empty())
       return Status::Unavailable("model '" + model + "' is not available: " + it->second.model_reason);
     return Status::NotFound("unknown model '" + NameForMessage(model) + "'");
   }
-  const ModelEntry& e = it->second;
+  ModelEntry& e = it->second;
   if (version.empty()) {
     if (e.serving.empty()) {
       std::string why = e.model_reason;
@@ -503,28 +513,22 @@ Result<std::shared_ptr<ModelVersion>> ModelManager::Find(const std::string& mode
         if (why.empty() || st.state == "LOADING") why = "version " + std::to_string(v) + " " + st.state + (st.reason.empty() ? "" : ": " + st.reason);
       return Status::Unavailable("model '" + model + "' is not ready (" + why + ")");
     }
+    if (record_use) e.last_used = Clock::now();
     return e.serving.rbegin()->second;
   }
   int64_t v = 0;
   if (!ParseVersion(version, &v))
     return Status::NotFound("model '" + model + "' has no version '" + NameForMessage(version) + "'");
   auto sv = e.serving.find(v);
-  if (sv != e.serving.end()) return sv->second;
+  if (sv != e.serving.end()) {
+    if (record_use) e.last_used = Clock::now();
+    return sv->second;
+  }
   auto st = e.versions.find(v);
   if (st != e.versions.end())
     return Status::Unavailable("model '" + model + "' version " + version + " is " + st->second.state +
                                (st->second.reason.empty() ? "" : ": " + st->second.reason));
   return Status::NotFound("model '" + model + "' has no version " + version + " being served");
-}
-
-Result<std::shared_ptr<ModelVersion>> ModelManager::FindForRequest(const std::string& model, const std::string& version) {
-  auto found = Find(model, version);
-  if (found.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = models_.find(model);
-    if (it != models_.end()) it->second.last_used = Clock::now();
-  }
-  return found;
 }
 
 bool ModelManager::LoadOnDemand(const std::string& model, const std::string& version, FoundCallback done) {

@@ -160,6 +160,9 @@ class ModelManager {
   explicit ModelManager(ModelManagerOptions options);
   // Runs on the loader thread.
   Status DoLoad(const std::string& model);
+  // Find's lookup; caller holds mu_. record_use: a version found stamps the model's last use.
+  Result<std::shared_ptr<ModelVersion>> FindLocked(const std::string& model, const std::string& version,
+                                                   bool record_use);
   VersionLoadRequest MakeLoadRequest(const std::string& model, const std::string& dir, const ModelVersionFile& vf,
                                      const ModelConfig& config);
   // `forget`: the model left the repository; its entry goes before "model_unloaded" is logged,
