@@ -1,19 +1,12 @@
 #include "frontends/adaptive_state_json.h"
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <cmath>
 #include <string_view>
 
+#include "frontends/json_writer.h"
+
 namespace inferloop::frontends {
 namespace {
-
-namespace rj = rapidjson;
-using JsonWriter = rj::Writer<rj::StringBuffer>;
-
-void Key(JsonWriter& w, std::string_view key) { w.Key(key.data(), static_cast<rj::SizeType>(key.size())); }
-void Str(JsonWriter& w, std::string_view s) { w.String(s.data(), static_cast<rj::SizeType>(s.size())); }
 
 // A number, or null when it is not finite.
 void Number(JsonWriter& w, double v) {
@@ -103,7 +96,7 @@ void WriteKnobsAndObserved(JsonWriter& w, const serve::AdaptiveState& s) {
 }  // namespace
 
 std::string AdaptiveStateJson(const serve::AdaptiveState& s) {
-  rj::StringBuffer buffer;
+  rapidjson::StringBuffer buffer;
   JsonWriter w(buffer);
   w.StartObject();
   Key(w, "model");

@@ -10,12 +10,12 @@
 #include <random>
 
 #include "frontends/http_status.h"
+#include "frontends/json_writer.h"
 #include "frontends/openai_request.h"
 
 namespace inferloop::frontends {
 namespace {
 
-using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
 
 int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -30,7 +30,6 @@ std::string NewId(const char* prefix) {
   return buf;
 }
 
-void Str(JsonWriter& w, std::string_view s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); }
 
 HttpResponse JsonResponse(int status, std::string body) {
   HttpResponse r;

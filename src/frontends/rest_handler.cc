@@ -16,12 +16,12 @@
 
 #include "frontends/adaptive_state_json.h"
 #include "frontends/http_status.h"
+#include "frontends/json_writer.h"
 
 namespace inferloop::frontends {
 namespace {
 
 namespace rj = rapidjson;
-using JsonWriter = rj::Writer<rj::StringBuffer>;
 
 constexpr const char kJson[] = "application/json";
 // Control bodies (repository index, load) are small; larger ones are refused before parsing.
@@ -66,8 +66,6 @@ HttpResponse Json(const rj::StringBuffer& buffer) {
 
 // ---- JSON writing ----
 
-void Key(JsonWriter& w, std::string_view key) { w.Key(key.data(), static_cast<rj::SizeType>(key.size())); }
-void Str(JsonWriter& w, std::string_view s) { w.String(s.data(), static_cast<rj::SizeType>(s.size())); }
 
 void WriteTensorMetadata(JsonWriter& w, const std::vector<serve::TensorMetadata>& tensors) {
   w.StartArray();
