@@ -102,7 +102,7 @@ struct EvaluationSet {
   std::vector<NamedValue> first_chunk;
 };
 
-EvaluationSet LoadEvaluation(serve::ServedModelVersion& version, const VariantPreparation& p, Session& fp32) {
+EvaluationSet LoadEvaluation(const VariantPreparation& p, Session& fp32) {
   EvaluationSet e;
   const std::string dir = (fs::path(p.model_dir) / p.objectives.evaluation_dir).string();
   std::error_code ec;
@@ -122,7 +122,6 @@ EvaluationSet LoadEvaluation(serve::ServedModelVersion& version, const VariantPr
     return e;
   }
   e.evaluator = std::move(ev).value();
-  (void)version;
   return e;
 }
 
@@ -187,7 +186,7 @@ Result<std::vector<VariantReport>> PreparePrecisionVariants(serve::ServedModelVe
     fp32 = fp32_owned.get();
   }
   progress("adaptive: evaluating the reference");
-  EvaluationSet eval = LoadEvaluation(version, p, *fp32);
+  EvaluationSet eval = LoadEvaluation(p, *fp32);
 
   std::vector<VariantReport> reports;
   VariantReport r0;
@@ -215,11 +214,8 @@ Result<std::vector<VariantReport>> PreparePrecisionVariants(serve::ServedModelVe
     const int64_t rss_before = serve::ResidentMemoryBytes();
     SessionOptions so = p.session;
     Result<std::unique_ptr<Session>> session = Status::Unimplemented("unknown variant");
-    if (name == "fp32") {
-      so.precision = Precision::kFp32;
-      r.source = fs::path(p.model_path).filename().string();
-      session = Session::CreateFromFile(p.model_path, so);
-    } else if (name == "bf16") {
+    // fp32 is never here: listed, it is the most precise, so the version's own session (variant 0).
+    if (name == "bf16") {
       so.precision = Precision::kBf16;
       r.source = "bf16 session of " + fs::path(p.model_path).filename().string();
       session = Session::CreateFromFile(p.model_path, so);
