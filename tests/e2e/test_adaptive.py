@@ -9,6 +9,7 @@ The repository (models made here with the onnx helper API and numpy):
   noeval   the same with no evaluation/: every variant but fp32 is skipped, reason shown.
   qdq      the same with model.qdq.onnx shipped beside model.onnx and no calibration/ folder.
   tight    an SLO of 0.001 ms no setting meets: slo_unreachable event and metric, fastest variant.
+Also the documented example (examples/adaptive/model_repository) serves and pins as written.
 Checks: the variants each model ended with (accuracy measured against numpy's labels, memory and
 latency per batch size reported), answers equal numpy's within each precision's tolerance, pin
 and free over REST and gRPC, bad pins, conflicting config fields (clear load errors).
@@ -240,6 +241,28 @@ class TestAdaptive(unittest.TestCase):
         self.assertEqual(ev[-1]["batch_size"], "8")
         self.assertEqual(metric_value(metrics(self.server.metrics_port), "inferloop_adaptive_slo_unreachable",
                                       model="tight", version="1"), 1)
+
+
+class TestAdaptiveExample(unittest.TestCase):
+    def test_the_documented_example_serves_and_pins(self):
+        # docs/ADAPTIVE.md "Try it": examples/adaptive/model_repository as written.
+        repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "adaptive",
+                            "model_repository")
+        server = Server(INFERLOOP, repo, timeout=300)
+        try:
+            status, state = get_json(server.http_port, "/v2/models/digits/adaptive")
+            self.assertEqual(status, 200, state)
+            v = variants(state)
+            self.assertTrue(v["fp32"]["usable"])
+            self.assertEqual(v["fp32"]["metric"], "top-1 accuracy")  # labels.npy in evaluation/
+            self.assertTrue(v["int8"]["usable"], v["int8"])
+            self.assertEqual(v["int8"]["source"], "calibration/")
+            self.assertLessEqual(v["int8"]["accuracy_drop"], 1)
+            status, _, body = post_json(server.http_port, "/v2/models/digits/adaptive/pin", {"variant": "int8"})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(body["variant"], "int8")
+        finally:
+            server.terminate()
 
 
 class TestAdaptiveConfigErrors(unittest.TestCase):
