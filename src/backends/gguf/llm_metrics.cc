@@ -1,5 +1,6 @@
 #include "backends/gguf/llm_metrics.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace inferloop::backends {
@@ -18,6 +19,12 @@ struct LlmMetrics::Families {
   serve::GaugeFamily* running = nullptr;
   serve::GaugeFamily* waiting = nullptr;
   serve::GaugeFamily* backlog = nullptr;
+  // The Gateway API Inference Extension's endpoint picker reads these (its model server protocol,
+  // under vLLM's names, with label model_name), so it routes to inferloop pods as to vLLM pods.
+  serve::GaugeFamily* gie_waiting = nullptr;
+  serve::GaugeFamily* gie_running = nullptr;
+  serve::GaugeFamily* gie_kv_usage = nullptr;         // vllm:kv_cache_usage_perc (current name)
+  serve::GaugeFamily* gie_kv_usage_legacy = nullptr;  // vllm:gpu_cache_usage_perc (older pickers)
 };
 
 namespace {
@@ -35,6 +42,12 @@ std::vector<double> LatencyBuckets() {
 
 }  // namespace
 
+double KvUsageFraction(const llm::EngineStats& st) {
+  if (st.kv_blocks_total <= 0) return 0.0;
+  const double held = static_cast<double>(st.kv_blocks_used) - static_cast<double>(st.kv_blocks_cached_idle);
+  return std::clamp(held / static_cast<double>(st.kv_blocks_total), 0.0, 1.0);
+}
+
 LlmMetrics::LlmMetrics(serve::MetricsRegistry* registry) : f_(std::make_shared<Families>()) {
   if (registry == nullptr) return;
   auto h = [&](const char* name, const char* help) {
@@ -45,8 +58,8 @@ LlmMetrics::LlmMetrics(serve::MetricsRegistry* registry) : f_(std::make_shared<F
     auto r = registry->AddCounter(name, help, std::move(labels));
     return r.ok() ? *r : nullptr;
   };
-  auto g = [&](const char* name, const char* help) {
-    auto r = registry->AddGauge(name, help, {"model"});
+  auto g = [&](const char* name, const char* help, const char* label = "model") {
+    auto r = registry->AddGauge(name, help, {label});
     return r.ok() ? *r : nullptr;
   };
   Families& f = *f_;
@@ -64,6 +77,14 @@ LlmMetrics::LlmMetrics(serve::MetricsRegistry* registry) : f_(std::make_shared<F
   f.running = g("inferloop_llm_running_sequences", "Sequences being computed.");
   f.waiting = g("inferloop_llm_waiting_sequences", "Sequences waiting to be scheduled.");
   f.backlog = g("inferloop_llm_token_backlog", "Prompt tokens waiting to be computed.");
+  f.gie_waiting = g("vllm:num_requests_waiting", "Sequences waiting to be scheduled (inferloop, for the Gateway API "
+                    "Inference Extension's endpoint picker).", "model_name");
+  f.gie_running = g("vllm:num_requests_running", "Sequences being computed (inferloop, for the endpoint picker).",
+                    "model_name");
+  f.gie_kv_usage = g("vllm:kv_cache_usage_perc", "Fraction (0..1) of KV cache blocks held by sequences; blocks kept "
+                     "only by the prefix cache count as free (inferloop, for the endpoint picker).", "model_name");
+  f.gie_kv_usage_legacy = g("vllm:gpu_cache_usage_perc", "Same as vllm:kv_cache_usage_perc, under the name older "
+                            "endpoint pickers read (inferloop: CPU memory).", "model_name");
 }
 
 LlmModelSeries LlmMetrics::Acquire(const std::string& name) {
@@ -85,6 +106,10 @@ LlmModelSeries LlmMetrics::Acquire(const std::string& name) {
   serve::Gauge used = Child(serve::Gauge(), f.blocks_used, l), free_blocks = Child(serve::Gauge(), f.blocks_free, l),
                cached = Child(serve::Gauge(), f.blocks_cached, l), running = Child(serve::Gauge(), f.running, l),
                waiting = Child(serve::Gauge(), f.waiting, l), backlog = Child(serve::Gauge(), f.backlog, l);
+  serve::Gauge gie_waiting = Child(serve::Gauge(), f.gie_waiting, l),
+               gie_running = Child(serve::Gauge(), f.gie_running, l),
+               gie_kv = Child(serve::Gauge(), f.gie_kv_usage, l),
+               gie_kv_legacy = Child(serve::Gauge(), f.gie_kv_usage_legacy, l);
   s.publish = [=](const llm::EngineStats& st) mutable {
     used.Set(st.kv_blocks_used);
     free_blocks.Set(st.kv_blocks_total - st.kv_blocks_used);
@@ -92,6 +117,11 @@ LlmModelSeries LlmMetrics::Acquire(const std::string& name) {
     running.Set(st.running);
     waiting.Set(st.waiting);
     backlog.Set(static_cast<double>(st.token_backlog));
+    gie_waiting.Set(st.waiting);
+    gie_running.Set(st.running);
+    const double kv = KvUsageFraction(st);
+    gie_kv.Set(kv);
+    gie_kv_legacy.Set(kv);
   };
   return s;
 }
@@ -107,6 +137,8 @@ void LlmMetrics::Release(const std::string& name) {
     if (c) c->RemoveWhere("model", name);
   for (auto* g : {f.blocks_used, f.blocks_free, f.blocks_cached, f.running, f.waiting, f.backlog})
     if (g) g->RemoveWhere("model", name);
+  for (auto* g : {f.gie_waiting, f.gie_running, f.gie_kv_usage, f.gie_kv_usage_legacy})
+    if (g) g->RemoveWhere("model_name", name);
 }
 
 }  // namespace inferloop::backends

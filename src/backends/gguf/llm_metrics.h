@@ -22,6 +22,10 @@ struct LlmModelSeries {
   std::function<void(const llm::EngineStats&)> publish;
 };
 
+// The share of the KV cache held by sequences, 0..1: blocks kept only by the prefix cache are
+// evictable, so they count as free (as vLLM counts them). 0 for an engine with no blocks.
+double KvUsageFraction(const llm::EngineStats& st);
+
 class LlmMetrics {
  public:
   explicit LlmMetrics(serve::MetricsRegistry* registry);  // null: every series is a no-op

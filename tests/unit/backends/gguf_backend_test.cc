@@ -4,6 +4,7 @@
 // after an unload through the repository API the model is unknown and its series are gone; a
 // version that fails to load leaves the serving one serving.
 #include "backends/gguf/gguf_backend.h"
+#include "backends/gguf/llm_metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -166,6 +167,11 @@ TEST(GgufBackend, ReloadsUnderLoadAnswerEveryRequest) {
   const std::string text = registry.Exposition();
   const std::string want = "inferloop_llm_requests_total{model=\"m\",finish_reason=\"" + ref[0].finish_reason + "\"}";
   EXPECT_NE(text.find(want), std::string::npos) << text;
+  // The endpoint picker's gauges (vLLM's names, label model_name): idle, nothing waits or runs,
+  // and only the prefix cache holds blocks, which count as free.
+  for (const char* series : {"vllm:num_requests_waiting{model_name=\"m\"} 0", "vllm:num_requests_running{model_name=\"m\"} 0",
+                             "vllm:kv_cache_usage_perc{model_name=\"m\"} 0", "vllm:gpu_cache_usage_perc{model_name=\"m\"} 0"})
+    EXPECT_NE(text.find(std::string(series) + "\n"), std::string::npos) << series << "\n" << text;
 
   // Unloaded: unknown from now on; once its engine is freed its series are gone.
   ASSERT_TRUE(g.Unload().ok());
@@ -178,6 +184,19 @@ TEST(GgufBackend, ReloadsUnderLoadAnswerEveryRequest) {
   EXPECT_TRUE(s.ListModels().empty());
   ASSERT_TRUE(s.WaitIdle(std::chrono::steady_clock::now() + std::chrono::seconds(60)));
   EXPECT_EQ(registry.Exposition().find("model=\"m\""), std::string::npos);
+  EXPECT_EQ(registry.Exposition().find("model_name=\"m\""), std::string::npos);
+}
+
+TEST(LlmMetrics, KvUsageCountsOnlyBlocksHeldBySequences) {
+  llm::EngineStats st;
+  EXPECT_EQ(backends::KvUsageFraction(st), 0.0);  // no cache at all: not a division by zero
+  st.kv_blocks_total = 200;
+  st.kv_blocks_used = 80;
+  st.kv_blocks_cached_idle = 30;  // evictable: free for a new sequence
+  EXPECT_DOUBLE_EQ(backends::KvUsageFraction(st), 0.25);
+  st.kv_blocks_used = 200;
+  st.kv_blocks_cached_idle = 0;
+  EXPECT_DOUBLE_EQ(backends::KvUsageFraction(st), 1.0);
 }
 
 TEST(GgufBackend, AFailedReloadKeepsTheServingVersion) {
