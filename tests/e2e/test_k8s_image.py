@@ -205,7 +205,7 @@ class CheckerCatches(unittest.TestCase):
         self.assertIn("does not run scripts/build.sh", self.structure(
             t.replace("scripts/build.sh --target inferloop", "cmake --build build")))
         self.assertIn("does not run scripts/install_deps.sh", self.structure(
-            t.replace("RUN scripts/install_deps.sh", "RUN apt-get update")))
+            t.replace("RUN bash scripts/install_deps.sh", "RUN apt-get update")))
         self.assertIn("base image 'ubuntu:22.04'", self.structure(t.replace("FROM debian:12-slim AS runtime",
                                                                            "FROM ubuntu:22.04 AS runtime")))
         self.assertIn("'--shutdown-timeout-secs', '5']: the contract's is", self.structure(
