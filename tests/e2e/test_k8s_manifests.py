@@ -179,9 +179,9 @@ def container_problems(doc, spec, c):
         elif str(number) != http:
             out.append(f"{where}: {kind} port {number} is not the HTTP port (--http-port {http})")
     res = c.get("resources", {})
-    if res.get("limits", {}).get("cpu") is None or res.get("limits", {}).get("cpu") != res.get("requests", {}).get("cpu"):
-        out.append(f"{where}: CPU limit {res.get('limits', {}).get('cpu')} != request "
-                   f"{res.get('requests', {}).get('cpu')} (threads follow the limit)")
+    cpu_limit, cpu_request = res.get("limits", {}).get("cpu"), res.get("requests", {}).get("cpu")
+    if cpu_limit is None or cpu_limit != cpu_request:
+        out.append(f"{where}: CPU limit {cpu_limit} != request {cpu_request} (threads follow the limit)")
     if not res.get("limits", {}).get("memory"):
         out.append(f"{where}: no memory limit")
     sc = c.get("securityContext", {})
@@ -368,12 +368,13 @@ def probe_problems(server, doc, c):
         if not probe:
             continue
         port = actual_port(server, c, probe["httpGet"]["port"])
+        where = f"{doc['kind']}/{doc['metadata']['name']}: {kind}"
         if port is None:
-            out.append(f"{doc['kind']}/{doc['metadata']['name']}: {kind} port {probe['httpGet']['port']!r} is no server port")
+            out.append(f"{where} port {probe['httpGet']['port']!r} is no server port")
             continue
         status = request(port, "GET", probe["httpGet"]["path"])[0]
         if status != 200:
-            out.append(f"{doc['kind']}/{doc['metadata']['name']}: {kind} GET {probe['httpGet']['path']} -> {status}")
+            out.append(f"{where} GET {probe['httpGet']['path']} -> {status}")
     return out
 
 
@@ -611,15 +612,15 @@ class TestAgainstServers(unittest.TestCase):
 
     def test_a_misspelt_metric_is_caught(self):
         union = "\n".join(ServerChecks.texts.values())
-        for old, new in [("<<.Series>>", "inferloop_inflight_request"), ("inferloop_queue_depth{", "inferloop_queue_dept{")]:
+        # (rule, field, text, replacement): a misspelt series in metricsQuery, then in seriesQuery.
+        for i, field, old, new in [(0, "metricsQuery", "<<.Series>>", "inferloop_inflight_request"),
+                                   (1, "seriesQuery", "inferloop_queue_depth{", "inferloop_queue_dept{")]:
             with self.subTest(new=new):
                 rules = copy.deepcopy(self.rules)
-                for r in rules:
-                    r["metricsQuery"] = r["metricsQuery"].replace(old, new, 1) if "inflight" in r["seriesQuery"] else \
-                        r["metricsQuery"]
-                    r["seriesQuery"] = r["seriesQuery"].replace(old, new, 1)
+                self.assertIn(old, rules[i][field])
+                rules[i][field] = rules[i][field].replace(old, new, 1)
                 found = rule_problems(rules, union)
-                self.assertTrue(any(new.rstrip("{") in p for p in found), found)
+                self.assertTrue(any(f"metric {new.rstrip('{')} is not" in p for p in found), found)
         rules = copy.deepcopy(self.rules)
         rules[1]["metricsQuery"] = "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>, gpu)"
         self.assertTrue(any("label 'gpu'" in p for p in rule_problems(rules, union)))
