@@ -16,6 +16,7 @@ PACKAGES=(
   libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
   libicu-dev                    # ICU: Unicode classes for the LLM tokenizers' BPE pre-tokenizers
   universal-ctags               # scripts/check_structure.py: function extents for the length budget
+  prometheus                    # deploy tests: a real Prometheus runs the dashboard's and the autoscaler rules' queries
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

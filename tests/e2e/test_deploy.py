@@ -7,10 +7,10 @@ metric named in a PromQL expression of the dashboard (panel targets and template
 queries) must be in its /metrics output, and every label the queries group, match or print by
 must be one those metrics carry (or `job` / `instance`, which Prometheus adds).
 
-When a `prometheus` binary is on PATH (Debian: apt-get install prometheus), it also scrapes the
+With Debian's `prometheus` binary (scripts/install_deps.sh installs it), it also scrapes the
 server with deploy/prometheus/prometheus.yml (its target pointed at the test server) under
 traffic, and evaluates every dashboard query: each must run without error and return series.
-Without it that class is reported as skipped.
+Without it (a machine set up by hand) that class is reported as skipped.
 
 Usage: test_deploy.py --inferloop PATH/TO/inferloop [unittest args]
 Exit status: 0 all passed, 1 a failure, 77 none failed but some were skipped.
@@ -21,17 +21,13 @@ import copy
 import json
 import os
 import re
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prometheus_process import PrometheusProcess  # noqa: E402
 from serve_harness import Server, metric_value, metrics, post_json, request, run_tests  # noqa: E402
 from promql_names import PromqlError, parse_exposition, parse_promql  # noqa: E402
 
@@ -322,12 +318,6 @@ class TestDashboardAgainstServer(unittest.TestCase):
         self.assertIn("inferloop_request_duration_seconds_bucket", samples)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def substitute_variables(text, rate_interval):
     """A dashboard query as Grafana sends it with every variable on All."""
     for name, value in (("$__rate_interval", rate_interval), ("$__interval", rate_interval),
@@ -343,47 +333,27 @@ class TestQueriesInPrometheus(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        prometheus = shutil.which("prometheus")
-        if not prometheus:
-            raise unittest.SkipTest("no prometheus binary on PATH (Debian: apt-get install prometheus)")
-        cls.tmp = tempfile.mkdtemp(prefix="inferloop_deploy_")
         cls.server = Server(INFERLOOP, os.path.join(ROOT, "examples", "model_repository"), "--grpc-port", "-1")
         cls.prom = None
         cls.stop = threading.Event()
         cls.traffic = threading.Thread(target=cls._traffic, daemon=True)
         try:
-            cls.prom_port = free_port()
             with open(PROMETHEUS_YML) as f:
                 cfg = f.read()
             # deploy's config, scraping the test server every second.
             cfg = cfg.replace("127.0.0.1:8002", f"127.0.0.1:{cls.server.metrics_port}")
-            cfg = cfg.replace("127.0.0.1:9090", f"127.0.0.1:{cls.prom_port}")
+            cfg = cfg.replace("127.0.0.1:9090", "127.0.0.1:{PROMETHEUS_PORT}")
             cfg = re.sub(r"scrape_interval: \d+s", "scrape_interval: 1s", cfg)
             cfg = re.sub(r"scrape_timeout: \d+s", "scrape_timeout: 1s", cfg)
             assert f":{cls.server.metrics_port}" in cfg, "the inferloop target was not found in prometheus.yml"
-            config = os.path.join(cls.tmp, "prometheus.yml")
-            with open(config, "w") as f:
-                f.write(cfg)
-            cls.prom_log = open(os.path.join(cls.tmp, "prometheus.log"), "w+")
-            cls.prom = subprocess.Popen(
-                [prometheus, f"--config.file={config}", f"--storage.tsdb.path={os.path.join(cls.tmp, 'data')}",
-                 f"--web.listen-address=127.0.0.1:{cls.prom_port}", "--log.level=warn"],
-                stdout=cls.prom_log, stderr=subprocess.STDOUT)
+            cls.prom = PrometheusProcess(cfg)
             cls.traffic.start()
+
             # Until the server has been scraped over a whole rate window under traffic.
-            deadline = time.time() + 90
-            while True:
-                if cls.prom.poll() is not None:
-                    raise RuntimeError(f"prometheus exited: {cls._prom_log()}")
-                try:
-                    r = cls.query('count_over_time(up{job="inferloop"}[30s])', check=False)
-                except OSError:  # not listening yet
-                    r = None
-                if r and r[0]["value"][1] not in ("", "NaN") and float(r[0]["value"][1]) >= 12:
-                    break
-                if time.time() > deadline:
-                    raise RuntimeError(f"prometheus did not scrape the server: {r}\n{cls._prom_log()}")
-                time.sleep(0.5)
+            def scraped():
+                r = cls.prom.query('count_over_time(up{job="inferloop"}[30s])', check=False)
+                return r and r[0]["value"][1] not in ("", "NaN") and float(r[0]["value"][1]) >= 12
+            cls.prom.wait_until(scraped, "scraping the server", 90)
         except BaseException:
             cls.tearDownClass()
             raise
@@ -395,21 +365,10 @@ class TestQueriesInPrometheus(unittest.TestCase):
         cls.stop.set()
         if cls.traffic.is_alive():
             cls.traffic.join(30)
-        if cls.prom is not None and cls.prom.poll() is None:
-            cls.prom.terminate()
-            try:
-                cls.prom.wait(30)
-            except subprocess.TimeoutExpired:
-                cls.prom.kill()
-                cls.prom.wait()
+        if cls.prom is not None:
+            cls.prom.close()
         cls.server.terminate()
         cls.server.__exit__(None, None, None)
-        shutil.rmtree(cls.tmp, ignore_errors=True)
-
-    @classmethod
-    def _prom_log(cls):
-        cls.prom_log.seek(0)
-        return cls.prom_log.read()[-4000:]
 
     @classmethod
     def _traffic(cls):
@@ -428,11 +387,7 @@ class TestQueriesInPrometheus(unittest.TestCase):
 
     @classmethod
     def query(cls, expr, check=True):
-        status, _, body = request(cls.prom_port, "GET", "/api/v1/query?query=" + urllib.parse.quote(expr))
-        reply = json.loads(body) if body else {}
-        if check and (status != 200 or reply.get("status") != "success"):
-            raise AssertionError(f"{expr!r}: HTTP {status}: {reply.get('error', body[:300])}")
-        return reply.get("data", {}).get("result", []) if reply.get("status") == "success" else None
+        return cls.prom.query(expr, check)
 
     def test_config_scrapes_the_server(self):
         up = self.query('up{job="inferloop"}')

@@ -18,6 +18,9 @@
    adapter rules name (seriesQuery and metricsQuery), every HPA's metric (through its rule) and
    every Gateway API Inference Extension metric named in gateway/ is in that server's /metrics,
    with the labels the rules and the endpoint picker use.
+5. A real Prometheus (Debian's, installed by scripts/install_deps.sh) scrapes those servers with the
+   target labels the ServiceMonitor gives them; every adapter rule's seriesQuery finds the pods'
+   series and its metricsQuery, filled in as prometheus-adapter fills it, returns one number per pod.
 Negative tests feed the checkers modified copies (a missing probe path, a misspelt metric, a
 wrong port, a field the schema lacks) and require each to be reported.
 
@@ -43,6 +46,7 @@ import yaml
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
+from prometheus_process import PrometheusProcess  # noqa: E402
 from promql_names import PromqlError, parse_exposition, parse_promql  # noqa: E402
 from serve_harness import Server, metrics, post_json, request, run_tests  # noqa: E402
 
@@ -627,6 +631,74 @@ class TestAgainstServers(unittest.TestCase):
         llm = next(s for p, d, c, s in ServerChecks.targets if p == "overlays/llm")
         found = gie_problems({"vllm:num_requests_waiting", "vllm:kv_cache_usage_percent"}, self.text_of(llm))
         self.assertTrue(any("vllm:kv_cache_usage_percent" in p for p in found), found)
+
+
+class TestAdapterQueriesInPrometheus(unittest.TestCase):
+    """A real Prometheus scrapes the base and llm servers with the target labels the operator's
+    ServiceMonitor gives them (namespace, pod); each adapter rule's seriesQuery finds the pod's
+    series and its metricsQuery, with the templates filled as prometheus-adapter fills them for a
+    pods metric (LabelMatchers namespace="..",pod=~"a|b", GroupBy pod), returns one number per pod
+    that exports the metric: what the HPA would read."""
+    NAMESPACE = "default"
+
+    @classmethod
+    def setUpClass(cls):
+        ServerChecks.start()
+        cls.rules = adapter_rules()
+        cls.prom = None
+        try:
+            by_path = {p: s for p, d, c, s in ServerChecks.targets}
+            cls.pods = {"inferloop-7d9f-abcde": by_path["base"], "inferloop-llm-5c8b-fghij": by_path["overlays/llm"]}
+            jobs = "".join(
+                f"""  - job_name: {pod}
+    scrape_interval: 1s
+    scrape_timeout: 1s
+    static_configs:
+      - targets: ["127.0.0.1:{server.metrics_port}"]
+        labels: {{namespace: {cls.NAMESPACE}, pod: {pod}}}
+""" for pod, server in cls.pods.items())
+            cls.prom = PrometheusProcess("scrape_configs:\n" + jobs)
+            cls.prom.wait_until(lambda: len(cls.prom.query("count_over_time(up[30s]) >= 3", check=False) or []) == 2,
+                                "scraping both servers", 90)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.prom is not None:
+            cls.prom.close()
+        ServerChecks.stop()
+
+    def adapter_query(self, rule, pods):
+        series = next(iter(parse_promql(rule["seriesQuery"])[0]))
+        matchers = f'namespace="{self.NAMESPACE}",pod=~"{"|".join(pods)}"'
+        return (rule["metricsQuery"].replace("<<.Series>>", series).replace("<<.LabelMatchers>>", matchers)
+                .replace("<<.GroupBy>>", "pod"))
+
+    def test_every_rule_gives_the_hpa_a_number_per_pod(self):
+        exporters = {"inferloop_inflight_requests": set(self.pods),
+                     "inferloop_queue_depth": set(self.pods),  # language models have a queue too
+                     "inferloop_llm_token_backlog": {"inferloop-llm-5c8b-fghij"}}
+        self.assertEqual({rule_name(r) for r in self.rules}, set(exporters))
+        for rule in self.rules:
+            name = rule_name(rule)
+            with self.subTest(rule=name):
+                found = self.prom.series(rule["seriesQuery"])
+                self.assertEqual({(s.get("namespace"), s.get("pod")) for s in found},
+                                 {(self.NAMESPACE, p) for p in exporters[name]}, found)
+                result = self.prom.query(self.adapter_query(rule, sorted(self.pods)))
+                self.assertEqual({r["metric"].get("pod") for r in result}, exporters[name], result)
+                for r in result:
+                    self.assertEqual(set(r["metric"]), {"pod"}, r)  # grouped by pod alone, as the HPA reads it
+                    value = float(r["value"][1])
+                    self.assertTrue(value >= 0 and value == value, r)  # a count, not NaN
+
+    def test_a_query_prometheus_rejects_is_caught(self):
+        rule = copy.deepcopy(self.rules[0])
+        rule["metricsQuery"] = "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>"  # unbalanced
+        with self.assertRaises(AssertionError):
+            self.prom.query(self.adapter_query(rule, sorted(self.pods)))
 
 
 def set_inferloop(path):
