@@ -56,9 +56,10 @@ class OpenLoop:
     """Sends requests at scheduled times from a pool of persistent connections; each latency is
     measured from the scheduled time, so a server that falls behind shows it."""
 
-    def __init__(self, port, path, workers=96):
+    def __init__(self, port, path, workers=96, body=None, headers=None):
+        """body/headers: the request every call sends (None: the ResNet-50 image request)."""
         self.port, self.path = port, path
-        self.body, self.headers = request_body()
+        self.body, self.headers = (body, headers) if body is not None else request_body()
         self.local = threading.local()
         self.pool = ThreadPoolExecutor(max_workers=workers)
         self.results = []  # (scheduled offset s, latency ms, ok)

@@ -1,14 +1,12 @@
 #include "base/thread_pool.h"
 
+#include "base/cgroup_cpu.h"
+
 #include <sched.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdlib>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 // libgomp's C ABI (stable since GCC 4.9). Declared here rather than taken from <omp.h>, which
 // clang does not ship without libomp; il_base links libgomp.
@@ -60,89 +58,18 @@ void WorkerMain(void* data) {
     job.RunBlock(b);
 }
 
-std::string ReadSmallFile(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return {};
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-bool ParseInt64(const std::string& s, int64_t* out) {
-  size_t i = 0;
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
-  if (i == s.size()) return false;
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(s.c_str() + i, &end, 10);
-  if (errno || end == s.c_str() + i) return false;
-  *out = v;
-  return true;
-}
-
-int CeilRatio(int64_t quota, int64_t period) {
-  if (quota <= 0 || period <= 0) return 0;
-  int64_t n = (quota + period - 1) / period;
-  return static_cast<int>(std::clamp<int64_t>(n, 1, 1 << 20));
-}
-
-// The cgroup v2 path of this process ("0::/some/path" in /proc/self/cgroup), or "".
-std::string CgroupV2Path() {
-  std::istringstream in(ReadSmallFile("/proc/self/cgroup"));
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("0::", 0) == 0) return line.substr(3);
-  return {};
-}
-
 int ComputeDefaultThreadCount() {
   int cpus = 0;
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) cpus = CPU_COUNT(&set);
   if (cpus <= 0) cpus = 1;
-  int limit = 0;
-  // cgroup v2: the quota of this process's cgroup or any ancestor (the smallest applies).
-  std::string path = CgroupV2Path();
-  for (;;) {
-    std::string dir = "/sys/fs/cgroup" + (path == "/" ? std::string() : path);
-    int l = CpuLimitFromCgroupV2(ReadSmallFile(dir + "/cpu.max"));
-    if (l > 0) limit = limit > 0 ? std::min(limit, l) : l;
-    if (path.empty() || path == "/") break;
-    size_t slash = path.find_last_of('/');
-    path = slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
-  }
-  // cgroup v1.
-  for (const char* dir : {"/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"}) {
-    std::string d(dir);
-    int l = CpuLimitFromCgroupV1(ReadSmallFile(d + "/cpu.cfs_quota_us"), ReadSmallFile(d + "/cpu.cfs_period_us"));
-    if (l > 0) {
-      limit = limit > 0 ? std::min(limit, l) : l;
-      break;
-    }
-  }
+  const int limit = CgroupCpuLimit();  // 0 = no quota
   if (limit > 0) cpus = std::min(cpus, limit);
   return std::max(cpus, 1);
 }
 
 }  // namespace
-
-int CpuLimitFromCgroupV2(const std::string& cpu_max) {
-  std::istringstream in(cpu_max);
-  std::string quota, period;
-  if (!(in >> quota)) return 0;
-  if (quota == "max") return 0;
-  int64_t q = 0, p = 100000;
-  if (!ParseInt64(quota, &q)) return 0;
-  if (in >> period && !ParseInt64(period, &p)) return 0;
-  return CeilRatio(q, p);
-}
-
-int CpuLimitFromCgroupV1(const std::string& quota_us, const std::string& period_us) {
-  int64_t q = 0, p = 0;
-  if (!ParseInt64(quota_us, &q) || !ParseInt64(period_us, &p)) return 0;
-  return CeilRatio(q, p);  // quota -1 = unlimited -> 0
-}
 
 int DefaultThreadCount() {
   static const int count = ComputeDefaultThreadCount();

@@ -72,15 +72,9 @@ class ThreadPool {
 ThreadPool* SharedThreadPool(int num_threads);
 
 // CPUs this process may actually use: the affinity mask, capped by a cgroup CPU quota
-// (cgroup v2 cpu.max or v1 cfs_quota/period), at least 1. Computed once and cached.
+// (base/cgroup_cpu.h: cgroup v2 cpu.max or v1 cfs_quota/period of this process's cgroup and its
+// ancestors), at least 1. Computed once and cached.
 int DefaultThreadCount();
-
-// Parsing behind DefaultThreadCount, exposed for tests. Each returns the CPU count the quota
-// allows (rounded up, at least 1), or 0 when there is no quota or the text does not parse.
-// cgroup v2 cpu.max: "max 100000" or "150000 100000".
-int CpuLimitFromCgroupV2(const std::string& cpu_max);
-// cgroup v1: cpu.cfs_quota_us ("-1" = none) and cpu.cfs_period_us.
-int CpuLimitFromCgroupV1(const std::string& quota_us, const std::string& period_us);
 
 // Runs fn over [0, n) on `pool`, or inline when pool is nullptr.
 template <typename Fn>

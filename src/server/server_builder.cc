@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "backends/classification/classification_backend.h"
+#include "base/thread_pool.h"
 #include "backends/detection/nms_backend.h"
 #include "backends/dicom/dicom_series_backend.h"
 #include "backends/ensemble/ensemble_backend.h"
@@ -132,13 +133,17 @@ Status Server::Start() {
   if (!st.ok()) return st;
   st = StartGrpc();
   if (!st.ok()) return st;
+  const int threads = options_.inference.manager.session.intra_op_threads;
   log_->Info("server_listening", {{"host", options_.host},
                                   {"http_port", http_ ? std::to_string(http_->port()) : "off"},
                                   {"grpc_port", grpc_ ? std::to_string(grpc_->port()) : "off"},
                                   {"metrics_port", metrics_http_ ? std::to_string(metrics_http_->port()) : "off"},
                                   {"model_repository", options_.inference.manager.repository},
                                   {"model_control_mode", options_.control_mode_name},
-                                  {"fair_share_slots", fair_share_slots_ > 0 ? std::to_string(fair_share_slots_) : "off"}});
+                                  {"fair_share_slots", fair_share_slots_ > 0 ? std::to_string(fair_share_slots_) : "off"},
+                                  // Intra-op threads per model (--threads, or 0 resolved from the affinity mask
+                                  // and the cgroup CPU quota): what a Kubernetes CPU limit became.
+                                  {"threads", std::to_string(threads > 0 ? threads : DefaultThreadCount())}});
 
   Status loaded = inference_->LoadStartupModels();
   if (options_.idle.enabled()) {

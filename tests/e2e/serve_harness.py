@@ -17,9 +17,10 @@ import unittest
 
 
 class Server:
-    def __init__(self, inferloop, repository, *extra, wait_ready=True, timeout=120):
+    def __init__(self, inferloop, repository, *extra, wait_ready=True, timeout=120, prefix=()):
+        """prefix: a command line the server's is appended to (a wrapper that execs it)."""
         defaults = {"--http-port": "0", "--grpc-port": "0", "--metrics-port": "0", "--threads": "1"}
-        self.cmd = [inferloop, "serve", "--model-repository", repository]
+        self.cmd = list(prefix) + [inferloop, "serve", "--model-repository", repository]
         for flag, value in defaults.items():
             if flag not in extra:
                 self.cmd += [flag, value]

@@ -120,24 +120,5 @@ TEST(RtThreadPool, DefaultThreadCountIsAtLeastOne) {
   EXPECT_EQ(pool.num_threads(), DefaultThreadCount());
 }
 
-TEST(RtThreadPool, ParsesCgroupV2CpuMax) {
-  EXPECT_EQ(CpuLimitFromCgroupV2("max 100000\n"), 0);
-  EXPECT_EQ(CpuLimitFromCgroupV2("200000 100000\n"), 2);
-  EXPECT_EQ(CpuLimitFromCgroupV2("150000 100000"), 2);  // 1.5 CPUs -> 2 threads
-  EXPECT_EQ(CpuLimitFromCgroupV2("50000 100000"), 1);
-  EXPECT_EQ(CpuLimitFromCgroupV2("400000"), 4);         // period defaults to 100000
-  EXPECT_EQ(CpuLimitFromCgroupV2(""), 0);
-  EXPECT_EQ(CpuLimitFromCgroupV2("garbage 100000"), 0);
-  EXPECT_EQ(CpuLimitFromCgroupV2("100000 0"), 0);
-}
-
-TEST(RtThreadPool, ParsesCgroupV1Quota) {
-  EXPECT_EQ(CpuLimitFromCgroupV1("-1\n", "100000\n"), 0);
-  EXPECT_EQ(CpuLimitFromCgroupV1("300000\n", "100000\n"), 3);
-  EXPECT_EQ(CpuLimitFromCgroupV1("250000", "100000"), 3);
-  EXPECT_EQ(CpuLimitFromCgroupV1("", "100000"), 0);
-  EXPECT_EQ(CpuLimitFromCgroupV1("100000", ""), 0);
-}
-
 }  // namespace
 }  // namespace inferloop
