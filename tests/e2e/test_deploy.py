@@ -22,7 +22,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_harness import Server, metric_value, metrics, post_json, request, run_tests  # noqa: E402
+from serve_harness import Server, free_port, metric_value, metrics, post_json, request, run_tests  # noqa: E402
 
 try:
     import yaml
@@ -428,12 +427,6 @@ class TestDashboardAgainstServer(unittest.TestCase):
         samples, types = parse_exposition(body.decode())
         self.assertEqual(types.get("inferloop_request_duration_seconds"), "histogram")
         self.assertIn("inferloop_request_duration_seconds_bucket", samples)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def substitute_variables(text, rate_interval):
