@@ -16,6 +16,7 @@ PACKAGES=(
   libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
   libicu-dev                    # ICU: Unicode classes for the LLM tokenizers' BPE pre-tokenizers
   universal-ctags               # scripts/check_structure.py: function extents for the length budget
+  nginx                         # tests/e2e/test_fleet.py: the load balancer in front of 3 replicas
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
