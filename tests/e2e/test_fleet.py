@@ -592,9 +592,27 @@ class TestFleet(unittest.TestCase):
             direct["sent"].wait(10)
             time.sleep(0.3)  # read and queued by then (a request the server has not read gets a 503)
             inflight = metric_value(metrics(victim.metrics_port), "inferloop_inflight_requests")
+            keep = http.client.HTTPConnection("127.0.0.1", victim.http_port, timeout=10)
+            keep.request("GET", "/v2/health/live")
+            keep.getresponse().read()
             n_events = len(victim.events)
             t_term = time.time()
             victim.proc.send_signal(signal.SIGTERM)
+            # A client with a keep-alive connection to the replica itself (as through an L4
+            # balancer: a Kubernetes Service) is told to leave while it drains: an answer says
+            # `Connection: close` (then the client reconnects, to a replica that is staying).
+            keep_answers = []
+            while not keep_answers or keep_answers[-1][1] != "close":
+                self.assertLess(len(keep_answers), 10000, keep_answers[-3:])
+                try:
+                    keep.request("POST", f"/v2/models/{MODEL}/infer", body=INFER_BODY)
+                    r = keep.getresponse()
+                    r.read()
+                except (OSError, http.client.HTTPException) as e:
+                    self.fail(f"the draining replica closed a keep-alive connection ({e!r}) without an answer "
+                              f"saying `Connection: close`; answers (status, Connection) on it: {keep_answers[-5:]}")
+                keep_answers.append((r.status, r.getheader("Connection")))
+            keep.close()
             rc = victim.proc.wait(SHUTDOWN_TIMEOUT_S + 5)
             t_exit = time.time()
             t_direct.join(30)
@@ -607,6 +625,7 @@ class TestFleet(unittest.TestCase):
         self.assertLess(t_exit - t_term, SHUTDOWN_TIMEOUT_S, "the replica outlived its grace period")
         stopped = victim.wait_event("server_stopped", timeout=5, after=n_events)
         self.assertEqual(direct.get("answer"), 200, "the request in flight at SIGTERM was not answered")
+        self.assertIn(keep_answers[-1][0], (200, 503), keep_answers[-3:])
         self.assert_no_failures(load, "SIGTERM (simple)")
         self.assert_no_failures(slow, "SIGTERM (slow)")
         log = self.nginx.access_entries(since=t_term)
@@ -619,6 +638,8 @@ class TestFleet(unittest.TestCase):
             "slow_requests_served": sum(1 for r in slow.snapshot() if r[2]),
             "slow_failed_requests": len(slow.failures()),
             "requests_in_flight_on_replica_at_sigterm": int(inflight),
+            "keepalive_client_answers_until_connection_close": len(keep_answers),
+            "keepalive_client_last_answer": keep_answers[-1][0],
             "exit_code": rc,
             "time_to_drain_and_exit_s": round(t_exit - t_term, 3),
             "grace_period_s": SHUTDOWN_TIMEOUT_S,
