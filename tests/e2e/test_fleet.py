@@ -204,30 +204,29 @@ http {{
         new workers take new connections; the old ones finish the requests they have, close their
         idle keepalive connections and exit)."""
         self._write_servers(addresses)
+        old = self.workers()
         r = subprocess.run(self._cmd("-s", "reload"), capture_output=True, text=True, timeout=30)
         if r.returncode != 0:
             raise RuntimeError(f"nginx -s reload failed: {r.stderr}")
         end = time.time() + 30
-        while self.serving_generation() != self.generation or self.old_workers():
+        while self.serving_generation() != self.generation or old & self.workers():
             if time.time() > end:
                 raise RuntimeError(f"nginx did not apply upstream list {self.generation}:\n{self.log_tail()}")
             time.sleep(0.01)
         self.reloads.append((time.time(), list(addresses)))
 
-    def old_workers(self):
-        """Pids of workers still running an older configuration (until they have finished their
-        requests; meanwhile they may even accept a connection, with the old upstream list)."""
-        pids = []
+    def workers(self):
+        """Pids of nginx's worker processes. After a reload the old ones finish their requests
+        (meanwhile they may even accept a connection, with the old upstream list), then exit."""
+        pids = set()
         for pid in filter(str.isdigit, os.listdir("/proc")):
             try:
                 with open(f"/proc/{pid}/stat") as f:
                     ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    title = f.read()
             except (OSError, ValueError, IndexError):
                 continue
-            if ppid == self.proc.pid and b"shutting down" in title:
-                pids.append(int(pid))
+            if ppid == self.proc.pid:
+                pids.add(int(pid))
         return pids
 
     def log_tail(self, lines=20):
