@@ -17,6 +17,7 @@ PACKAGES=(
   libicu-dev                    # ICU: Unicode classes for the LLM tokenizers' BPE pre-tokenizers
   universal-ctags               # scripts/check_structure.py: function extents for the length budget
   prometheus                    # deploy tests: a real Prometheus runs the dashboard's and the autoscaler rules' queries
+  nginx                         # tests/e2e/test_fleet.py: the load balancer in front of 3 replicas
 )
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -94,6 +94,9 @@ struct HttpServer::Core {
 
   std::mutex shutdown_mu;
   bool stopped_accepting = false;  // under shutdown_mu
+  // Set by StopAccepting: a connection closes after the answer that leaves it owing nothing, so a
+  // keep-alive client reconnects (to another replica behind a load balancer) instead of staying.
+  std::atomic<bool> closing_connections{false};
   std::optional<bool> shutdown_result;
 
   void DoAccept();
@@ -236,8 +239,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (slot.stream_ended) FinishSlot();  // everything written
       return;
     }
-    bool last = read_closed_ && slots_.size() == 1;
-    close_after_write_ = slot.close_after || !slot.keep_alive || last;
+    close_after_write_ = slot.close_after || !slot.keep_alive || LastAnswer();
     slot.stream_writing.swap(slot.stream_pending);
     slot.stream_pending.clear();
     writing_ = true;
@@ -290,6 +292,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   bool Idle() const { return slots_.empty() && !writing_; }
+
+  // The front slot's answer is the connection's last: nothing more will be read, or the server
+  // is closing connections (StopAccepting), and no other request is waiting for its answer.
+  bool LastAnswer() const {
+    return (read_closed_ || core_.closing_connections.load(std::memory_order_relaxed)) && slots_.size() == 1;
+  }
 
   // One timer per connection, re-armed lazily: arming only records when the current phase
   // started and makes sure a wait is pending that fires no later than the phase's deadline.
@@ -469,8 +477,7 @@ class Session : public std::enable_shared_from_this<Session> {
     Slot& slot = slots_.front();
     if (slot.streaming) return WriteStream(slot);
     if (!slot.response) return;
-    bool last = read_closed_ && slots_.size() == 1;
-    close_after_write_ = slot.close_after || !slot.keep_alive || last;
+    close_after_write_ = slot.close_after || !slot.keep_alive || LastAnswer();
     slot.response->keep_alive(!close_after_write_);
     writing_ = true;
     StartWriteTimer();
@@ -698,6 +705,7 @@ void HttpServer::StopAccepting() {
   std::lock_guard<std::mutex> lock(core_->shutdown_mu);
   if (core_->stopped_accepting) return;
   core_->stopped_accepting = true;
+  core_->closing_connections.store(true);
   if (core_->threads.empty()) return;
   std::promise<void> closed;
   asio::post(core_->accept_strand, [c = core_.get(), &closed] {

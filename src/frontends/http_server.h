@@ -11,9 +11,11 @@
 // (an idle keep-alive connection, a slow client) is closed, and so is one that does not read an
 // answer within write_timeout.
 //
-// Shutdown: StopAccepting() closes the listening socket; Shutdown(deadline) also stops reading new
-// requests, waits until every request already received is answered (or the deadline passes), then
-// closes every connection and joins the io threads.
+// Shutdown: StopAccepting() closes the listening socket, and from then on a connection closes
+// after its next answer that leaves no request unanswered on it (`Connection: close`), so keep-alive
+// clients reconnect elsewhere; Shutdown(deadline) also stops reading new requests, waits until
+// every request already received is answered (or the deadline passes), then closes every
+// connection and joins the io threads.
 #pragma once
 
 #include <atomic>
@@ -126,7 +128,10 @@ class HttpServer {
   // The bound port (the ephemeral one when options.port was 0).
   uint16_t port() const;
 
-  // Closes the listening socket: new connections are refused, existing ones are served.
+  // Closes the listening socket: new connections are refused, existing ones are served, each
+  // until an answer leaves it owing nothing: that answer says `Connection: close` and the
+  // connection closes after it (a client behind a load balancer then reconnects to another
+  // replica rather than sending more requests to one that is going away).
   // Returns once no further connection will be accepted. Idempotent.
   void StopAccepting();
 

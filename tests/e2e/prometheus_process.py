@@ -11,20 +11,13 @@ Prometheus rejects raises AssertionError with its error. Binary missing: unittes
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 import unittest
 import urllib.parse
 
-from serve_harness import request
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from serve_harness import free_port, request
 
 
 class PrometheusProcess:

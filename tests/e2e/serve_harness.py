@@ -162,6 +162,13 @@ def slow_request(n_rounds, priority=None, timeout_us=None, request_id=None):
     return body
 
 
+def free_port():
+    """A loopback TCP port that was free a moment ago (for programs that cannot take port 0)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def raw_socket_send(port, data):
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     s.sendall(data)

@@ -9,7 +9,6 @@ import csv
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,7 +19,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_harness import Server, get_json  # noqa: E402
+from serve_harness import Server, free_port, get_json  # noqa: E402
 
 INFERLOOP = None
 SOURCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -35,12 +34,6 @@ CSV_COLUMNS = ["batch_size", "throughput_infer_per_s", "throughput_req_per_s", "
 
 def perf(*args, timeout=120):
     return subprocess.run([INFERLOOP, "perf", *args], capture_output=True, text=True, timeout=timeout)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PerfAgainstServer(unittest.TestCase):

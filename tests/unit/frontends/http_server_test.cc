@@ -480,14 +480,40 @@ TEST(HttpServer, ShutdownPastItsDeadlineClosesAndCancels) {
   held.Take(0).second(Text("after destruction"));
 }
 
-TEST(HttpServer, StopAcceptingKeepsExistingConnections) {
+TEST(HttpServer, StopAcceptingServesExistingConnectionsThenClosesThem) {
   auto server = StartServer(EchoHandler);
   ASSERT_TRUE(server);
   TestConnection c(server->port());
-  ASSERT_EQ(c.Roundtrip(MakeHttpRequest("GET", "/1")).status, 200);
+  auto first = c.Roundtrip(MakeHttpRequest("GET", "/1"));
+  ASSERT_EQ(first.status, 200);
+  EXPECT_EQ(first.HeaderOr("Connection"), "");  // keep-alive
   server->StopAccepting();
   EXPECT_FALSE(TestConnection(server->port()).connected());
-  EXPECT_EQ(c.Roundtrip(MakeHttpRequest("GET", "/2")).body, "GET /2 ");
+  // The next answer still comes, says the connection closes, and it does: the client
+  // reconnects (behind a load balancer, to another replica) instead of staying.
+  auto second = c.Roundtrip(MakeHttpRequest("GET", "/2"));
+  EXPECT_EQ(second.body, "GET /2 ");
+  EXPECT_EQ(second.HeaderOr("Connection"), "close");
+  EXPECT_TRUE(c.WaitClosed());
+}
+
+TEST(HttpServer, StopAcceptingAnswersEveryPipelinedRequestBeforeClosing) {
+  HeldRequests held;
+  auto server = StartServer(held.Handler());
+  ASSERT_TRUE(server);
+  TestConnection c(server->port());
+  ASSERT_TRUE(c.Send(MakeHttpRequest("GET", "/a") + MakeHttpRequest("GET", "/b")));
+  ASSERT_TRUE(held.WaitCount(2));
+  server->StopAccepting();
+  held.Take(0).second(Text("a"));
+  held.Take(1).second(Text("b"));
+  auto a = c.Read();
+  auto b = c.Read();
+  EXPECT_EQ(a.body, "a");
+  EXPECT_EQ(a.HeaderOr("Connection"), "");  // another answer is owed on this connection
+  EXPECT_EQ(b.body, "b");
+  EXPECT_EQ(b.HeaderOr("Connection"), "close");
+  EXPECT_TRUE(c.WaitClosed());
 }
 
 }  // namespace
