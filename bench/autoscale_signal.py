@@ -64,7 +64,10 @@ FULL_RAMP = [0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 2.0, 1.0, 0.5, 0.25]
 FAST_RAMP = [0.3, 1.5, 0.3]
 # The fleet's load in cluster time: multiples of one pod's capacity, 60 s each (2x the ramp:
 # a fleet at its 2-replica minimum that sees 6 pods' worth of load at the peak).
-FLEET_PROFILE = [0.5, 1.0, 2.0, 4.0, 6.0, 6.0, 4.0, 2.0, 1.0, 0.5, 0.5, 0.5, 0.5]
+# Two fleet load profiles (x one pod's capacity, FLEET_STEP_S each): a gradual ramp, and a sudden
+# step (a traffic spike), where how far one sync can move the replica count matters most.
+PROFILES = {"ramp": [0.5, 1.0, 2.0, 4.0, 6.0, 6.0, 4.0, 2.0, 1.0, 0.5, 0.5, 0.5, 0.5],
+            "step": [0.5, 0.5, 6.0, 6.0, 6.0, 6.0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]}
 FLEET_STEP_S = 60
 
 
@@ -208,39 +211,40 @@ def interpolate(curve, r):
     return curve[-1][1]
 
 
-def fleet_load(t, capacity):
-    i = min(int(t // FLEET_STEP_S), len(FLEET_PROFILE) - 1)
-    return FLEET_PROFILE[i] * capacity
+def fleet_load(t, capacity, profile):
+    i = min(int(t // FLEET_STEP_S), len(profile) - 1)
+    return profile[i] * capacity
 
 
-def needed_replicas(t, capacity, hpa):
+def needed_replicas(t, capacity, hpa, profile):
     """The fewest pods that keep each below CPU_TARGET of its capacity (clamped to min/max)."""
-    n = math.ceil(fleet_load(t, capacity) / (CPU_TARGET * capacity) - 1e-9)
+    n = math.ceil(fleet_load(t, capacity, profile) / (CPU_TARGET * capacity) - 1e-9)
     return max(hpa["minReplicas"], min(hpa["maxReplicas"], n))
 
 
-def replay_signals(rec, hpa):
+def replay_signals(rec, hpa, profile):
     """{signal: [(t, replicas, value, recommendation)]} over the fleet profile."""
     ph = phases(rec)
     curves = signal_curves(ph)
     cap = rec["capacity_rps"]
-    duration = FLEET_STEP_S * len(FLEET_PROFILE)
+    duration = FLEET_STEP_S * len(profile)
     targets = {"inflight": hpa["target"], "queue": max(hpa["target"] - 1, 0.5), "cpu": CPU_TARGET}
     out = {}
     for key, target in targets.items():
         h = dict(hpa, target=target)
-        out[key] = hpa_replay.replay(lambda t, n, c=curves[key]: interpolate(c, fleet_load(t, cap) / n), h, duration)
+        out[key] = hpa_replay.replay(lambda t, n, c=curves[key]: interpolate(c, fleet_load(t, cap, profile) / n), h,
+                                     duration)
     return out, targets, curves, ph
 
 
-def timing_table(runs, rec, hpa):
+def timing_table(runs, rec, hpa, profile):
     """Per signal: seconds from the load needing more than minReplicas to the first scale-up, from the
     need reaching its peak to the count reaching it, the overshoot, and from the need falling back
     to minReplicas to the count doing so."""
     cap = rec["capacity_rps"]
-    duration = FLEET_STEP_S * len(FLEET_PROFILE)
+    duration = FLEET_STEP_S * len(profile)
     ts = [t for t, *_ in runs["inflight"]]
-    need = [needed_replicas(t, cap, hpa) for t in ts]
+    need = [needed_replicas(t, cap, hpa, profile) for t in ts]
     peak = max(need)
     t_rise = next((t for t, n in zip(ts, need) if n > hpa["minReplicas"]), None)
     t_peak = next(t for t, n in zip(ts, need) if n == peak)
@@ -262,7 +266,9 @@ COLORS = {"inflight": "#c44e52", "queue": "#8172b2", "cpu": "#4c72b0", "load": "
 NAMES = {"inflight": "inferloop_inflight_requests", "queue": "inferloop_queue_depth (sum)", "cpu": "CPU utilisation"}
 
 
-def plot(path, rec, runs, targets, hpa, info):
+def plot(path, rec, replays, targets, hpa):
+    """replays: {profile name: (profile, runs, info)}; one file, the recording over one fleet chart
+    per profile."""
     cap = rec["capacity_rps"]
     rec_dur = sum(s["seconds"] for s in rec["steps"])
     top = SvgChart(f"One replica under a load ramp (capacity {cap:.0f} req/s, {rec['cost_ms']:.0f} ms/request, 1-CPU pod)", rec_dur)
@@ -277,29 +283,34 @@ def plot(path, rec, runs, targets, hpa, info):
     p.line([(s[0], s[1]) for s in sm], COLORS["inflight"], "in-flight")
     p.line([(s[0], s[2]) for s in sm], COLORS["queue"], "queue depth")
     p.line([(b[0], 10 * (b[3] - a[3]) / (b[0] - a[0])) for a, b in zip(sm, sm[1:])], COLORS["cpu"], "CPU (of 1-CPU limit) x10")
-    fleet = SvgChart("", info["duration_s"])
-    q = fleet.panel(f"HPA replay (min {hpa['minReplicas']}, max {hpa['maxReplicas']}, sync 15 s, tolerance 0.1, "
-                    f"scale-down window {hpa['scaleDown']['stabilizationWindowSeconds']} s): replicas chosen",
-                    0, hpa["maxReplicas"] + 1, list(range(0, hpa["maxReplicas"] + 1, 2)))
-    lt = [i * FLEET_STEP_S for i in range(len(FLEET_PROFILE))]
-    q.steps([(t, FLEET_PROFILE[i]) for i, t in enumerate(lt)], COLORS["load"], "fleet load (x one pod's capacity)",
-            dash=True, until=info["duration_s"])
-    q.steps([(t, needed_replicas(t, cap, hpa)) for t in lt], COLORS["need"], f"needed (each pod < {CPU_TARGET:.0%})",
-            width=1, until=info["duration_s"])
-    for key, run in runs.items():
-        label = f"{NAMES[key]} (target {targets[key]:g}{'' if key != 'cpu' else ' = ' + format(targets[key], '.0%')})"
-        q.steps([(t, r) for t, r, *_ in run], COLORS[key], label, until=info["duration_s"])
-    # One file: the two charts stacked.
-    a, b = top.svg().split("\n"), fleet.svg().split("\n")
-    h1 = int(a[0].split('height="')[1].split('"')[0])
-    h2 = int(b[0].split('height="')[1].split('"')[0])
-    out = [a[0].replace(f'height="{h1}"', f'height="{h1 + h2}"')] + a[1:-1]
-    out += [f'<g transform="translate(0,{h1})">'] + b[1:-1] + ["</g>", "</svg>"]
+    charts = [top.svg().split("\n")]
+    for name, (profile, runs, info) in replays.items():
+        fleet = SvgChart("", info["duration_s"])
+        q = fleet.panel(f"HPA replay, fleet load {name} (min {hpa['minReplicas']}, max {hpa['maxReplicas']}, sync 15 s, "
+                        f"tolerance 0.1, scale-down window {hpa['scaleDown']['stabilizationWindowSeconds']} s): "
+                        "replicas chosen", 0, hpa["maxReplicas"] + 1, list(range(0, hpa["maxReplicas"] + 1, 2)))
+        lt = [i * FLEET_STEP_S for i in range(len(profile))]
+        q.steps([(t, profile[i]) for i, t in enumerate(lt)], COLORS["load"], "fleet load (x one pod's capacity)",
+                dash=True, until=info["duration_s"])
+        q.steps([(t, needed_replicas(t, cap, hpa, profile)) for t in lt], COLORS["need"],
+                f"needed (each pod < {CPU_TARGET:.0%})", width=1, until=info["duration_s"])
+        for key, run in runs.items():
+            label = f"{NAMES[key]} (target {targets[key]:g}{'' if key != 'cpu' else ' = ' + format(targets[key], '.0%')})"
+            q.steps([(t, r) for t, r, *_ in run], COLORS[key], label, until=info["duration_s"])
+        charts.append(fleet.svg().split("\n"))
+    # One file: the charts stacked.
+    heights = [int(c[0].split('height="')[1].split('"')[0]) for c in charts]
+    out = [charts[0][0].replace(f'height="{heights[0]}"', f'height="{sum(heights)}"')] + charts[0][1:-1]
+    y = heights[0]
+    for c, h in zip(charts[1:], heights[1:]):
+        out += [f'<g transform="translate(0,{y})">'] + c[1:-1] + ["</g>"]
+        y += h
+    out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out))
 
 
-def report(rec, ph, rows, info, targets, hpa_source):
+def recording_report(rec, ph, targets, hpa_source):
     fmt = lambda v: "never" if v is None else f"{v:.0f} s"  # noqa: E731
     lines = [f"one replica: {rec['cost_ms']:.0f} ms/request (N={rec['rounds']}), capacity {rec['capacity_rps']:.1f} req/s "
              f"(closed loop, 4 clients); queue limit {QUEUE_LIMIT}",
@@ -308,8 +319,13 @@ def report(rec, ph, rows, info, targets, hpa_source):
         lines.append(f"{p['step']:4d}  {p['multiple']:14.2f}  {p['rate']:6.1f}  {p['inflight']:9.2f}  {p['queue']:5.2f}  "
                      f"{p['cpu']:5.0%}  {p['X']:8.1f}  {p['W'] * 1000:6.1f}  {p['X'] * p['W']:5.2f}  {p['failed']}")
     lines.append(f"HPA settings from {hpa_source}; targets: " + ", ".join(f"{NAMES[k]} {v:g}" for k, v in targets.items()))
-    lines.append(f"fleet profile (x one pod's capacity, {FLEET_STEP_S} s each): {FLEET_PROFILE}; needed peak "
-                 f"{info['needed_peak']} replicas")
+    return "\n".join(lines)
+
+
+def replay_report(name, profile, rows, info):
+    fmt = lambda v: "never" if v is None else f"{v:.0f} s"  # noqa: E731
+    lines = [f"fleet profile {name} (x one pod's capacity, {FLEET_STEP_S} s each): {profile}; needed peak "
+             f"{info['needed_peak']} replicas"]
     lines.append("signal                          first scale-up  reach needed  max  overshoot  back to min")
     for k, r in rows.items():
         lines.append(f"{NAMES[k]:30s}  {fmt(r['first_scale_up_s']):>14s}  {fmt(r['reach_needed_s']):>12s}  "
@@ -332,21 +348,32 @@ def main():
     ap.add_argument("--hpa", default=os.path.join(ROOT, "deploy", "kubernetes", "base", "hpa.yaml"))
     ap.add_argument("--fast", action="store_true")
     ap.add_argument("--cost-ms", type=float, default=None)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--json", default=None, help="write the recording, curves and replays here")
+    ap.add_argument("--replay", default=None, help="replay the recording of an earlier --json instead of measuring")
     a = ap.parse_args()
     hpa, source = hpa_replay.load_hpa(a.hpa)
-    with tempfile.TemporaryDirectory() as d:
-        rec = record(a.inferloop, d, fast=a.fast, cost_ms=a.cost_ms)
-    runs, targets, curves, ph = replay_signals(rec, hpa)
-    rows, info = timing_table(runs, rec, hpa)
-    print(report(rec, ph, rows, info, targets, source))
+    if a.replay:
+        with open(a.replay) as f:
+            rec = json.load(f)["recording"]
+    else:
+        with tempfile.TemporaryDirectory() as d:
+            rec = record(a.inferloop, d, fast=a.fast, cost_ms=a.cost_ms)
+    replays, out = {}, {"recording": rec, "hpa": hpa, "profiles": {}}
+    for name, profile in PROFILES.items():
+        runs, targets, curves, ph = replay_signals(rec, hpa, profile)
+        rows, info = timing_table(runs, rec, hpa, profile)
+        if not replays:
+            print(recording_report(rec, ph, targets, source))
+            out.update(phases=ph, curves=curves, targets=targets)
+        print(replay_report(name, profile, rows, info))
+        replays[name] = (profile, runs, info)
+        out["profiles"][name] = {"profile": profile, "timings": rows, "info": info, "replay": runs}
     if a.svg:
-        plot(a.svg, rec, runs, targets, hpa, info)
+        plot(a.svg, rec, replays, targets, hpa)
         print(f"wrote {a.svg}")
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"recording": rec, "phases": ph, "curves": curves, "timings": rows, "info": info,
-                       "replay": runs, "targets": targets, "hpa": hpa}, f)
+            json.dump(out, f)
 
 
 if __name__ == "__main__":

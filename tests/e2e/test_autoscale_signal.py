@@ -138,21 +138,26 @@ class TestSignalUnderLoad(unittest.TestCase):
 
     def test_replay_and_plot(self):
         hpa = settings()
-        runs, targets, curves, _ = autoscale_signal.replay_signals(self.rec, hpa)
-        for key, run in runs.items():
-            self.assertTrue(all(hpa["minReplicas"] <= r <= hpa["maxReplicas"] for r in counts(run)), key)
-        # The in-flight HPA scales above the minimum at the fleet's peak (6 pods' capacity over 2).
-        self.assertGreater(max(counts(runs["inflight"])), hpa["minReplicas"])
-        # ... and is back at the minimum at the end, after the scale-down window.
-        self.assertEqual(counts(runs["inflight"])[-1], hpa["minReplicas"])
-        rows, info = autoscale_signal.timing_table(runs, self.rec, hpa)
+        replays = {}
+        for name, profile in autoscale_signal.PROFILES.items():
+            with self.subTest(profile=name):
+                runs, targets, curves, _ = autoscale_signal.replay_signals(self.rec, hpa, profile)
+                for key, run in runs.items():
+                    self.assertTrue(all(hpa["minReplicas"] <= r <= hpa["maxReplicas"] for r in counts(run)), key)
+                # The in-flight HPA scales above the minimum at the fleet's peak (6 pods' capacity over 2).
+                self.assertGreater(max(counts(runs["inflight"])), hpa["minReplicas"])
+                # ... and is back at the minimum at the end, after the scale-down window.
+                self.assertEqual(counts(runs["inflight"])[-1], hpa["minReplicas"])
+                rows, info = autoscale_signal.timing_table(runs, self.rec, hpa, profile)
+                replays[name] = (profile, runs, info)
+                print(autoscale_signal.replay_report(name, profile, rows, info), file=sys.stderr)
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "a.svg")
-            autoscale_signal.plot(path, self.rec, runs, targets, hpa, info)
+            autoscale_signal.plot(path, self.rec, replays, targets, hpa)
             root = ET.parse(path).getroot()
             self.assertTrue(root.tag.endswith("svg"))
             self.assertGreaterEqual(len(root.findall(".//{http://www.w3.org/2000/svg}polyline")), 8)
-        print(autoscale_signal.report(self.rec, self.ph, rows, info, targets, "test settings"), file=sys.stderr)
+        print(autoscale_signal.recording_report(self.rec, self.ph, targets, "test settings"), file=sys.stderr)
 
 
 def set_inferloop(path):
