@@ -20,6 +20,11 @@ const std::vector<std::string>& AdaptiveVariantNames() {
   return names;
 }
 
+double CpuShareWeight(const ModelConfig& config) {
+  const auto& a = config.adaptive();
+  return a.has_cpu_share() && a.cpu_share() > 0 ? a.cpu_share() : 1.0;
+}
+
 Result<AdaptiveObjectives> ReadAdaptiveObjectives(const ModelConfig& config) {
   AdaptiveObjectives o;
   if (!config.has_adaptive()) return o;
@@ -52,8 +57,8 @@ Result<AdaptiveObjectives> ReadAdaptiveObjectives(const ModelConfig& config) {
     if (!(a.cpu_share() > 0 && a.cpu_share() <= 1000))
       return Status::InvalidArgument("adaptive: cpu_share " + std::to_string(a.cpu_share()) +
                                      " is not in (0, 1000] (a weight relative to other models; default 1)");
-    o.cpu_share = a.cpu_share();
   }
+  o.cpu_share = CpuShareWeight(config);
   const auto& known = AdaptiveVariantNames();
   for (const auto& v : a.variants()) {
     if (std::find(known.begin(), known.end(), v) == known.end())

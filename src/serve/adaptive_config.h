@@ -40,4 +40,8 @@ const std::vector<std::string>& AdaptiveVariantNames();
 // folder, and the conflict of a latency SLO with a fixed `parameters { key: "precision" }`.
 Result<AdaptiveObjectives> ReadAdaptiveObjectives(const ModelConfig& config);
 
+// The model's `adaptive { cpu_share }` weight, 1 when unset (or not positive: a config that
+// ReadAdaptiveObjectives refuses never serves). Cheap: read per request by fair admission.
+double CpuShareWeight(const ModelConfig& config);
+
 }  // namespace inferloop::serve

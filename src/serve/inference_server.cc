@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "serve/adaptive_config.h"
 #include "serve/model_repository_layout.h"
 
 namespace inferloop::serve {
@@ -116,11 +117,7 @@ void InferenceServer::Infer(InferRequest request, RequestContext context, InferC
   auto found = manager_->FindForRequest(model, request.model_version);
   // Weighted fair admission: a model found is counted under its cpu_share (a flooded model
   // cannot fill the server's in-flight limit while another waits).
-  double weight = 1;
-  if (found.ok()) {
-    const auto& a = found.value()->config().adaptive();
-    if (a.has_cpu_share() && a.cpu_share() > 0) weight = a.cpu_share();
-  }
+  const double weight = found.ok() ? CpuShareWeight(found.value()->config()) : 1.0;
   auto ticket = fair_.TryAdmit(found.ok() && options_.fair_admission ? model : std::string(), weight,
                                context.request_bytes);
   if (!ticket.ok()) return refuse(ticket.status());

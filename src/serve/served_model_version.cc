@@ -126,7 +126,8 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   auto objectives = ReadAdaptiveObjectives(partial_config);
   if (!objectives.ok())
     return Status(objectives.status().code(), "config.pbtxt of '" + model_name + "': " + objectives.status().message());
-  const AdaptiveObjectives adaptive = std::move(objectives).value();
+  v->objectives_ = std::move(objectives).value();
+  const AdaptiveObjectives& adaptive = v->objectives_;
   if (adaptive.wants_variants) {
     // The version's own session is the most precise variant the adaptive block allows.
     IL_ASSIGN_OR_RETURN(options.session.precision, ParsePrecision(adaptive.variants.front()));

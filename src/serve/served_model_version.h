@@ -26,6 +26,7 @@
 
 #include "inferloop/session.h"
 #include "inferloop/status.h"
+#include "serve/adaptive_config.h"
 #include "serve/admission_control.h"
 #include "serve/batch_assembly.h"
 #include "serve/circuit_breaker.h"
@@ -109,6 +110,8 @@ class ServedModelVersion final : public ModelVersion {
   // Batching knobs while serving (DynamicBatcher::SetTuning). Thread-safe.
   void SetBatching(std::vector<int> preferred_batch_sizes, std::chrono::microseconds max_queue_delay, int instances);
   int instance_capacity() const { return instance_capacity_; }  // batcher workers there are
+  // The config's adaptive block, checked and resolved when the version loaded.
+  const AdaptiveObjectives& objectives() const { return objectives_; }
   LoadWindow& load_window() { return load_window_; }
   // The adaptive loop's view (null: none), owned by this version.
   void SetAdaptiveControl(std::unique_ptr<AdaptiveControl> control) { adaptive_ = std::move(control); }
@@ -161,6 +164,7 @@ class ServedModelVersion final : public ModelVersion {
   int instance_capacity_ = 1;
   LoadWindow load_window_;
   std::unique_ptr<AdaptiveControl> adaptive_;
+  AdaptiveObjectives objectives_;
   BatchInputLayout layout_;                // inputs (config order), reshapes, batch buckets
   std::vector<std::string> output_names_;  // config order
   // Per batcher instance: the last run's outputs, reused by the next run (Session::RunInto).

@@ -1,6 +1,5 @@
 #include "backends/onnx/onnx_backend.h"
 
-#include "serve/adaptive_config.h"
 #include "serve/served_model_version.h"
 
 namespace inferloop::backends {
@@ -29,7 +28,7 @@ class OnnxBackend final : public serve::ModelBackend {
                                                         r.partial_config, o));
     if (adaptive_ && v->config().has_adaptive()) {
       control::VariantPreparation p;
-      IL_ASSIGN_OR_RETURN(p.objectives, serve::ReadAdaptiveObjectives(v->config()));
+      p.objectives = v->objectives();
       p.model_path = r.model_path;
       p.model_dir = r.model_dir;
       p.version_dir = r.version_dir;
