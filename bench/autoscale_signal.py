@@ -44,7 +44,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 import hpa_replay  # noqa: E402
 from load_step import OpenLoop  # noqa: E402
 from make_test_repository import save, slow_model  # noqa: E402
-from serve_harness import Server, metric_value, metrics  # noqa: E402
+from serve_harness import Server, metric_sum, metric_value, metrics  # noqa: E402
 from svg_chart import SvgChart  # noqa: E402
 
 QUEUE_LIMIT = 32
@@ -137,8 +137,7 @@ class Sampler(threading.Thread):
     def run(self):
         while not self.stop.is_set():
             text = metrics(self.port)
-            queue = sum(float(l.rpartition(" ")[2]) for l in text.splitlines()
-                        if l.startswith("inferloop_queue_depth{") or l.startswith("inferloop_queue_depth "))
+            queue = metric_sum(text, "inferloop_queue_depth")
             self.samples.append((time.perf_counter() - self.t0, metric_value(text, "inferloop_inflight_requests"),
                                  queue, metric_value(text, "process_cpu_seconds_total")))
             self.stop.wait(1.0)

@@ -128,8 +128,8 @@ def metrics(port):
     return body.decode()
 
 
-def metric_value(text, name, **labels):
-    """The value of the first sample `name{labels...}` (labels matched as a subset), or None."""
+def metric_values(text, name, **labels):
+    """The values of every sample `name{labels...}` (labels matched as a subset), in order."""
     for line in text.splitlines():
         if line.startswith("#") or not line.startswith(name):
             continue
@@ -143,8 +143,17 @@ def metric_value(text, name, **labels):
                 k, v = part.split("=", 1)
                 got[k] = v.strip('"')
         if all(got.get(k) == str(v) for k, v in labels.items()):
-            return float(value)
-    return None
+            yield float(value)
+
+
+def metric_value(text, name, **labels):
+    """The value of the first sample `name{labels...}` (labels matched as a subset), or None."""
+    return next(metric_values(text, name, **labels), None)
+
+
+def metric_sum(text, name, **labels):
+    """The sum over every sample `name{labels...}` (e.g. over a model's versions); 0 when none."""
+    return sum(metric_values(text, name, **labels))
 
 
 def slow_request(n_rounds, priority=None, timeout_us=None, request_id=None):

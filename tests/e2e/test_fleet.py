@@ -56,8 +56,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_test_repository import OPSET, SLOW_CONFIG, save, slow_model  # noqa: E402
-from serve_harness import (Server, free_port, get_json, metric_value, metrics, post_json, request, run_tests,  # noqa: E402
-                           slow_request)
+from serve_harness import (Server, free_port, get_json, metric_sum, metric_value, metrics, post_json,  # noqa: E402
+                           request, run_tests, slow_request)
 
 INFERLOOP = None
 FIGURES_PATH = None
@@ -453,13 +453,8 @@ def recovery_time(records, since, target, window=0.5, until=None):
 def requests_to(replica_metrics_port):
     """(successful, failed) inference requests a replica has counted for `simple`, every version."""
     text = metrics(replica_metrics_port)
-    ok = failed = 0.0
-    for line in text.splitlines():
-        if line.startswith(f'inferloop_request_success_total{{model="{MODEL}"'):
-            ok += float(line.rsplit(" ", 1)[1])
-        elif line.startswith(f'inferloop_request_failure_total{{model="{MODEL}"'):
-            failed += float(line.rsplit(" ", 1)[1])
-    return ok, failed
+    return (metric_sum(text, "inferloop_request_success_total", model=MODEL),
+            metric_sum(text, "inferloop_request_failure_total", model=MODEL))
 
 
 def set_inferloop(path):
