@@ -171,6 +171,27 @@ def slow_request(n_rounds, priority=None, timeout_us=None, request_id=None):
     return body
 
 
+def local_serve_args(container_args):
+    """A container's `serve FLAG VALUE ...` arguments (a Dockerfile's CMD, a manifest's args) for
+    a Server on this machine: without --model-repository (Server passes the test's own), --host
+    loopback, --http/grpc/metrics-port 0 (free ports, read back from the log); every other flag as
+    given. ValueError when the arguments do not start with `serve` or a flag has no value."""
+    if not container_args or container_args[0] != "serve":
+        raise ValueError(f"not a serve command line: {container_args[:3]}")
+    flags, out = container_args[1:], []
+    if len(flags) % 2:
+        raise ValueError(f"serve flags are FLAG VALUE pairs: {flags}")
+    for flag, value in zip(flags[::2], flags[1::2]):
+        if flag == "--model-repository":
+            continue
+        if flag in ("--http-port", "--grpc-port", "--metrics-port"):
+            value = "0"
+        elif flag == "--host":
+            value = "127.0.0.1"
+        out += [flag, value]
+    return out
+
+
 def free_port():
     """A loopback TCP port that was free a moment ago (for programs that cannot take port 0)."""
     with socket.socket() as s:

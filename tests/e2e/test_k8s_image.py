@@ -31,7 +31,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import image_check as ic  # noqa: E402
-from serve_harness import Server, request, run_tests  # noqa: E402
+from serve_harness import Server, local_serve_args, request, run_tests  # noqa: E402
 
 INFERLOOP = None
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -252,17 +252,8 @@ class Healthcheck(unittest.TestCase):
     def serve_args(self):
         """The image's CMD for this host: /models -> the repository given to Server, 0.0.0.0 ->
         loopback, the fixed ports -> 0 (free ports, read back from the server's log)."""
-        self.assertEqual("serve", self.cmd[0])
-        args, i = [], 1
-        while i < len(self.cmd):
-            flag, value = self.cmd[i], self.cmd[i + 1]
-            i += 2
-            if flag == "--model-repository":
-                self.assertEqual("/models", value)
-                continue
-            value = {"0.0.0.0": "127.0.0.1", "8000": "0", "8001": "0", "8002": "0"}.get(value, value)
-            args += [flag, value]
-        return args
+        self.assertEqual("/models", self.cmd[self.cmd.index("--model-repository") + 1])
+        return local_serve_args(self.cmd)
 
     def test_ready_server_passes(self):
         with Server(INFERLOOP, EXAMPLE_REPOSITORY, *self.serve_args()) as s:

@@ -48,7 +48,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 from prometheus_process import PrometheusProcess  # noqa: E402
 from promql_names import PromqlError, parse_exposition, parse_promql  # noqa: E402
-from serve_harness import Server, metrics, post_json, request, run_tests  # noqa: E402
+from serve_harness import Server, local_serve_args, metrics, post_json, request, run_tests  # noqa: E402
 
 INFERLOOP = None
 K8S = os.path.join(ROOT, "deploy", "kubernetes")
@@ -336,26 +336,6 @@ def gie_problems(metric_names, exposition_text):
 
 # ---- a real server per manifest ----
 
-def test_command(args, repository):
-    """A container's `serve` arguments for a server on this machine: loopback, free ports, the
-    test's repository; everything else as the manifest has it."""
-    flags = args[1:]
-    out, i = [], 0
-    while i < len(flags):
-        flag = flags[i]
-        if flag == "--model-repository":
-            i += 2
-            continue
-        if flag in PORT_FLAGS.values():
-            out += [flag, "0"]
-        elif flag == "--host":
-            out += [flag, "127.0.0.1"]
-        else:
-            out += flags[i:i + 2]
-        i += 2
-    return out
-
-
 def actual_port(server, c, port):
     """The test server's port for a manifest port (name or number) of container c."""
     number = str(probe_port_number(c, port))
@@ -537,7 +517,7 @@ class ServerChecks:
             repo = repos.get(path, os.path.join(ROOT, "examples", "model_repository"))
             for doc in docs[path]:
                 for _, c in inferloop_containers(doc):
-                    key = (tuple(test_command(c["args"], repo)), repo)
+                    key = (tuple(local_serve_args(c["args"])), repo)
                     if key not in cls.servers:
                         cls.servers[key] = Server(INFERLOOP, repo, *key[0])
                     cls.targets.append((path, doc, c, cls.servers[key]))
