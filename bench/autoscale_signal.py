@@ -45,7 +45,7 @@ import hpa_replay  # noqa: E402
 from load_step import OpenLoop  # noqa: E402
 from make_test_repository import save, slow_model  # noqa: E402
 from serve_harness import Server, metric_sum, metric_value, metrics  # noqa: E402
-from svg_chart import SvgChart  # noqa: E402
+from svg_chart import SvgChart, stack_svg  # noqa: E402
 
 QUEUE_LIMIT = 32
 CPU_TARGET = 0.70  # a CPU HPA's averageUtilization (a common choice; the contract's HPA has none)
@@ -282,7 +282,7 @@ def plot(path, rec, replays, targets, hpa):
     p.line([(s[0], s[1]) for s in sm], COLORS["inflight"], "in-flight")
     p.line([(s[0], s[2]) for s in sm], COLORS["queue"], "queue depth")
     p.line([(b[0], 10 * (b[3] - a[3]) / (b[0] - a[0])) for a, b in zip(sm, sm[1:])], COLORS["cpu"], "CPU (of 1-CPU limit) x10")
-    charts = [top.svg().split("\n")]
+    charts = [top]
     for name, (profile, runs, info) in replays.items():
         fleet = SvgChart("", info["duration_s"])
         q = fleet.panel(f"HPA replay, fleet load {name} (min {hpa['minReplicas']}, max {hpa['maxReplicas']}, sync 15 s, "
@@ -296,17 +296,9 @@ def plot(path, rec, replays, targets, hpa):
         for key, run in runs.items():
             label = f"{NAMES[key]} (target {targets[key]:g}{'' if key != 'cpu' else ' = ' + format(targets[key], '.0%')})"
             q.steps([(t, r) for t, r, *_ in run], COLORS[key], label, until=info["duration_s"])
-        charts.append(fleet.svg().split("\n"))
-    # One file: the charts stacked.
-    heights = [int(c[0].split('height="')[1].split('"')[0]) for c in charts]
-    out = [charts[0][0].replace(f'height="{heights[0]}"', f'height="{sum(heights)}"')] + charts[0][1:-1]
-    y = heights[0]
-    for c, h in zip(charts[1:], heights[1:]):
-        out += [f'<g transform="translate(0,{y})">'] + c[1:-1] + ["</g>"]
-        y += h
-    out.append("</svg>")
+        charts.append(fleet)
     with open(path, "w") as f:
-        f.write("\n".join(out))
+        f.write(stack_svg(charts))
 
 
 def recording_report(rec, ph, targets, hpa_source):

@@ -77,10 +77,12 @@ class SvgChart:
         self.panels.append(p)
         return p
 
-    def svg(self):
-        height = 40 + len(self.panels) * (self.ph + 70)
-        parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="11">',
-                 f'<rect width="{W}" height="{height}" fill="white"/>',
+    def height(self):
+        return 40 + len(self.panels) * (self.ph + 70)
+
+    def body(self):
+        """The chart's elements, without the enclosing <svg> (stack_svg places several)."""
+        parts = [f'<rect width="{W}" height="{self.height()}" fill="white"/>',
                  f'<text x="{PAD_L}" y="20" font-size="14">{escape(self.title)}</text>']
         step = self.time_ticks or max(10, round(self.duration / 10 / 10) * 10)
         for p in self.panels:
@@ -89,9 +91,27 @@ class SvgChart:
             while t <= self.duration + 1e-9:
                 parts.append(f'<text x="{self.X(t):.1f}" y="{p.top + p.h + 13}" text-anchor="middle" fill="#555">{t:g} s</text>')
                 t += step
-        parts.append("</svg>")
-        return "\n".join(parts)
+        return parts
+
+    def svg(self):
+        return stack_svg([self])
 
     def write(self, path):
         with open(path, "w") as f:
             f.write(self.svg())
+
+
+def stack_svg(charts):
+    """One SVG document with the charts one below the other (each with its own time axis)."""
+    height = sum(c.height() for c in charts)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" font-size="11">']
+    y = 0
+    for c in charts:
+        if y:
+            parts.append(f'<g transform="translate(0,{y})">')
+        parts += c.body()
+        if y:
+            parts.append("</g>")
+        y += c.height()
+    parts.append("</svg>")
+    return "\n".join(parts)
