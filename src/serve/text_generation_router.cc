@@ -26,7 +26,8 @@ std::vector<TextGenerationService::ModelInfo> TextGenerationRouter::ListModels()
 Status TextGenerationRouter::Generate(TextGenerationRequest req, std::function<void(const TextPiece&)> on_piece,
                                       std::function<void(const TextGenerationResult&)> on_done) {
   auto running = running_;
-  auto done = [running, on_done = std::move(on_done)](const TextGenerationResult& r) {
+  // A copy: on_done itself is still needed when the model has to be loaded first (WaitForLoad).
+  auto done = [running, on_done](const TextGenerationResult& r) {
     on_done(r);
     running->fetch_sub(1);
   };

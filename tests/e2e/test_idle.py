@@ -1,7 +1,8 @@
 """End-to-end tests of the idle policy of `inferloop serve` (docs/ADAPTIVE.md, "Idle"):
 --memory-budget unloads the least recently used models, a request to one loads it again (event
 "model_loaded_on_demand"), a hot model (adaptive { hot: true }) is never unloaded and loads at
-start even in explicit mode, a model the user unloaded is not loaded on demand, and
+start even in explicit mode, a model the user unloaded is not loaded on demand, a language model
+(GGUF, OpenAI API) unloaded for the budget loads again on its next completion, and
 --idle-release-after frees an idle model's arenas ("model_idle_memory_released").
 
 The models are made here with onnx.helper: Y = X @ W with W of 8 MiB (a distinct W per model),
@@ -29,6 +30,7 @@ from serve_harness import Server, get_json, metric_value, metrics, post_json, re
 INFERLOOP = None
 IN, OUT = 512, 4096  # W: 512 x 4096 float32 = 8 MiB
 PLAIN = [f"m{i}" for i in range(7)]
+STORIES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "llm", "stories260k.gguf")
 HOT = "hot"
 
 
@@ -226,6 +228,36 @@ class IdleTest(unittest.TestCase):
                      lambda: [e["model"] for e in srv.find_events("model_idle_memory_released")].count("m0") == 2)
             # Nothing was unloaded (no budget).
             self.assertEqual([e for e in srv.find_events("model_unloaded")], [])
+
+    def test_language_model_unloaded_for_the_budget_answers_on_demand(self):
+        # Two copies of the test LLM (the same weights: greedy text must be the same from either),
+        # a budget that holds one: each completion finds its model unloaded, loads it and answers.
+        repo = tempfile.mkdtemp(prefix="inferloop_e2e_idle_llm_")
+        try:
+            for n in ("a", "b"):
+                os.makedirs(os.path.join(repo, n, "1"))
+                shutil.copy(STORIES, os.path.join(repo, n, "1", "model.gguf"))
+            args = ["--llm-kv-cache-mb", "8", "--idle-release-after", "0"]
+            with Server(INFERLOOP, repo, *args) as srv:
+                size = max(metric_value(metrics(srv.metrics_port), "inferloop_model_memory_bytes", model=n) for n in "ab")
+                srv.terminate()
+            with Server(INFERLOOP, repo, *args, "--memory-budget", str(int(1.5 * size))) as srv:
+                port = srv.http_port
+                first = wait_for("one model unloaded", lambda: idle_unloaded(index(port)))[0]
+                order = [first, "b" if first == "a" else "a", first]
+                texts = []
+                for n in order:
+                    status, _, body = post_json(port, "/v1/completions", {"model": n, "prompt": "Once upon a time",
+                                                                          "max_tokens": 6, "temperature": 0})
+                    self.assertEqual(status, 200, body)
+                    texts.append(body["choices"][0]["text"])
+                    # Settled: the one just used serves, the other is unloaded for the budget.
+                    wait_for(f"{n} serving alone", lambda n=n: serving(index(port)) == [n])
+                self.assertEqual(len(set(texts)), 1, texts)
+                self.assertEqual([e["model"] for e in srv.find_events("model_loaded_on_demand")], order)
+                self.assertEqual(srv.terminate(), 0)
+        finally:
+            shutil.rmtree(repo, ignore_errors=True)
 
     def test_bad_option_values_are_clear_errors(self):
         cases = [(["--memory-budget", "12XB"], "--memory-budget"), (["--memory-budget", "-5"], "--memory-budget"),
