@@ -1,11 +1,12 @@
 #include "base/cgroup_cpu.h"
 
+#include "base/file_bytes.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -14,11 +15,8 @@ namespace inferloop {
 namespace {
 
 std::string ReadSmallFile(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) return {};
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+  auto bytes = ReadFileBytes(path);
+  return bytes.ok() ? std::move(bytes).value() : std::string();
 }
 
 bool ParseInt64(const std::string& s, int64_t* out) {

@@ -7,7 +7,8 @@
 
 namespace inferloop {
 
-// Reads a whole file; kNotFound / kInvalidArgument with the path on failure.
+// Reads a whole file, also one whose size the file system does not report (/proc, /sys);
+// kNotFound / kInvalidArgument with the path on failure.
 Result<std::string> ReadFileBytes(const std::string& path);
 
 }  // namespace inferloop
