@@ -18,6 +18,7 @@ PACKAGES=(
   universal-ctags               # scripts/check_structure.py: function extents for the length budget
   prometheus                    # deploy tests: a real Prometheus runs the dashboard's and the autoscaler rules' queries
   nginx                         # tests/e2e/test_fleet.py: the load balancer in front of 3 replicas
+  libxxhash-dev                 # xxHash: cache keys and checksums of cache files
 )
 missing=()
 for p in "${PACKAGES[@]}"; do
