@@ -30,22 +30,28 @@ std::vector<int> PrefixCache::Match(std::span<const int32_t> tokens, int max_blo
   std::vector<int> out;
   if (from_disk) *from_disk = 0;
   uint64_t parent = 0;
-  int i = 0;
-  for (; i < max_blocks && static_cast<size_t>((i + 1) * bt) <= tokens.size(); ++i) {
-    const auto blk = tokens.subspan(i * bt, bt);
-    const uint64_t h = ChainHash(parent, blk);
-    auto it = entries_.find(h);
-    if (it == entries_.end() || it->second.parent != parent || !std::equal(blk.begin(), blk.end(), it->second.tokens.begin())) break;
-    Touch(it->second);
-    pool_->Retain(it->second.block);
-    out.push_back(it->second.block);
-    parent = h;
+  // Runs of blocks in memory, then on disk, then in memory again... (the budget evicts a prefix's
+  // least recently used blocks, its first ones, before its later ones).
+  for (;;) {
+    for (int i = static_cast<int>(out.size()); i < max_blocks && static_cast<size_t>((i + 1) * bt) <= tokens.size(); ++i) {
+      const auto blk = tokens.subspan(i * bt, bt);
+      const uint64_t h = ChainHash(parent, blk);
+      auto it = entries_.find(h);
+      if (it == entries_.end() || it->second.parent != parent || !std::equal(blk.begin(), blk.end(), it->second.tokens.begin())) break;
+      Touch(it->second);
+      pool_->Retain(it->second.block);
+      out.push_back(it->second.block);
+      parent = h;
+    }
+    const size_t in_memory = out.size();
+    if (disk_.disk == nullptr) break;
+    MatchOnDisk(tokens, static_cast<int>(in_memory), max_blocks, parent, out, from_disk);
+    if (out.size() == in_memory) break;
   }
-  if (disk_.disk != nullptr) MatchOnDisk(tokens, i, max_blocks, parent, out, from_disk);
   return out;
 }
 
-void PrefixCache::MatchOnDisk(std::span<const int32_t> tokens, int index, int max_blocks, uint64_t parent,
+void PrefixCache::MatchOnDisk(std::span<const int32_t> tokens, int index, int max_blocks, uint64_t& parent,
                               std::vector<int>& out, int* from_disk) {
   const int bt = pool_->shape().block_tokens;
   std::vector<uint64_t> hashes;  // the run of blocks on disk from `index`

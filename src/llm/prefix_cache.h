@@ -47,7 +47,8 @@ class PrefixCache {
 
   // The cached blocks holding the longest prefix of `tokens` made of whole blocks, at most
   // `max_blocks` of them; each returned block has one more reference, owned by the caller.
-  // `from_disk` (optional) gets how many of them were read from the disk tier (the last ones).
+  // `from_disk` (optional) gets how many of them were read from the disk tier (runs of blocks in
+  // memory and on disk alternate as far as the prefix goes).
   std::vector<int> Match(std::span<const int32_t> tokens, int max_blocks, int* from_disk = nullptr);
 
   // Records that `block` holds the keys/values of block number `index` of `tokens` (the whole
@@ -77,8 +78,9 @@ class PrefixCache {
     std::list<uint64_t>::iterator lru;
   };
   void Touch(Entry& e);
-  // Match's continuation on disk from block `index` (whose parent hash is `parent`).
-  void MatchOnDisk(std::span<const int32_t> tokens, int index, int max_blocks, uint64_t parent, std::vector<int>& out,
+  // Match's continuation on disk from block `index` (whose parent hash is `parent`, advanced to
+  // the last block read).
+  void MatchOnDisk(std::span<const int32_t> tokens, int index, int max_blocks, uint64_t& parent, std::vector<int>& out,
                    int* from_disk);
 
   KvBlockPool* pool_;
