@@ -37,6 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+sys.path.insert(0, HERE)
+import adaptive_bench  # noqa: E402  (cpu_line)
 import serve_harness as h  # noqa: E402
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -93,17 +95,12 @@ def generate_speed(inferloop, model, threads, prompt_tokens):
 
 
 def isa_line():
-    flags = set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
-    have = [x for x in ("amx_int8", "amx_tile", "avx512_vnni", "avx512f", "avx2") if x in flags]
+    """The CPU features and which LLM kernels they select (docs/LLM.md, Kernels)."""
+    flags = open("/proc/cpuinfo").read()
     isa = os.environ.get("INFERLOOP_ISA", "")
-    path = isa or ("amx (prefill) + avx512 vnni (decode)" if "amx_int8" in flags else
-                   "avx512 vnni" if "avx512_vnni" in flags else "avx2" if "avx2" in flags else "scalar")
-    return f"CPU flags: {' '.join(have)}; INFERLOOP_ISA={isa or '(unset)'}; kernels: {path}"
+    path = isa or ("AMX for prefill steps, AVX-512 VNNI for decode" if "amx_int8" in flags else
+                   "AVX-512 VNNI" if "avx512_vnni" in flags else "AVX2" if "avx2" in flags else "scalar")
+    return f"{adaptive_bench.cpu_line()}; LLM kernels: {path}"
 
 
 def main():
