@@ -110,7 +110,7 @@ def expected_hit_rates(per_sample, zipf_s):
     """(from the draws, from the pmf for as many requests) for a cache holding every sample."""
     total = sum(per_sample)
     if total == 0:
-        return float("nan"), float("nan")
+        return None, None
     draws = sum(c - 1 for c in per_sample if c > 0) / total
     ranks = np.arange(1, len(per_sample) + 1, dtype=np.float64)
     p = ranks ** -zipf_s
@@ -161,7 +161,8 @@ def print_tables(a, rep, mix, cache):
     for m in MODELS:
         r = rep[m]
         print(f"| {m} | {r['p50_ms']:.3f} | {r['p90_ms']:.3f} | {r['infer_per_s']:.1f} |")
-    print(f"\np50 without / with the cache: {rep['resnet50']['p50_ms'] / rep['resnet50_cached']['p50_ms']:.1f}x")
+    print(f"\np50 without / with the cache: {rep['resnet50']['p50_ms'] / rep['resnet50_cached']['p50_ms']:.1f}x"
+          + ("" if cache else f" ({NO_CACHE}: both uncached, the ratio is noise)"))
     print(f"\n## Zipf mix: {a.samples} images, zipf:{a.zipf:g}, seed {a.seed}, concurrency {a.concurrency}\n")
     print("| model | requests | distinct samples | infer/s | p50 ms | hit rate measured | expected (draws) "
           "| expected (pmf) |")
@@ -170,8 +171,8 @@ def print_tables(a, rep, mix, cache):
         r = mix[m]
         measured = "-" if m == "resnet50" else (
             f"{r['measured_hit_rate']:.3f}" if r["measured_hit_rate"] is not None else "n/a")
-        expected = ("-", "-") if m == "resnet50" else (f"{r['expected_hit_rate_draws']:.3f}",
-                                                        f"{r['expected_hit_rate_pmf']:.3f}")
+        expected = ("-", "-") if m == "resnet50" or r["requests"] == 0 else (
+            f"{r['expected_hit_rate_draws']:.3f}", f"{r['expected_hit_rate_pmf']:.3f}")
         print(f"| {m} | {r['requests']} | {r['distinct_samples']} | {r['infer_per_s']:.1f} | {r['p50_ms']:.3f} | "
               f"{measured} | {expected[0]} | {expected[1]} |")
     note = mix["resnet50_cached"].get("note")
