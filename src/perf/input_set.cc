@@ -102,6 +102,7 @@ Result<std::vector<std::string>> ListSampleFolders(const std::string& dir) {
   std::vector<std::string> folders;
   bool has_npy = false;
   for (const auto& e : it) {
+    if (e.path().filename().string().rfind('.', 0) == 0) continue;  // hidden: .git, .ipynb_checkpoints
     if (e.is_directory(ec)) folders.push_back(e.path().filename().string());
     else if (e.path().extension() == ".npy") has_npy = true;
   }

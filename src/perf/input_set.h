@@ -53,7 +53,7 @@ class SampleChooser {
 uint64_t SampleChooserSeed(uint64_t seed, size_t thread);
 
 // The sample folders of an --input-data directory, sorted by name: empty when `dir` itself holds
-// .npy files (the flat layout: one sample). InvalidArgument, naming the directory, when it holds
+// .npy files (the flat layout: one sample). Hidden entries (names starting with '.') are ignored. InvalidArgument, naming the directory, when it holds
 // neither .npy files nor folders, holds both, or cannot be read.
 Result<std::vector<std::string>> ListSampleFolders(const std::string& dir);
 

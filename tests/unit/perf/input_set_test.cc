@@ -177,6 +177,7 @@ TEST_F(InputSetDir, ListsFolders) {
   EXPECT_NE(mixed.status().message().find("both"), std::string::npos);
   fs::remove(dir_ / "x.npy");
   Npy("a/x.npy", {2}, 1);
+  fs::create_directories(dir_ / ".hidden");
   EXPECT_EQ(ListSampleFolders(d()).value(), (std::vector<std::string>{"a", "b"}));
   EXPECT_FALSE(ListSampleFolders(d() + "/nosuch").ok());
 }
