@@ -150,7 +150,9 @@ Result<InferParameters> DecodeParameters(Reader* r) {
       default:
         return Bad("parameter '" + name + "' has unknown type " + std::to_string(tag));
     }
-    if (!params.emplace(std::move(name), std::move(value)).second) return Bad("duplicate parameter");
+    // In name order, each once (as written from an InferParameters map): one encoding per content.
+    if (!params.empty() && !(params.rbegin()->first < name)) return Bad("parameters out of order");
+    params.emplace_hint(params.end(), std::move(name), std::move(value));
   }
   return params;
 }

@@ -5,10 +5,13 @@
 //     key lo u64, payload length u64, XXH3-64 of the payload u64;
 //   payload: output count u32, then per output: name (u32 length + bytes), dtype i32 (ONNX
 //     numbering), rank u32, dims i64 each, parameters (u32 count, then name, type tag u8 and
-//     value each), data (BYTES: u32 length + bytes per element; others: u64 length + the bytes).
+//     value each, in name order), data (BYTES: u32 length + bytes per element; others: u64
+//     length + the bytes).
 // A file is written to `<hex>.ilrc.tmp` and renamed over its final name, so a reader sees a whole
-// file or none. A file whose check fails on read (magic, version, key, lengths, checksum) is
-// deleted and counted; files that are not ours (other names) are never touched.
+// file or none. A file whose check fails on read (magic, version, key, lengths, checksum, the
+// payload's structure) is deleted and counted as corrupt; so is one whose header fails the scan
+// at Create (leftover .ilrc.tmp files are deleted uncounted). Files that are not ours (any
+// other name, folders) are never touched.
 //
 // Index: in memory, key -> file size, least recently used first. At Create the directory's
 // entries are indexed with their modification time as the last use (so after a restart the order
@@ -23,10 +26,15 @@
 // throughout.
 //
 // Why files and not an embedded store (RocksDB, LMDB): entries are write-once blobs of 1 KB to
-// a few MB read whole by key, which is what a file per entry does with no dependency, no
-// compaction (RocksDB rewrites large values again and again unless BlobDB is set up), and an
-// index rebuilt by listing one directory. (Measured figures: with the disk tier's commit.)
-// Costs that small beside a model's compute leave nothing for a database to win.
+// a few MB, read whole by key, which is what a file per entry does with no dependency, no
+// compaction (RocksDB rewrites large values at each compaction unless BlobDB is set up), no
+// second copy of the data in a write-ahead log, and an index rebuilt by listing one directory;
+// a damaged entry is one file to delete, never a database to repair. And files are fast enough:
+// bench/response_cache_disk_bench.cc (ext4 on a virtual disk, 2 shared cores, page cache warm,
+// no fsync, median of 300, two runs) writes a 4 KB entry (encode + temp file + rename, handed to
+// the writer thread and back) in 64-93 us and reads + checks it in 6-9 us; a 600 KB entry in
+// 370-385 us and 195-200 us, about 3 GB/s read. A lookup that saves a model's compute (ms) has
+// nothing left for a database to win; RocksDB itself was not measured (not installed here).
 #pragma once
 
 #include <cstdint>

@@ -115,6 +115,36 @@ TEST(ResponseCacheFileTest, ClearErrors) {
   EXPECT_FALSE(DecodeCachedResponse(count, key).ok());
 }
 
+// The fuzzer's seed corpus (tests/fuzz/corpus_response_cache/) holds real entries: these. The
+// test fails when the format changes and the corpus does not; INFERLOOP_UPDATE_FUZZ_CORPUS=1
+// rewrites it.
+TEST(ResponseCacheFileTest, FuzzSeedCorpusHoldsCurrentEntries) {
+  InferOutput many_params{"p", Tensor::FromVector<uint8_t>(DataType::kUInt8, {2, 2}, {1, 2, 3, 4}), {}};
+  for (int i = 0; i < 5; ++i) many_params.parameters["k" + std::to_string(i)] = int64_t{i};
+  const std::vector<std::pair<std::string, std::vector<InferOutput>>> seeds = {
+      {"mixed", MixedOutputs()},
+      {"float", {FloatOutput("y", 16, 1.f)}},
+      {"strings", {StringOutput("s", {"a", "bc", ""})}},
+      {"no_outputs", {}},
+      {"parameters", {many_params}},
+  };
+  const std::string dir = std::string(INFERLOOP_SOURCE_DIR) + "/tests/fuzz/corpus_response_cache";
+  const char* update = std::getenv("INFERLOOP_UPDATE_FUZZ_CORPUS");
+  uint64_t n = 0;
+  for (const auto& [name, outs] : seeds) {
+    const ResponseCacheKey key{0x1122334455667788ull, ++n};
+    const auto bytes = EncodeCachedResponse(key, outs);
+    const std::string path = dir + "/" + name + ".ilrc";
+    if (update != nullptr && std::string(update) == "1") {
+      fs::create_directories(dir);
+      std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    }
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<uint8_t> stored((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(stored, bytes) << path << " is stale: rerun with INFERLOOP_UPDATE_FUZZ_CORPUS=1";
+  }
+}
+
 class ResponseCacheDiskTest : public ::testing::Test {
  protected:
   void SetUp() override {
