@@ -6,11 +6,9 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
-#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "serve/event_log.h"
 #include "unit/serve/response_cache_testing.h"
@@ -366,23 +364,8 @@ TEST_F(ResponseCacheDiskTest, ConcurrentLookupsAndInsertsOverBothTiers) {
   const int64_t entry = CachedResponseBytes({FloatOutput("y", 64, 0.f)});
   auto cache = Open(8 * entry);
   constexpr int kThreads = 6, kOps = 1500;
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kOps; ++i) {
-        const uint64_t k = static_cast<uint64_t>((i * 5 + t * 11) % 60);
-        if (auto hit = cache->Lookup({k, 1})) {
-          if (hit->outputs[0].tensor.data<float>()[63] != float(k)) ++wrong;
-        } else {
-          cache->Insert({k, 1}, {FloatOutput("y", 64, float(k))});
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
+  EXPECT_EQ(testing_rc::LookupOrInsertFromThreads(*cache, kThreads, kOps, 60), 0);
   cache->FlushForTesting();
-  EXPECT_EQ(wrong.load(), 0);
   const ResponseCacheStats s = cache->Stats();
   EXPECT_EQ(s.hits + s.misses, kThreads * kOps);
   EXPECT_GT(s.disk.hits, 0);
