@@ -27,7 +27,7 @@
 //
 // Why files and not an embedded store (RocksDB, LMDB): entries are write-once blobs of 1 KB to
 // a few MB, read whole by key, which is what a file per entry does with no runtime dependency
-// (RocksDB would add a 9 MB library to the image), no compaction (RocksDB rewrites large values
+// (RocksDB would add an 11 MB library to the image), no compaction (RocksDB rewrites large values
 // at each compaction unless BlobDB is set up), no second copy in a write-ahead log, and an index
 // rebuilt by listing one directory; a damaged entry is one file to delete, never a database to
 // repair. Measured side by side in one run (bench/response_cache_rocksdb_bench.cc; Debian's
