@@ -52,7 +52,37 @@ struct ServeArgs {
   int64_t llm_prefix_cache_mb = -1;
   double idle_release_after_seconds = 30;
   std::string memory_budget = "0";
+  std::string response_cache_bytes = "256MiB";
+  std::string response_cache_dir;
+  std::string response_cache_disk_bytes = "1GiB";
 };
+
+// The response cache's options from the command line (nullopt inside: no cache); a message on
+// stderr and nullopt outside when one is bad.
+std::optional<std::optional<serve::ResponseCacheOptions>> ToResponseCacheOptions(const ServeArgs& a) {
+  auto memory = control::ParseMemorySize(a.response_cache_bytes);
+  if (!memory.ok()) {
+    std::cerr << "error: --response-cache-bytes: " << memory.status().message() << "\n";
+    return std::nullopt;
+  }
+  auto disk = control::ParseMemorySize(a.response_cache_disk_bytes);
+  if (!disk.ok()) {
+    std::cerr << "error: --response-cache-disk-bytes: " << disk.status().message() << "\n";
+    return std::nullopt;
+  }
+  if (memory.value() == 0) {
+    if (!a.response_cache_dir.empty()) {
+      std::cerr << "error: --response-cache-dir needs a response cache (--response-cache-bytes is 0: caching off)\n";
+      return std::nullopt;
+    }
+    return std::optional<serve::ResponseCacheOptions>();
+  }
+  serve::ResponseCacheOptions o;
+  o.memory_bytes = memory.value();
+  o.disk_dir = a.response_cache_dir;
+  o.disk_bytes = disk.value();
+  return std::optional<serve::ResponseCacheOptions>(o);
+}
 
 // The server's options from the command line; a message on stderr and nullopt when one is bad.
 std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
@@ -81,7 +111,10 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
     std::cerr << "error: --memory-budget: " << budget.status().message() << "\n";
     return std::nullopt;
   }
+  auto response_cache = ToResponseCacheOptions(a);
+  if (!response_cache) return std::nullopt;
   server::ServerOptions o;
+  o.inference.response_cache = *response_cache;
   o.idle.release_after = std::chrono::milliseconds(static_cast<int64_t>(a.idle_release_after_seconds * 1000));
   o.idle.memory_budget_bytes = budget.value();
   serve::InferenceServerOptions& so = o.inference;
@@ -215,6 +248,15 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--memory-budget", a->memory_budget,
                   "Memory the serving models may hold together (bytes, or e.g. 512MiB, 4GiB; 0: no budget): over "
                   "it the least recently used models are unloaded and load again on their next request")
+      ->capture_default_str();
+  cmd->add_option("--response-cache-bytes", a->response_cache_bytes,
+                  "Memory of the response cache, for models whose config.pbtxt says response_cache { enable: true } "
+                  "(bytes, or e.g. 64MiB, 1GiB; 0: no response cache, such models are served uncached)")
+      ->capture_default_str();
+  cmd->add_option("--response-cache-dir", a->response_cache_dir,
+                  "Folder of the response cache's disk tier (kept across restarts; default: no disk tier)");
+  cmd->add_option("--response-cache-disk-bytes", a->response_cache_disk_bytes,
+                  "Byte budget of the response cache's disk tier (e.g. 10GiB); least recently used entries go first")
       ->capture_default_str();
   return [a] { return RunServe(*a); };
 }
