@@ -15,6 +15,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target
   libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
   libicu-dev                    # ICU: Unicode classes for the LLM tokenizers' BPE pre-tokenizers
+  libxxhash-dev                 # xxHash: response/prefix cache keys and cache file checksums
   universal-ctags               # scripts/check_structure.py: function extents for the length budget
   prometheus                    # deploy tests: a real Prometheus runs the dashboard's and the autoscaler rules' queries
   nginx                         # tests/e2e/test_fleet.py: the load balancer in front of 3 replicas
