@@ -28,25 +28,33 @@ class FakeVersion final : public ModelVersion {
   const ModelConfig& config() const override { return config_; }
   bool Infer(InferRequest&& request, RequestContext&& context, InferCallback&& done,
              AdmissionTicket&& ticket) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (refuse) return false;
-    ++computed;
-    held_.push_back({std::move(request), std::move(done)});
-    if (!hold) AnswerAllLocked();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (refuse) return false;
+      ++computed;
+      held_.push_back({std::move(request), std::move(done)});
+      if (hold) return true;
+    }
+    Release();
     return true;
   }
+  // Answers every held request (outside the lock: an answer may send another request).
   void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    AnswerAllLocked();
+    std::vector<Held> held;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      held.swap(held_);
+    }
+    Answer(held);
   }
   void Drain() override { drained = true; }
   ModelMetadata Metadata() const override { return {}; }
   ModelStatistics Statistics() const override {
     ModelStatistics s;
     s.name = "m";
-    s.success = {static_cast<uint64_t>(succeeded), 1000};
-    s.execution_count = static_cast<uint64_t>(succeeded);
-    s.inference_count = static_cast<uint64_t>(succeeded);
+    s.success = {static_cast<uint64_t>(succeeded.load()), 1000};
+    s.execution_count = static_cast<uint64_t>(succeeded.load());
+    s.inference_count = static_cast<uint64_t>(succeeded.load());
     return s;
   }
   int64_t MemoryBytes() const override { return 7; }
@@ -54,18 +62,16 @@ class FakeVersion final : public ModelVersion {
   std::string NotReadyReason() const override { return ""; }
   std::vector<std::string> Dependencies() const override { return {"dep"}; }
 
-  bool hold = false, fail = false, refuse = false, drained = false;
-  int fail_next = 0;  // the next answers that fail
-  int computed = 0, succeeded = 0;
+  std::atomic<bool> hold{false}, fail{false}, refuse{false}, drained{false};
+  std::atomic<int> fail_next{0};  // the next answers that fail
+  std::atomic<int> computed{0}, succeeded{0};
 
  private:
   struct Held {
     InferRequest request;
     InferCallback done;
   };
-  void AnswerAllLocked() {
-    auto held = std::move(held_);
-    held_.clear();
+  void Answer(std::vector<Held>& held) {
     for (auto& h : held) {
       if (fail || fail_next > 0) {
         if (fail_next > 0) --fail_next;
@@ -111,7 +117,9 @@ std::vector<float> Values(const InferResponse& r) {
 
 struct Fixture {
   Fixture() {
-    auto c = ResponseCache::Create(ResponseCacheOptions{.memory_bytes = 1 << 20});
+    ResponseCacheOptions options;
+    options.memory_bytes = 1 << 20;
+    auto c = ResponseCache::Create(options);
     EXPECT_TRUE(c.ok()) << c.status().ToString();
     cache = std::move(c).value();
     cached = std::make_shared<CachedModelVersion>(inner, cache, "fp", sink);
