@@ -28,7 +28,10 @@ Result<std::unique_ptr<InferenceServer>> InferenceServer::Create(InferenceServer
     ResponseCacheOptions co = *s->options_.response_cache;
     if (co.log == nullptr) co.log = log;
     auto cache = ResponseCache::Create(std::move(co));
-    if (!cache.ok()) return Status(cache.status().code(), "response cache: " + cache.status().message());
+    if (!cache.ok()) {
+      const std::string& why = cache.status().message();
+      return Status(cache.status().code(), why.rfind("response cache", 0) == 0 ? why : "response cache: " + why);
+    }
     s->response_cache_ = std::move(cache).value();
     s->metrics_.SetResponseCache(s->response_cache_);
     mo.response_cache = s->response_cache_;
