@@ -57,20 +57,24 @@ struct ServeArgs {
   std::string response_cache_disk_bytes = "1GiB";
 };
 
+// A size flag's value (bytes, or e.g. 512MiB); a message naming the flag on stderr and nullopt
+// when it is bad.
+std::optional<int64_t> ParseSizeFlag(const char* flag, const std::string& text) {
+  auto size = control::ParseMemorySize(text);
+  if (!size.ok()) {
+    std::cerr << "error: " << flag << ": " << size.status().message() << "\n";
+    return std::nullopt;
+  }
+  return size.value();
+}
+
 // The response cache's options from the command line (nullopt inside: no cache); a message on
 // stderr and nullopt outside when one is bad.
 std::optional<std::optional<serve::ResponseCacheOptions>> ToResponseCacheOptions(const ServeArgs& a) {
-  auto memory = control::ParseMemorySize(a.response_cache_bytes);
-  if (!memory.ok()) {
-    std::cerr << "error: --response-cache-bytes: " << memory.status().message() << "\n";
-    return std::nullopt;
-  }
-  auto disk = control::ParseMemorySize(a.response_cache_disk_bytes);
-  if (!disk.ok()) {
-    std::cerr << "error: --response-cache-disk-bytes: " << disk.status().message() << "\n";
-    return std::nullopt;
-  }
-  if (memory.value() == 0) {
+  const std::optional<int64_t> memory = ParseSizeFlag("--response-cache-bytes", a.response_cache_bytes);
+  const std::optional<int64_t> disk = ParseSizeFlag("--response-cache-disk-bytes", a.response_cache_disk_bytes);
+  if (!memory || !disk) return std::nullopt;
+  if (*memory == 0) {
     if (!a.response_cache_dir.empty()) {
       std::cerr << "error: --response-cache-dir needs a response cache (--response-cache-bytes is 0: caching off)\n";
       return std::nullopt;
@@ -78,9 +82,9 @@ std::optional<std::optional<serve::ResponseCacheOptions>> ToResponseCacheOptions
     return std::optional<serve::ResponseCacheOptions>();
   }
   serve::ResponseCacheOptions o;
-  o.memory_bytes = memory.value();
+  o.memory_bytes = *memory;
   o.disk_dir = a.response_cache_dir;
-  o.disk_bytes = disk.value();
+  o.disk_bytes = *disk;
   return std::optional<serve::ResponseCacheOptions>(o);
 }
 
@@ -106,17 +110,14 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
     std::cerr << "error: --precision: " << precision.status().message() << "\n";
     return std::nullopt;
   }
-  auto budget = control::ParseMemorySize(a.memory_budget);
-  if (!budget.ok()) {
-    std::cerr << "error: --memory-budget: " << budget.status().message() << "\n";
-    return std::nullopt;
-  }
+  const std::optional<int64_t> budget = ParseSizeFlag("--memory-budget", a.memory_budget);
+  if (!budget) return std::nullopt;
   auto response_cache = ToResponseCacheOptions(a);
   if (!response_cache) return std::nullopt;
   server::ServerOptions o;
   o.inference.response_cache = *response_cache;
   o.idle.release_after = std::chrono::milliseconds(static_cast<int64_t>(a.idle_release_after_seconds * 1000));
-  o.idle.memory_budget_bytes = budget.value();
+  o.idle.memory_budget_bytes = *budget;
   serve::InferenceServerOptions& so = o.inference;
   so.manager.repository = a.repository;
   so.manager.mode = mode.value();

@@ -225,19 +225,22 @@ ServeMetrics::ServeMetrics() : impl_(std::make_unique<Impl>()) {
                      "Extra wait of the first request to a model unloaded while idle (its on-demand load).", {"model"},
                      {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60})
           .value();
-  impl_->cache_hits = r.AddCounter("nv_cache_num_hits_per_model", "Number of response cache hits per model.", mv).value();
-  impl_->cache_misses =
-      r.AddCounter("nv_cache_num_misses_per_model", "Number of response cache misses per model.", mv).value();
-  impl_->cache_hit_us = r.AddCounter("nv_cache_hit_duration_per_model",
-                                     "Cumulative time requests spent looking up and copying a cached response on "
-                                     "response cache hits, per model (microseconds).",
-                                     mv)
-                            .value();
-  impl_->cache_miss_us = r.AddCounter("nv_cache_miss_duration_per_model",
-                                      "Cumulative time requests spent looking up and inserting responses on response "
-                                      "cache misses, per model (microseconds).",
-                                      mv)
-                             .value();
+  // Triton's per-model response cache counters: names, help and units as Triton's metrics.md.
+  const struct {
+    CounterFamily** family;
+    const char* name;
+    const char* help;
+  } cache_counters[] = {
+      {&impl_->cache_hits, "nv_cache_num_hits_per_model", "Number of response cache hits per model."},
+      {&impl_->cache_misses, "nv_cache_num_misses_per_model", "Number of response cache misses per model."},
+      {&impl_->cache_hit_us, "nv_cache_hit_duration_per_model",
+       "Cumulative time requests spent looking up and copying a cached response on response cache hits, per model "
+       "(microseconds)."},
+      {&impl_->cache_miss_us, "nv_cache_miss_duration_per_model",
+       "Cumulative time requests spent looking up and inserting responses on response cache misses, per model "
+       "(microseconds)."},
+  };
+  for (const auto& c : cache_counters) *c.family = r.AddCounter(c.name, c.help, mv).value();
 }
 
 ServeMetrics::~ServeMetrics() = default;

@@ -37,8 +37,8 @@ import tritonclient.grpc as grpcclient
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_test_repository as mtr  # noqa: E402
-from onnx import helper  # noqa: E402
-from serve_harness import Server, get_json, metric_sum, metric_value, metrics, post_json, run_tests, slow_request  # noqa: E402
+from serve_harness import (Server, get_json, metric_value, metrics, post_json, run_tests, slow_request,  # noqa: E402
+                           wait_for)
 
 INFERLOOP = None
 CACHE_ON = "response_cache { enable: true }\n"
@@ -121,16 +121,6 @@ def ab(seed):
 
 def cache_files(d):
     return sorted(glob.glob(os.path.join(d, "*.ilrc")))
-
-
-def wait_for(predicate, what, timeout=20):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class ResponseCacheServing(unittest.TestCase):
@@ -274,7 +264,7 @@ class ResponseCacheServing(unittest.TestCase):
         mark = len(self.server.events)
         mtr.save(variant_model("Sub", "Add", "v2"), f"{self.repo}/versioned/2/model.onnx")
         self.server.wait_event("model_ready", after=mark)
-        wait_for(lambda: stats(self.port, "versioned")["version"] == "2", "version 2 serving")
+        wait_for("version 2 serving", lambda: stats(self.port, "versioned")["version"] == "2")
         self.assertEqual(answer_twice(), list(a - b))
         self.assertEqual(stats(self.port, "versioned")["inference_stats"]["cache_hit"]["count"], 1)
         # The same version's file replaced in place (a different model of another size).
@@ -307,7 +297,7 @@ class ResponseCacheDisk(unittest.TestCase):
             for a, b in reqs:
                 known = set(cache_files(self.dir))
                 self.assertEqual(outputs_of(infer(s.http_port, "simple_cached", simple_body(a, b)))["OUTPUT0"], list(a + b))
-                new = wait_for(lambda: sorted(set(cache_files(self.dir)) - known), "the entry's file")
+                new = wait_for("the entry's file", lambda: sorted(set(cache_files(self.dir)) - known))
                 self.assertEqual(len(new), 1, new)
                 files.append(new[0])
             s.terminate()
@@ -369,7 +359,7 @@ class ResponseCacheDiskFull(unittest.TestCase):
                     m = metrics(s.metrics_port)
                     return (metric_value(m, "inferloop_response_cache_disk_errors_total", kind="write_failure") +
                             metric_value(m, "inferloop_response_cache_disk_errors_total", kind="skipped"))
-                n = wait_for(failures, "disk write failures counted")
+                n = wait_for("disk write failures counted", failures)
                 # Still answering, correctly, from memory and by computing.
                 for a, b in reqs[:20] + [ab(999)]:
                     got = outputs_of(infer(s.http_port, "simple_cached", simple_body(a, b)))
