@@ -2,7 +2,7 @@
 """Writes GGUF llama-family models for tests and benchmarks with PyPI `gguf` (pinned in
 scripts/requirements-dev.txt). Run with the project's venv: .venv/bin/python scripts/make_llm_models.py
 
-  random OUT.gguf --shape tinyllama|small|tiny|tiny-hd32|tiny256 --type Q4_0|Q8_0|F16|F32 [--arch llama|qwen2] [--seed N]
+  random OUT.gguf --shape tinyllama|small|tiny|tiny-hd32|tiny256|ctx4k --type Q4_0|Q8_0|F16|F32 [--arch llama|qwen2] [--seed N]
                  [--vocab spm|bpe-llama3|bpe-qwen2] [--std S] [--rope-freqs]
       A model with random weights (normal, std 0.02 or --std; norms 1) and a synthetic vocab: 'spm' (the
       default) is a 'llama' (SentencePiece style) vocab: <unk> <s> </s>, the 256 byte tokens, then
@@ -11,7 +11,9 @@ scripts/requirements-dev.txt). Run with the project's venv: .venv/bin/python scr
       and tokenizer.ggml.pre "llama-bpe" or "qwen2". `tinyllama` has
       TinyLlama-1.1B's shape (hidden 2048, 22 layers, 32 heads, 4 KV heads, FFN 5632, vocab 32000,
       context 2048); `small`, `tiny`, `tiny-hd32` (head dim 32, as a Q8_0 KV cache needs) and
-      `tiny256` (rows of 256 values, for K-quants) are small shapes for tests.
+      `tiny256` (rows of 256 values, for K-quants) are small shapes for tests; `ctx4k` (hidden 512,
+      8 layers, 8 heads, 4 KV heads, FFN 1536, vocab 32000, context 4096: about 58M parameters)
+      is for benchmarks over long prompts.
   requantize IN.gguf OUT.gguf --type Q4_0|Q8_0|F16
       Copies IN (a real model, e.g. tests/data/llm/stories260k.gguf) with every 2-D weight whose row
       length is a multiple of 32 quantized to --type (other tensors keep their type).
@@ -32,6 +34,8 @@ SHAPES = {
     "tiny-hd32": (128, 2, 4, 2, 256, 512, 256),  # head dim 32: fits a Q8_0 KV cache
     # Rows of 256 and 512 values: what K-quants (Q4_K, Q6_K; llama_model_quantize) need.
     "tiny256": (256, 2, 4, 2, 512, 512, 256),
+    # About 58M parameters with a 4096 context (bench/llm_prefix_cache.py: long shared prefixes).
+    "ctx4k": (512, 8, 8, 4, 1536, 32000, 4096),
 }
 TYPES = {"Q4_0": QT.Q4_0, "Q8_0": QT.Q8_0, "F16": QT.F16, "F32": QT.F32}
 # general.file_type values (llama.cpp's llama_ftype) for the whole-file type.

@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "perf/endpoint.h"
+#include "perf/input_set.h"
 #include "perf/load_generator.h"
 #include "perf/model_client.h"
 #include "perf/perf_math.h"
@@ -41,6 +42,7 @@ struct PerfArgs {
   double duration_s = 2.0;
   int max_windows = 10;
   std::string input_data = "random";
+  std::string input_distribution = "round-robin";
   std::vector<std::string> shapes;
   int batch_size = 1;
   std::optional<int64_t> priority;
@@ -103,6 +105,7 @@ struct PerfSetup {
   perf::LoadMode mode = perf::LoadMode::kConcurrency;
   std::vector<double> loads;  // the sweep; empty when only --target-qps is given
   perf::InputOptions inputs;
+  perf::SampleDistribution distribution;
 };
 
 // Prints the error and returns nullopt (exit status 2) for options that do not combine or do
@@ -141,6 +144,12 @@ std::optional<PerfSetup> CheckPerfArgs(const PerfArgs& a) {
     std::cerr << "error: --concurrency-range: at most " << kMaxConcurrency << " requests in flight\n";
     return std::nullopt;
   }
+  auto distribution = perf::ParseSampleDistribution(a.input_distribution);
+  if (!distribution.ok()) {
+    std::cerr << "error: " << distribution.status().message() << "\n";
+    return std::nullopt;
+  }
+  setup.distribution = distribution.value();
   setup.inputs.data = a.input_data;
   setup.inputs.batch_size = a.batch_size;
   setup.inputs.priority = a.priority;
@@ -171,32 +180,47 @@ void RaiseOpenFileLimit() {
   }
 }
 
-// Asks the server for the model and encodes the request every point sends. On failure prints the
-// error and sets `exit_code` (1: the server or encoding failed, 2: the inputs do not fit the model).
-std::optional<perf::EncodedRequest> PrepareRequest(perf::ModelClient& client, const PerfArgs& a,
-                                                   const perf::InputOptions& inputs, int* exit_code) {
+// The requests every point sends: one per sample of the input set, encoded once (for the
+// transport in use only: a large set is held once).
+struct PreparedRequests {
+  std::vector<std::string> sample_names;
+  std::vector<perf::EncodedRequest> encoded;
+};
+
+// Asks the server for the model and builds and encodes the input set's requests. On failure
+// prints the error and sets `exit_code` (1: the server or encoding failed, 2: the inputs do not
+// fit the model).
+std::optional<PreparedRequests> PrepareRequests(perf::ModelClient& client, const PerfArgs& a,
+                                                const perf::InputOptions& inputs, bool grpc, int* exit_code) {
   auto model = client.FetchModel(a.model, a.version);
   if (!model.ok()) {
     std::cerr << "error: " << model.status().message() << "\n";
     *exit_code = 1;
     return std::nullopt;
   }
-  auto request = perf::BuildInferRequest(model.value(), inputs);
-  if (!request.ok()) {
-    std::cerr << "error: " << request.status().message() << "\n";
+  auto set = perf::BuildInputSet(model.value(), inputs);
+  if (!set.ok()) {
+    std::cerr << "error: " << set.status().message() << "\n";
     *exit_code = 2;
     return std::nullopt;
   }
-  auto encoded = perf::EncodeRequest(request.value(), a.binary);
-  if (!encoded.ok()) {
-    std::cerr << "error: encoding the request: " << encoded.status().message() << "\n";
-    *exit_code = 1;
-    return std::nullopt;
+  PreparedRequests out;
+  out.sample_names = std::move(set.value().sample_names);
+  for (auto& request : set.value().requests) {
+    auto encoded = perf::EncodeRequest(request, a.binary);
+    if (!encoded.ok()) {
+      std::cerr << "error: encoding the request: " << encoded.status().message() << "\n";
+      *exit_code = 1;
+      return std::nullopt;
+    }
+    (grpc ? encoded.value().rest_body : encoded.value().grpc_message).clear();
+    out.encoded.push_back(std::move(encoded).value());
+    request = frontends::InferRequest{};  // its tensors are no longer needed
   }
-  return std::move(encoded).value();
+  return out;
 }
 
-perf::RunOptions MakeRunOptions(const PerfArgs& a) {
+perf::RunOptions MakeRunOptions(const PerfArgs& a, size_t samples, const perf::SampleDistribution& distribution) {
   perf::RunOptions opts;
   opts.window_s = a.duration_s;
   opts.max_windows = a.max_windows;
@@ -204,6 +228,8 @@ perf::RunOptions MakeRunOptions(const PerfArgs& a) {
   opts.batch_size = a.batch_size;
   opts.max_outstanding = a.max_outstanding;
   opts.seed = a.seed;
+  opts.samples = samples;
+  opts.distribution = distribution;
   return opts;
 }
 
@@ -327,7 +353,7 @@ int WriteReports(const PerfArgs& a, const std::vector<perf::PerfResult>& points,
   perf::WriteTable(std::cout, points, summary);
   std::cout.flush();
   if (!a.csv.empty()) {
-    Status st = perf::WriteCsvFile(a.csv, points);
+    Status st = perf::WriteCsvFile(a.csv, points, summary);
     if (!st.ok()) { std::cerr << "error: " << st.message() << "\n"; if (!exit_code) exit_code = 1; }
   }
   if (!a.json.empty()) {
@@ -352,16 +378,22 @@ int RunPerf(const PerfArgs& a) {
   InterruptWatcher watcher;  // before any thread (gRPC's included) starts
   auto client = perf::MakeModelClient(setup->endpoint);
   int exit_code = 0;
-  const std::optional<perf::EncodedRequest> encoded = PrepareRequest(*client, a, setup->inputs, &exit_code);
-  if (!encoded) return exit_code;
   const bool grpc = setup->endpoint.protocol == perf::Endpoint::Protocol::kGrpc;
-  auto generator = grpc ? perf::MakeGrpcLoadGenerator(setup->endpoint, *encoded)
-                        : perf::MakeRestLoadGenerator(setup->endpoint, a.model, a.version, *encoded, a.io_threads);
+  std::optional<PreparedRequests> prepared = PrepareRequests(*client, a, setup->inputs, grpc, &exit_code);
+  if (!prepared) return exit_code;
+  auto generator = grpc ? perf::MakeGrpcLoadGenerator(setup->endpoint, prepared->encoded)
+                        : perf::MakeRestLoadGenerator(setup->endpoint, a.model, a.version, prepared->encoded,
+                                                      a.io_threads);
+  prepared->encoded.clear();  // the generator holds its own copy
   const bool tty = isatty(STDERR_FILENO);
-  perf::PerfRunner runner(*generator, client.get(), a.model, a.version, MakeRunOptions(a), &watcher.interrupted(),
-                          MakeProgressLine(tty, a.percentile));
+  perf::PerfRunner runner(*generator, client.get(), a.model, a.version,
+                          MakeRunOptions(a, prepared->sample_names.size(), setup->distribution),
+                          &watcher.interrupted(), MakeProgressLine(tty, a.percentile));
 
   perf::RunSummary summary = StartSummary(a, setup->endpoint);
+  summary.input_data = a.input_data;
+  summary.sample_names = std::move(prepared->sample_names);
+  summary.input_distribution = setup->distribution.ToString();
   PerfSweep sweep(runner, a, tty, summary);
   if (sweep.SweepLoads(setup->mode, setup->loads) && a.target_qps) sweep.MeasureTargetQps();
   if (a.latency_bound_ms) sweep.PickBestUnderBound();
@@ -384,7 +416,12 @@ Runner AddPerfCommand(CLI::App& app) {
       ->check(CLI::Range(0.05, 3600.0));
   cmd->add_option("--max-windows", a->max_windows, "Most windows per point before giving up on stability")
       ->capture_default_str()->check(CLI::Range(3, 1000));
-  cmd->add_option("--input-data", a->input_data, "random | zero | DIR holding <input>.npy")->capture_default_str();
+  cmd->add_option("--input-data", a->input_data,
+                  "random | zero | DIR holding <input>.npy | DIR of sample folders DIR/<sample>/<input>.npy")
+      ->capture_default_str();
+  cmd->add_option("--input-distribution", a->input_distribution,
+                  "How each request picks a sample of the input set: round-robin | uniform | zipf[:S] (S > 0, default 1)")
+      ->capture_default_str();
   cmd->add_option("--shape", a->shapes, "NAME:D1,D2,... dims of a variable-shape input (without the batch dim); repeatable");
   cmd->add_option("--batch-size,-b", a->batch_size, "Batch size (batching models)")->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
@@ -399,7 +436,7 @@ Runner AddPerfCommand(CLI::App& app) {
   cmd->add_option("--max-outstanding", a->max_outstanding, "Open loop: most requests in flight (over it: 'overload' errors)")
       ->capture_default_str()->check(CLI::Range(1, 100000));
   cmd->add_option("--io-threads", a->io_threads, "REST: I/O threads")->capture_default_str()->check(CLI::Range(1, 64));
-  cmd->add_option("--seed", a->seed, "Seed for random inputs and Poisson arrivals")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "Seed for random inputs, Poisson arrivals and the sample draws")->capture_default_str();
   cmd->add_option("--csv", a->csv, "Write the points as CSV to this file");
   cmd->add_option("--json", a->json, "Write the points and run summary as JSON to this file");
   cmd->add_option("--plot", a->plot, "Write an SVG latency-vs-throughput plot to this file");

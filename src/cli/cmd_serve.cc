@@ -5,8 +5,11 @@
 // SIGTERM / SIGINT: stop accepting, answer what is in flight, exit 0.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -50,6 +53,8 @@ struct ServeArgs {
   int llm_max_sequences = 64;
   int64_t llm_max_token_backlog = 16384;
   int64_t llm_prefix_cache_mb = -1;
+  std::string llm_prefix_cache_dir;
+  int64_t llm_prefix_cache_disk_mb = 4096;
   double idle_release_after_seconds = 30;
   std::string memory_budget = "0";
   std::string response_cache_bytes = "256MiB";
@@ -105,6 +110,19 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
     std::cerr << "error: --llm-kv-type: " << kv_type.status().message() << "\n";
     return std::nullopt;
   }
+  if (!a.llm_prefix_cache_dir.empty()) {
+    if (a.llm_prefix_cache_mb == 0) {
+      std::cerr << "error: --llm-prefix-cache-dir needs the prefix cache (--llm-prefix-cache-mb is 0)\n";
+      return std::nullopt;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(a.llm_prefix_cache_dir, ec);
+    if (ec || ::access(a.llm_prefix_cache_dir.c_str(), W_OK) != 0) {
+      std::cerr << "error: --llm-prefix-cache-dir: cannot use '" << a.llm_prefix_cache_dir
+                << "': " << (ec ? ec.message() : std::string(std::strerror(errno))) << "\n";
+      return std::nullopt;
+    }
+  }
   auto precision = ParsePrecision(a.precision);
   if (!precision.ok()) {
     std::cerr << "error: --precision: " << precision.status().message() << "\n";
@@ -139,6 +157,8 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
   lo.engine.threads = a.threads;
   lo.max_token_backlog = a.llm_max_token_backlog;
   lo.prefix_cache_bytes = a.llm_prefix_cache_mb < 0 ? -1 : a.llm_prefix_cache_mb << 20;
+  lo.prefix_cache_dir = a.llm_prefix_cache_dir;
+  lo.prefix_cache_disk_bytes = a.llm_prefix_cache_disk_mb << 20;
   o.host = a.host;
   o.http_port = a.http_port;
   o.grpc_port = a.grpc_port;
@@ -239,6 +259,14 @@ Runner AddServeCommand(CLI::App& app) {
                   "LLM models: KV memory the prefix cache may keep for finished sequences (-1: all of the KV cache, "
                   "0: no prefix cache)")
       ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 30));
+  cmd->add_option("--llm-prefix-cache-dir", a->llm_prefix_cache_dir,
+                  "LLM models: a folder for the prefix cache's disk tier (none: no disk tier): KV blocks evicted "
+                  "from memory, and every cached block at a graceful stop, are kept there per model and read back "
+                  "when that is cheaper than computing them; a restarted server finds them");
+  cmd->add_option("--llm-prefix-cache-disk-mb", a->llm_prefix_cache_disk_mb,
+                  "LLM models: MiB of KV block files each model may keep in --llm-prefix-cache-dir (least recently "
+                  "used deleted first)")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--llm-max-token-backlog", a->llm_max_token_backlog,
                   "LLM models: prompt tokens waiting before new requests get 429")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));

@@ -31,6 +31,8 @@ struct Sequence {
   int computed = 0;             // leading tokens whose keys/values are in `kv`
   int inserted_blocks = 0;      // full blocks already offered to the prefix cache
   int cached_prompt_tokens = 0;
+  int disk_cached_prompt_tokens = 0;  // of cached_prompt_tokens, read from the disk tier
+  int disk_hit_tokens = 0;            // tokens the last prefix match read from the disk tier
   int preemptions = 0;
   int pending_forks = 0;        // choices still to fork off after the prefill
   bool counted_prompt = false;

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -72,6 +73,10 @@ class KvBlockPool {
   int RefCount(int block) const { return refs_[block]; }
   // Copies every layer's keys and values of block `from` into block `to`.
   void CopyBlock(int from, int to);
+  // The bytes of block `block` (bytes_per_block() of them: what the disk tier stores).
+  std::span<uint8_t> BlockBytes(int block) {
+    return {reinterpret_cast<uint8_t*>(storage_.data() + static_cast<size_t>(block) * block_units_), bytes_per_block()};
+  }
 
   // Keys / values of position slot `slot` (< block_tokens) of `layer` in `block`: row_bytes()
   // bytes in the pool's type (F16: kv_dim halves; Q8_0: kv_dim / 32 blocks of 34 bytes, head h

@@ -36,6 +36,7 @@ Result<std::unique_ptr<LlamaModel>> LlamaModel::Load(const std::string& path) {
   auto tok = Tokenizer::FromGguf(file);
   if (!tok.ok()) return with_path(tok.status());
   std::unique_ptr<LlamaModel> m(new LlamaModel(std::move(file), std::move(*tok)));
+  m->path_ = path;
   auto hp = ReadLlamaHparams(m->file_);
   if (!hp.ok()) return with_path(hp.status());
   m->hp_ = *hp;

@@ -45,6 +45,8 @@ class LlamaModel {
   const LlamaHparams& hparams() const { return hp_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   const GgufFile& file() const { return file_; }
+  // The file it was loaded from.
+  const std::string& path() const { return path_; }
   // The KV cache shape of this model (a pool of `type` fails to be created when the type does
   // not fit the model: Q8_0 needs a head dim that is a multiple of 32).
   KvCacheShape kv_shape(int block_tokens = 16, KvType type = KvType::kF16) const;
@@ -65,6 +67,7 @@ class LlamaModel {
   Status Bind();
 
   GgufFile file_;
+  std::string path_;
   Tokenizer tokenizer_;
   LlamaHparams hp_;
   WeightMatrix tok_embd_, output_;

@@ -11,6 +11,8 @@
 
 #include "base/thread_pool.h"
 #include "llm/engine_sequence.h"
+#include "llm/kv_disk_tier.h"
+#include "llm/kv_tier_cost.h"
 #include "llm/prefix_cache.h"
 #include "llm/scheduler.h"
 
@@ -51,7 +53,9 @@ struct LlmEngine::Impl : SchedulerEvents {
   std::shared_ptr<const LlamaModel> model;
   EngineOptions opt;
   KvBlockPool pool;
+  std::unique_ptr<KvDiskTier> disk;  // the prefix cache's disk tier (null: none); outlives `cache`
   std::unique_ptr<PrefixCache> cache;
+  PrefillSpeed prefill;  // measured on the worker thread, read by the prefix cache there
   ThreadPool* threads = nullptr;
 
   mutable std::mutex mu;
@@ -78,10 +82,11 @@ struct LlmEngine::Impl : SchedulerEvents {
     std::lock_guard<std::mutex> l(mu);
     ++stats.preemptions;
   }
-  void OnAdmitted(int64_t prompt_tokens, int64_t prefix_hit_tokens) override {
+  void OnAdmitted(int64_t prompt_tokens, int64_t prefix_hit_tokens, int64_t disk_hit_tokens) override {
     std::lock_guard<std::mutex> l(mu);
     stats.prompt_tokens += prompt_tokens;
     stats.prefix_hit_tokens += prefix_hit_tokens;
+    stats.prefix_hit_tokens_disk += disk_hit_tokens;
   }
   void OnAdmitFailed(SeqPtr s, const Status& error) override { Finish(std::move(s), FinishReason::kError, error); }
 
@@ -93,6 +98,7 @@ struct LlmEngine::Impl : SchedulerEvents {
     r.error = std::move(error);
     r.prompt_tokens = s->prompt_len;
     r.cached_prompt_tokens = s->cached_prompt_tokens;
+    r.disk_cached_prompt_tokens = s->disk_cached_prompt_tokens;
     r.generated_tokens = s->generated;
     r.preemptions = s->preemptions;
     r.queue_seconds = s->queue_seconds < 0
@@ -172,20 +178,30 @@ struct LlmEngine::Impl : SchedulerEvents {
     return true;
   }
 
-  // One forward pass over the planned tokens; `logits` gets one row per planned logits.
+  // One forward pass over the planned tokens; `logits` gets one row per planned logits. A step
+  // that prefills (some sequence computes more than one token) measures the prefill speed.
   Status Forward(const std::vector<ScheduledWork>& plan, std::vector<float>& logits) {
     std::vector<BatchToken> batch;
-    int n_logits = 0;
+    int n_logits = 0, end_pos = 0;
+    bool prefills = false;
     for (const ScheduledWork& p : plan) {
       for (int j = 0; j < p.count; ++j) {
         const bool last = j + 1 == p.count;
         batch.push_back({&p.seq->kv, p.from + j, p.seq->tokens[p.from + j], last && p.logits});
       }
       n_logits += p.logits ? 1 : 0;
+      prefills = prefills || p.count > 1;
+      end_pos = std::max(end_pos, p.from + p.count);
     }
     const int V = static_cast<int>(model->hparams().n_vocab);
     logits.assign(static_cast<size_t>(n_logits) * V, 0.f);
-    return model->Forward(batch, logits.data(), threads);
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = model->Forward(batch, logits.data(), threads);
+    if (st.ok() && prefills) {
+      prefill.Record(end_pos, static_cast<int>(batch.size()),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return st;
   }
 
   // The n - 1 other choices of `s`, forked off after its prefill, sharing the prompt's blocks.
@@ -199,6 +215,7 @@ struct LlmEngine::Impl : SchedulerEvents {
       c->computed = s.computed;
       c->inserted_blocks = s.inserted_blocks;
       c->cached_prompt_tokens = s.cached_prompt_tokens;
+      c->disk_cached_prompt_tokens = s.disk_cached_prompt_tokens;
       c->counted_prompt = true;
       c->queue_seconds = s.queue_seconds;
       c->kv = s.kv.Fork();
@@ -308,7 +325,29 @@ struct LlmEngine::Impl : SchedulerEvents {
     stats.kv_blocks_total = pool.num_blocks();
     stats.kv_blocks_used = pool.used_blocks();
     stats.kv_blocks_cached_idle = cache ? cache->idle_blocks() : 0;
+    FillDiskStats(stats);
     if (step_observer) step_observer(stats);
+  }
+
+  void FillDiskStats(EngineStats& st) const {
+    if (!disk) return;
+    const KvDiskTierStats d = disk->Stats();
+    st.disk_bytes_read = d.bytes_read;
+    st.disk_bytes_written = d.bytes_written;
+    st.disk_bytes = d.bytes;
+    st.disk_errors = d.corrupt + d.write_failures;
+    st.disk_skipped_writes = d.skipped_writes;
+  }
+
+  // The prefix cache's disk tier for this model (EngineOptions::prefix_cache_dir).
+  Status OpenDiskTier(const KvCacheShape& shape) {
+    IL_ASSIGN_OR_RETURN(KvModelIdentity id, KvModelIdentityOfFile(model->path(), shape));
+    KvDiskTierOptions o;
+    o.dir = opt.prefix_cache_dir;
+    o.budget_bytes = opt.prefix_cache_disk_bytes;
+    IL_ASSIGN_OR_RETURN(disk, KvDiskTier::Open(o, id, shape.block_tokens, pool.bytes_per_block()));
+    cache->SetDiskTier({disk.get(), &prefill, opt.prefix_cache_disk_always_read});
+    return Status::Ok();
   }
 
   void Loop() {
@@ -360,6 +399,9 @@ Result<std::unique_ptr<LlmEngine>> LlmEngine::Create(std::shared_ptr<const Llama
     PrefixCache* c = impl->cache.get();
     impl->sched.SetPrefixCache(c);
     impl->pool.SetEvictor([c](int n) { return c->Evict(n); });
+    if (!o.prefix_cache_dir.empty()) IL_RETURN_IF_ERROR(impl->OpenDiskTier(shape));
+  } else if (!o.prefix_cache_dir.empty()) {
+    return Status::InvalidArgument("a prefix cache disk tier needs the prefix cache (prefix_cache_blocks is 0)");
   }
   impl->threads = SharedThreadPool(o.threads);
   impl->PublishStats();
@@ -376,6 +418,9 @@ LlmEngine::~LlmEngine() {
   impl_->cv.notify_all();
   impl_->idle_cv.notify_all();
   if (impl_->worker.joinable()) impl_->worker.join();
+  // A graceful stop: the blocks cached in memory go to the disk tier too (written before the
+  // tier's writer stops, when `impl_` is destroyed).
+  if (impl_->cache) impl_->cache->WriteAllToDisk();
 }
 
 Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
@@ -429,8 +474,13 @@ bool LlmEngine::Drain(std::chrono::steady_clock::time_point deadline) {
 }
 
 EngineStats LlmEngine::stats() const {
-  std::lock_guard<std::mutex> l(impl_->mu);
-  return impl_->stats;
+  EngineStats s;
+  {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    s = impl_->stats;
+  }
+  impl_->FillDiskStats(s);
+  return s;
 }
 
 void LlmEngine::SetStepObserver(std::function<void(const EngineStats&)> observer) {

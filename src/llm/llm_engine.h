@@ -42,6 +42,14 @@ struct EngineOptions {
   int max_running = 64;
   // Idle blocks the prefix cache keeps (-1: up to the whole pool; 0: no prefix cache).
   int prefix_cache_blocks = -1;
+  // The prefix cache's disk tier (kv_disk_tier.h), "" for none: blocks evicted from memory are
+  // written to prefix_cache_dir/<model identity>/ (and every cached block when the engine is
+  // destroyed), within prefix_cache_disk_bytes, and read back for a later prompt when that is
+  // cheaper than computing them (kv_tier_cost.h) or, with prefix_cache_disk_always_read, whenever
+  // they are there (tests, benchmarks).
+  std::string prefix_cache_dir;
+  int64_t prefix_cache_disk_bytes = int64_t{4096} << 20;
+  bool prefix_cache_disk_always_read = false;
   int threads = 0;  // compute threads; 0: the CPUs this process may use
 };
 
@@ -67,6 +75,7 @@ struct SequenceResult {
   Status error;               // set when reason is kError
   int prompt_tokens = 0;
   int cached_prompt_tokens = 0;  // prompt tokens taken from the prefix cache (not recomputed)
+  int disk_cached_prompt_tokens = 0;  // of those, read from its disk tier
   int generated_tokens = 0;
   int preemptions = 0;
   double queue_seconds = 0;   // from Submit to the first step that computed any of it
@@ -110,6 +119,14 @@ struct EngineStats {
   int64_t token_backlog = 0;    // prompt tokens of waiting requests not yet computed
   int64_t prompt_tokens = 0;    // totals since start
   int64_t prefix_hit_tokens = 0;
+  int64_t prefix_hit_tokens_disk = 0;  // of those, read from the disk tier
+  // The prefix cache's disk tier (zeros without one): totals since the engine started, and the
+  // bytes of block files it holds now.
+  int64_t disk_bytes_read = 0;
+  int64_t disk_bytes_written = 0;
+  int64_t disk_bytes = 0;
+  int64_t disk_errors = 0;  // damaged files found and failed writes
+  int64_t disk_skipped_writes = 0;
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;

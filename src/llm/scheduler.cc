@@ -93,7 +93,9 @@ bool Scheduler::FitWaiting(Sequence& w, std::vector<ScheduledWork>& plan, int& b
   const int len = static_cast<int>(w.tokens.size());
   if (cache_ && w.kv.blocks().empty()) {
     // Whole blocks of the prefix, never the last token (its logits are needed).
-    std::vector<int> hit = cache_->Match(w.tokens, (len - 1) / opt_.block_tokens);
+    int from_disk = 0;
+    std::vector<int> hit = cache_->Match(w.tokens, (len - 1) / opt_.block_tokens, &from_disk);
+    w.disk_hit_tokens = from_disk * opt_.block_tokens;
     w.computed = static_cast<int>(hit.size()) * opt_.block_tokens;
     w.inserted_blocks = static_cast<int>(hit.size());
     w.kv.Adopt(std::move(hit));
@@ -109,6 +111,7 @@ bool Scheduler::FitWaiting(Sequence& w, std::vector<ScheduledWork>& plan, int& b
     w.kv.Reset();  // give matched blocks back; retry next step
     w.computed = 0;
     w.inserted_blocks = 0;
+    w.disk_hit_tokens = 0;
   }
   return fits;
 }
@@ -126,9 +129,10 @@ void Scheduler::AdmitWaiting(std::vector<ScheduledWork>& plan, int& budget) {
     if (!s->counted_prompt) {
       s->counted_prompt = true;
       s->cached_prompt_tokens = s->computed;
-      events_->OnAdmitted(s->prompt_len, std::min(s->computed, s->prompt_len));
+      s->disk_cached_prompt_tokens = s->disk_hit_tokens;
+      events_->OnAdmitted(s->prompt_len, std::min(s->computed, s->prompt_len), s->disk_hit_tokens);
     } else {
-      events_->OnAdmitted(0, s->computed);  // recompute after preemption skipped this much
+      events_->OnAdmitted(0, s->computed, s->disk_hit_tokens);  // recompute after preemption skipped this much
     }
     const int k = std::min(len - s->computed, budget);
     Status st = s->kv.Reserve(s->computed + k);

@@ -34,8 +34,9 @@ class SchedulerEvents {
   virtual ~SchedulerEvents() = default;
   virtual void OnPreempted() = 0;
   // A sequence left waiting for running: prompt tokens counted for the first time, and the
-  // tokens whose keys/values it did not need to compute.
-  virtual void OnAdmitted(int64_t prompt_tokens, int64_t prefix_hit_tokens) = 0;
+  // tokens whose keys/values it did not need to compute (`disk_hit_tokens` of them read from
+  // the prefix cache's disk tier).
+  virtual void OnAdmitted(int64_t prompt_tokens, int64_t prefix_hit_tokens, int64_t disk_hit_tokens) = 0;
   // An admitted sequence whose blocks could not be prepared (should not happen): it ends.
   virtual void OnAdmitFailed(SeqPtr s, const Status& error) = 0;
 };

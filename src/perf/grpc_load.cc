@@ -1,12 +1,14 @@
 // The gRPC load generator: ModelInfer calls on grpc's async API. One completion-queue thread
 // collects results; in a closed loop it issues the next call at once, in an open loop a
 // scheduler thread issues calls at Poisson arrival times from a bounded pool of call slots.
+// Each call sends the request of the sample the chooser picks (under the lock that issues it).
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -26,20 +28,22 @@ struct Call {
   grpc::Status status;
   std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ModelInferResponse>> reader;
   Clock::time_point t0;
+  size_t sample = 0;
 };
 
 class GrpcLoad final : public LoadGenerator {
  public:
-  GrpcLoad(const Endpoint& endpoint, inference::ModelInferRequest request)
+  GrpcLoad(const Endpoint& endpoint, std::vector<inference::ModelInferRequest> requests)
       : channel_(MakeGrpcChannel(endpoint)),
         stub_(inference::GRPCInferenceService::NewStub(channel_)),
-        request_(std::move(request)) {}
+        requests_(std::move(requests)) {}
   ~GrpcLoad() override { Stop(); }
 
   Status Start(const LoadSpec& spec, SampleRecorder* recorder) override {
     Stop();
     spec_ = spec;
     recorder_ = recorder;
+    chooser_.emplace(spec.distribution, requests_.size(), SampleChooserSeed(spec.seed, 0));
     stopping_.store(false);
     outstanding_.store(0);
     cq_ = std::make_unique<grpc::CompletionQueue>();
@@ -90,10 +94,11 @@ class GrpcLoad final : public LoadGenerator {
   // Called with mu_ held (or before the CQ thread can see `call`).
   void Issue(Call* call, Clock::time_point t0) {
     call->t0 = t0;
+    call->sample = chooser_->Next();
     call->context = std::make_unique<grpc::ClientContext>();
     call->response.Clear();
     outstanding_.fetch_add(1);
-    call->reader = stub_->PrepareAsyncModelInfer(call->context.get(), request_, cq_.get());
+    call->reader = stub_->PrepareAsyncModelInfer(call->context.get(), requests_[call->sample], cq_.get());
     call->reader->StartCall();
     call->reader->Finish(&call->response, &call->status, call);
   }
@@ -106,7 +111,7 @@ class GrpcLoad final : public LoadGenerator {
       bool stopping = stopping_.load(std::memory_order_relaxed);
       if (!stopping) {
         if (call->status.ok()) {
-          recorder_->RecordSuccess(std::chrono::duration<double, std::micro>(Clock::now() - call->t0).count());
+          recorder_->RecordSuccess(std::chrono::duration<double, std::micro>(Clock::now() - call->t0).count(), call->sample);
         } else {
           recorder_->RecordError("grpc_" + CodeName(call->status.error_code()), call->status.error_message());
         }
@@ -161,7 +166,8 @@ class GrpcLoad final : public LoadGenerator {
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
-  inference::ModelInferRequest request_;
+  std::vector<inference::ModelInferRequest> requests_;  // per sample
+  std::optional<SampleChooser> chooser_;                 // guarded by mu_
   LoadSpec spec_;
   SampleRecorder* recorder_ = nullptr;
   std::atomic<bool> stopping_{false};
@@ -177,10 +183,11 @@ class GrpcLoad final : public LoadGenerator {
 
 }  // namespace
 
-std::unique_ptr<LoadGenerator> MakeGrpcLoadGenerator(const Endpoint& endpoint, const EncodedRequest& request) {
-  inference::ModelInferRequest message;
-  message.ParseFromString(request.grpc_message);
-  return std::make_unique<GrpcLoad>(endpoint, std::move(message));
+std::unique_ptr<LoadGenerator> MakeGrpcLoadGenerator(const Endpoint& endpoint,
+                                                     const std::vector<EncodedRequest>& requests) {
+  std::vector<inference::ModelInferRequest> messages(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) messages[i].ParseFromString(requests[i].grpc_message);
+  return std::make_unique<GrpcLoad>(endpoint, std::move(messages));
 }
 
 }  // namespace inferloop::perf

@@ -1,15 +1,18 @@
-// LoadGenerator: sends one encoded inference request over and over at a load point, recording
-// every outcome in a SampleRecorder. Implementations: REST over Boost.Beast (rest_load.cc) and
+// LoadGenerator: sends encoded inference requests over and over at a load point, each one a
+// sample of the input set picked by the distribution, recording every outcome (and the sample
+// of each success) in a SampleRecorder. Implementations: REST over Boost.Beast (rest_load.cc) and
 // gRPC async (grpc_load.cc); both non-blocking, with a small fixed number of I/O threads.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "frontends/request_types.h"
 #include "inferloop/status.h"
 #include "perf/endpoint.h"
+#include "perf/input_set.h"
 #include "perf/perf_result.h"
 #include "perf/sample_recorder.h"
 
@@ -24,6 +27,9 @@ struct LoadSpec {
   // as an "overload" error.
   int max_outstanding = 1024;
   uint64_t seed = 1;
+  // Picks the sample of each request (perf/input_set.h); each I/O thread draws from its own
+  // chooser seeded by SampleChooserSeed(seed, thread).
+  SampleDistribution distribution;
 };
 
 class LoadGenerator {
@@ -37,7 +43,7 @@ class LoadGenerator {
   virtual void Stop() = 0;
 };
 
-// The request to send, encoded once for each transport.
+// One sample's request, encoded once for each transport.
 struct EncodedRequest {
   std::string rest_body;        // REST body (JSON, or JSON + binary data)
   size_t rest_json_length = 0;  // Inference-Header-Content-Length when rest_has_binary
@@ -46,10 +52,12 @@ struct EncodedRequest {
 };
 
 // REST: POST /v2/models/M[/versions/V]/infer on keep-alive connections, `io_threads` threads.
+// `requests`: one per sample (at least one), each sent as prebuilt bytes.
 std::unique_ptr<LoadGenerator> MakeRestLoadGenerator(const Endpoint& endpoint, const std::string& model,
                                                      const std::string& version,
-                                                     const EncodedRequest& request, int io_threads);
-// gRPC: ModelInfer calls on an async completion queue.
-std::unique_ptr<LoadGenerator> MakeGrpcLoadGenerator(const Endpoint& endpoint, const EncodedRequest& request);
+                                                     const std::vector<EncodedRequest>& requests, int io_threads);
+// gRPC: ModelInfer calls on an async completion queue; `requests` as above.
+std::unique_ptr<LoadGenerator> MakeGrpcLoadGenerator(const Endpoint& endpoint,
+                                                     const std::vector<EncodedRequest>& requests);
 
 }  // namespace inferloop::perf

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace inferloop::perf {
 
@@ -54,6 +55,11 @@ struct PerfResult {
   double server_queue_us = 0;
   double server_compute_us = 0;  // compute_input + compute_infer + compute_output
   uint64_t server_requests = 0;  // successful requests the server counted over the point
+
+  // Successful requests per input sample (in the input set's order) over the whole point, from
+  // its start until the load stopped (every window and the moments after the last one, as the
+  // server-side split counts them): the mix the server answered. Sums to at least `completed`.
+  std::vector<uint64_t> requests_per_sample;
 
   int windows_measured = 0;  // windows run at this point (3 .. cap)
   bool stable = false;       // the last three windows agreed within 10% (throughput and pP latency)

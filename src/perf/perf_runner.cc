@@ -65,8 +65,9 @@ Result<PerfResult> PerfRunner::MeasurePoint(LoadMode mode, double load, bool* wa
     auto s = stats_->FetchStats(model_, version_);
     if (s.ok()) before = s.value();
   }
-  SampleRecorder recorder;
+  SampleRecorder recorder(options_.samples);
   LoadSpec spec;
+  spec.distribution = options_.distribution;
   spec.mode = mode;
   spec.load = load;
   spec.max_outstanding = options_.max_outstanding;
@@ -116,6 +117,7 @@ Result<PerfResult> PerfRunner::MeasurePoint(LoadMode mode, double load, bool* wa
   r.windows_measured = static_cast<int>(windows.size());
   r.stable = LastThreeStable(summaries);
   r.window_s = options_.window_s;
+  r.requests_per_sample = recorder.per_sample();
   if (!failure.ok()) {
     if (partial) *partial = r;
     return failure;

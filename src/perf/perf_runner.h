@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "perf/input_set.h"
 #include "perf/load_generator.h"
 #include "perf/model_client.h"
 #include "perf/perf_result.h"
@@ -22,6 +23,8 @@ struct RunOptions {
   int batch_size = 1;
   int max_outstanding = 1024;
   uint64_t seed = 1;
+  size_t samples = 1;                // the input set's size (successes are counted per sample)
+  SampleDistribution distribution;  // how each request's sample is picked
 };
 
 // One window as it ends: for a progress line.

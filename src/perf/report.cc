@@ -48,7 +48,7 @@ std::vector<std::string> CsvColumns(LoadMode mode) {
   return {LoadModeName(mode), "batch_size", "throughput_infer_per_s", "throughput_req_per_s", "completed",
           "errors", "latency_avg_us", "latency_p50_us", "latency_p90_us", "latency_p95_us", "latency_p99_us",
           "latency_p999_us", "latency_max_us", "server_queue_us", "server_compute_us", "windows", "stable",
-          "errors_by_kind"};
+          "errors_by_kind", "input_samples", "input_distribution"};
 }
 
 double LatencyAtPercentile(const PerfResult& r, double p) {
@@ -62,6 +62,9 @@ double LatencyAtPercentile(const PerfResult& r, double p) {
 void WriteTable(std::ostream& os, const std::vector<PerfResult>& points, const RunSummary& summary) {
   os << "model " << summary.model << (summary.version.empty() ? "" : " version " + summary.version) << " at "
      << summary.url << " (" << summary.protocol << ")\n";
+  os << "inputs: " << summary.input_data << ", " << summary.sample_names.size()
+     << (summary.sample_names.size() == 1 ? " sample" : " samples") << ", distribution "
+     << summary.input_distribution << "\n";
   const char* load_name = points.empty() || points[0].mode == LoadMode::kConcurrency ? "concurrency" : "rate/s";
   char line[512];
   std::snprintf(line, sizeof(line), "%11s %11s %9s %9s %9s %9s %9s %9s %8s %10s %10s %7s %6s\n", load_name,
@@ -100,7 +103,7 @@ void WriteTable(std::ostream& os, const std::vector<PerfResult>& points, const R
   if (summary.interrupted) os << "interrupted: the table holds what was measured before Ctrl-C\n";
 }
 
-void WriteCsv(std::ostream& os, const std::vector<PerfResult>& points) {
+void WriteCsv(std::ostream& os, const std::vector<PerfResult>& points, const RunSummary& summary) {
   LoadMode mode = points.empty() ? LoadMode::kConcurrency : points[0].mode;
   auto cols = CsvColumns(mode);
   for (size_t i = 0; i < cols.size(); ++i) os << (i ? "," : "") << cols[i];
@@ -112,7 +115,8 @@ void WriteCsv(std::ostream& os, const std::vector<PerfResult>& points) {
        << "," << Num(r.latency_p99_us, 1) << "," << Num(r.latency_p999_us, 1) << "," << Num(r.latency_max_us, 1)
        << "," << (r.has_server_stats ? Num(r.server_queue_us, 1) : "") << ","
        << (r.has_server_stats ? Num(r.server_compute_us, 1) : "") << "," << r.windows_measured << ","
-       << (r.stable ? "yes" : "no") << "," << CsvField(ErrorKinds(r)) << "\n";
+       << (r.stable ? "yes" : "no") << "," << CsvField(ErrorKinds(r)) << "," << summary.sample_names.size() << ","
+       << CsvField(summary.input_distribution) << "\n";
   }
 }
 
@@ -126,7 +130,11 @@ void WriteJson(std::ostream& os, const std::vector<PerfResult>& points, const Ru
      << ",\n  \"suggested_concurrency\": "
      << (s.suggested_concurrency ? std::to_string(*s.suggested_concurrency) : "null")
      << ",\n  \"target_reached\": " << (s.target_reached ? (*s.target_reached ? "true" : "false") : "null")
-     << ",\n  \"interrupted\": " << (s.interrupted ? "true" : "false") << ",\n  \"points\": [";
+     << ",\n  \"interrupted\": " << (s.interrupted ? "true" : "false")
+     << ",\n  \"input_data\": " << JsonString(s.input_data) << ",\n  \"input_samples\": " << s.sample_names.size()
+     << ",\n  \"input_distribution\": " << JsonString(s.input_distribution) << ",\n  \"input_sample_names\": [";
+  for (size_t i = 0; i < s.sample_names.size(); ++i) os << (i ? ", " : "") << JsonString(s.sample_names[i]);
+  os << "],\n  \"points\": [";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& r = points[i];
     os << (i ? "," : "") << "\n    {\"mode\": " << JsonString(LoadModeName(r.mode)) << ", \"load\": " << JsonNum(r.load)
@@ -145,15 +153,17 @@ void WriteJson(std::ostream& os, const std::vector<PerfResult>& points, const Ru
        << ", \"server_queue_us\": " << (r.has_server_stats ? JsonNum(r.server_queue_us) : "null")
        << ", \"server_compute_us\": " << (r.has_server_stats ? JsonNum(r.server_compute_us) : "null")
        << ", \"windows\": " << r.windows_measured << ", \"window_s\": " << JsonNum(r.window_s)
-       << ", \"stable\": " << (r.stable ? "true" : "false") << "}";
+       << ", \"stable\": " << (r.stable ? "true" : "false") << ", \"requests_per_sample\": [";
+    for (size_t k = 0; k < r.requests_per_sample.size(); ++k) os << (k ? ", " : "") << r.requests_per_sample[k];
+    os << "]}";
   }
   os << "\n  ]\n}\n";
 }
 
-Status WriteCsvFile(const std::string& path, const std::vector<PerfResult>& points) {
+Status WriteCsvFile(const std::string& path, const std::vector<PerfResult>& points, const RunSummary& summary) {
   std::ofstream f(path);
   if (!f) return Status::InvalidArgument("--csv: cannot write " + path);
-  WriteCsv(f, points);
+  WriteCsv(f, points, summary);
   f.close();
   if (!f) return Status::InvalidArgument("--csv: cannot write " + path);
   return Status::Ok();

@@ -27,9 +27,15 @@ struct RunSummary {
   std::optional<int> suggested_concurrency;
   std::optional<bool> target_reached;
   bool interrupted = false;
+  // The input set: the --input-data value, its samples' names (one for random, zero and a flat
+  // directory) and the --input-distribution that picked a sample per request.
+  std::string input_data = "random";
+  std::vector<std::string> sample_names = {"random"};
+  std::string input_distribution = "round-robin";
 };
 
-// The CSV columns, in order (the first is "concurrency" or "request_rate" by mode).
+// The CSV columns, in order (the first is "concurrency" or "request_rate" by mode; the last two,
+// input_samples and input_distribution, repeat the run's input set on every row).
 std::vector<std::string> CsvColumns(LoadMode mode);
 
 // The latency of `r` at percentile p (50, 90, 95, 99 or 99.9; others: the nearest of those).
@@ -37,10 +43,10 @@ double LatencyAtPercentile(const PerfResult& r, double p);
 
 void WriteTable(std::ostream& os, const std::vector<PerfResult>& points, const RunSummary& summary);
 // One header line, one line per point; errors_by_kind as "kind=n;kind=n".
-void WriteCsv(std::ostream& os, const std::vector<PerfResult>& points);
+void WriteCsv(std::ostream& os, const std::vector<PerfResult>& points, const RunSummary& summary);
 void WriteJson(std::ostream& os, const std::vector<PerfResult>& points, const RunSummary& summary);
 // To files; an error naming the path when it cannot be written.
-Status WriteCsvFile(const std::string& path, const std::vector<PerfResult>& points);
+Status WriteCsvFile(const std::string& path, const std::vector<PerfResult>& points, const RunSummary& summary);
 Status WriteJsonFile(const std::string& path, const std::vector<PerfResult>& points, const RunSummary& summary);
 
 }  // namespace inferloop::perf

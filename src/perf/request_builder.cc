@@ -1,11 +1,13 @@
 #include "perf/request_builder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <random>
 #include <sstream>
 
 #include "base/npy.h"
+#include "perf/input_set.h"
 #include "frontends/v2_datatype.h"
 #include "frontends/v2_grpc_codec.h"
 #include "frontends/v2_json_codec.h"
@@ -62,7 +64,85 @@ Status ParseShapeOption(const std::string& text, std::map<std::string, std::vect
   return Status::Ok();
 }
 
-Result<frontends::InferRequest> BuildInferRequest(const ModelInfo& model, const InputOptions& options) {
+namespace {
+
+// The dims of `in` without the batch dim, with --shape applied; -1 where still variable.
+Result<std::vector<int64_t>> SampleDims(const ModelTensorInfo& in, const InputOptions& options, bool batching) {
+  std::vector<int64_t> sample(in.shape.begin() + (batching && !in.shape.empty() ? 1 : 0), in.shape.end());
+  auto it = options.shapes.find(in.name);
+  if (it == options.shapes.end()) return sample;
+  if (it->second.size() != sample.size())
+    return Status::InvalidArgument("--shape " + in.name + ": " + std::to_string(it->second.size()) +
+                                   " dims given, the input has " + std::to_string(sample.size()) + " " +
+                                   JoinDims(sample) + (batching ? " (without the batch dim)" : ""));
+  for (size_t i = 0; i < sample.size(); ++i)
+    if (sample[i] >= 0 && sample[i] != it->second[i])
+      return Status::InvalidArgument("--shape " + in.name + ": dim " + std::to_string(i) + " is fixed at " +
+                                     std::to_string(sample[i]) + " " + JoinDims(sample));
+  return it->second;
+}
+
+// `got` fits `want` when the ranks agree and every dim of `want` is -1 (variable) or equal.
+bool DimsFit(const std::vector<int64_t>& got, const std::vector<int64_t>& want) {
+  if (got.size() != want.size()) return false;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (want[i] >= 0 && got[i] != want[i]) return false;
+  return true;
+}
+
+// DIR/<input>.npy as the input's tensor: its full shape (batch dim included), or for batching
+// models one sample repeated to the batch. Variable dims (-1 in `sample`) take the file's dims.
+Result<Tensor> TensorFromNpy(const std::string& dir, const ModelTensorInfo& in, DataType dtype,
+                             const std::vector<int64_t>& sample, int batch_size, bool batching) {
+  std::string path = (std::filesystem::path(dir) / (in.name + ".npy")).string();
+  if (!std::filesystem::exists(path))
+    return Status::InvalidArgument("--input-data: no " + path + " for input '" + in.name + "'");
+  auto npy = ReadNpyFile(path);
+  if (!npy.ok()) return npy.status().WithContext(path);
+  Tensor v = std::move(npy).value();
+  if (v.dtype() != dtype)
+    return Status::InvalidArgument(path + ": dtype " + DataTypeName(v.dtype()) + ", input '" + in.name + "' is " +
+                                   in.datatype);
+  std::vector<int64_t> full = sample;
+  if (batching) full.insert(full.begin(), batch_size);
+  std::vector<int64_t> vs(v.shape().begin(), v.shape().end());
+  if (DimsFit(vs, full)) return v;
+  if (!batching || !DimsFit(vs, sample))
+    return Status::InvalidArgument(path + ": shape " + JoinDims(vs) + ", expected " + JoinDims(full) +
+                                   (batching ? " or " + JoinDims(sample) : "") +
+                                   (std::count(full.begin(), full.end(), -1) ? " (-1: any size)" : ""));
+  std::vector<int64_t> tiled = vs;  // one sample: repeated batch_size times
+  tiled.insert(tiled.begin(), batch_size);
+  auto r = Tensor::Create(v.dtype(), Shape(tiled));
+  if (!r.ok()) return r.status();
+  Tensor t = std::move(r).value();
+  for (int b = 0; b < batch_size; ++b) {
+    if (v.dtype() == DataType::kString) {
+      for (int64_t i = 0; i < v.size(); ++i) t.strings()[b * v.size() + i] = v.strings()[i];
+    } else {
+      std::memcpy(static_cast<char*>(t.raw_data()) + b * v.nbytes(), v.raw_data(), v.nbytes());
+    }
+  }
+  return t;
+}
+
+// A generated tensor: zeros, or random values from `gen`.
+Result<Tensor> GeneratedTensor(DataType dtype, const std::vector<int64_t>& full, bool zero, std::mt19937_64& gen) {
+  if (dtype == DataType::kString) {
+    int64_t n = 1;
+    for (int64_t d : full) n *= d;
+    std::vector<std::string> values(n);
+    for (int64_t i = 0; i < n; ++i) values[i] = zero ? "" : "s" + std::to_string(i % 97);
+    return Tensor::FromStrings(Shape(full), std::move(values));
+  }
+  auto r = Tensor::Create(dtype, Shape(full));
+  if (!r.ok()) return r.status();
+  Tensor t = std::move(r).value();
+  if (!zero) FillRandom(&t, gen);
+  return t;
+}
+
+Status CheckInputOptions(const ModelInfo& model, const InputOptions& options) {
   for (const auto& [name, dims] : options.shapes) {
     bool found = false;
     for (const auto& in : model.inputs) found |= in.name == name;
@@ -84,6 +164,16 @@ Result<frontends::InferRequest> BuildInferRequest(const ModelInfo& model, const 
   bool from_dir = options.data != "random" && options.data != "zero";
   if (from_dir && !std::filesystem::is_directory(options.data))
     return Status::InvalidArgument("--input-data '" + options.data + "': expected random, zero or a directory");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<frontends::InferRequest> BuildInferRequest(const ModelInfo& model, const InputOptions& options) {
+  Status checked = CheckInputOptions(model, options);
+  if (!checked.ok()) return checked;
+  const bool batching = model.max_batch_size > 0;
+  const bool from_dir = options.data != "random" && options.data != "zero";
   std::mt19937_64 gen(options.seed);
   frontends::InferRequest req;
   req.model_name = model.name;
@@ -93,69 +183,47 @@ Result<frontends::InferRequest> BuildInferRequest(const ModelInfo& model, const 
   for (const auto& in : model.inputs) {
     auto dtype = frontends::DataTypeFromV2Name(in.datatype);
     if (!dtype.ok()) return dtype.status().WithContext("input '" + in.name + "'");
-    std::vector<int64_t> sample(in.shape.begin() + (batching && !in.shape.empty() ? 1 : 0), in.shape.end());
-    auto it = options.shapes.find(in.name);
-    if (it != options.shapes.end()) {
-      if (it->second.size() != sample.size())
-        return Status::InvalidArgument("--shape " + in.name + ": " + std::to_string(it->second.size()) +
-                                       " dims given, the input has " + std::to_string(sample.size()) + " " +
-                                       JoinDims(sample) + (batching ? " (without the batch dim)" : ""));
-      for (size_t i = 0; i < sample.size(); ++i)
-        if (sample[i] >= 0 && sample[i] != it->second[i])
-          return Status::InvalidArgument("--shape " + in.name + ": dim " + std::to_string(i) + " is fixed at " +
-                                         std::to_string(sample[i]) + " " + JoinDims(sample));
-      sample = it->second;
-    }
-    for (int64_t d : sample)
-      if (d < 0)
-        return Status::InvalidArgument("input '" + in.name + "' has variable dims " + JoinDims(sample) +
-                                       ": give them with --shape " + in.name + ":D1,D2,...");
-    std::vector<int64_t> full = sample;
+    auto sample = SampleDims(in, options, batching);
+    if (!sample.ok()) return sample.status();
+    if (!from_dir)
+      for (int64_t d : sample.value())
+        if (d < 0)
+          return Status::InvalidArgument("input '" + in.name + "' has variable dims " + JoinDims(sample.value()) +
+                                         ": give them with --shape " + in.name + ":D1,D2,...");
+    std::vector<int64_t> full = sample.value();
     if (batching) full.insert(full.begin(), options.batch_size);
-    Tensor t;
-    if (from_dir) {
-      std::string path = (std::filesystem::path(options.data) / (in.name + ".npy")).string();
-      if (!std::filesystem::exists(path))
-        return Status::InvalidArgument("--input-data: no " + path + " for input '" + in.name + "'");
-      auto npy = ReadNpyFile(path);
-      if (!npy.ok()) return npy.status().WithContext(path);
-      Tensor v = std::move(npy).value();
-      if (v.dtype() != dtype.value())
-        return Status::InvalidArgument(path + ": dtype " + DataTypeName(v.dtype()) + ", input '" + in.name +
-                                       "' is " + in.datatype);
-      std::vector<int64_t> vs(v.shape().begin(), v.shape().end());
-      if (vs == full) {
-        t = std::move(v);
-      } else if (batching && vs == sample) {  // one sample: repeated batch_size times
-        auto r = Tensor::Create(v.dtype(), Shape(full));
-        if (!r.ok()) return r.status();
-        t = std::move(r).value();
-        for (int b = 0; b < options.batch_size; ++b) {
-          if (v.dtype() == DataType::kString) {
-            for (int64_t i = 0; i < v.size(); ++i) t.strings()[b * v.size() + i] = v.strings()[i];
-          } else {
-            std::memcpy(static_cast<char*>(t.raw_data()) + b * v.nbytes(), v.raw_data(), v.nbytes());
-          }
-        }
-      } else {
-        return Status::InvalidArgument(path + ": shape " + JoinDims(vs) + ", expected " + JoinDims(full) +
-                                       (batching ? " or " + JoinDims(sample) : ""));
-      }
-    } else if (dtype.value() == DataType::kString) {
-      int64_t n = 1;
-      for (int64_t d : full) n *= d;
-      std::vector<std::string> values(n);
-      for (int64_t i = 0; i < n; ++i) values[i] = options.data == "zero" ? "" : "s" + std::to_string(i % 97);
-      t = Tensor::FromStrings(Shape(full), std::move(values));
-    } else {
-      auto r = Tensor::Create(dtype.value(), Shape(full));
-      if (!r.ok()) return r.status().WithContext("input '" + in.name + "'");
-      t = std::move(r).value();
-      if (options.data == "random") FillRandom(&t, gen);
-    }
-    req.inputs.push_back(frontends::InferInput{in.name, std::move(t), {}});
+    auto t = from_dir ? TensorFromNpy(options.data, in, dtype.value(), sample.value(), options.batch_size, batching)
+                      : GeneratedTensor(dtype.value(), full, options.data == "zero", gen);
+    if (!t.ok()) return from_dir ? t.status() : t.status().WithContext("input '" + in.name + "'");
+    req.inputs.push_back(frontends::InferInput{in.name, std::move(t).value(), {}});
   }
   return req;
+}
+
+Result<InputSet> BuildInputSet(const ModelInfo& model, const InputOptions& options) {
+  InputSet set;
+  std::vector<std::string> folders;
+  if (options.data != "random" && options.data != "zero" && std::filesystem::is_directory(options.data)) {
+    auto listed = ListSampleFolders(options.data);
+    if (!listed.ok()) return listed.status();
+    folders = std::move(listed).value();
+  }
+  if (folders.empty()) {  // random, zero, or the flat DIR/<input>.npy: one sample
+    auto r = BuildInferRequest(model, options);
+    if (!r.ok()) return r.status();
+    set.sample_names.push_back(options.data);
+    set.requests.push_back(std::move(r).value());
+    return set;
+  }
+  for (const auto& folder : folders) {
+    InputOptions one = options;
+    one.data = (std::filesystem::path(options.data) / folder).string();
+    auto r = BuildInferRequest(model, one);
+    if (!r.ok()) return Status::InvalidArgument("sample '" + folder + "': " + r.status().message());
+    set.sample_names.push_back(folder);
+    set.requests.push_back(std::move(r).value());
+  }
+  return set;
 }
 
 Result<EncodedRequest> EncodeRequest(const frontends::InferRequest& request, bool binary) {

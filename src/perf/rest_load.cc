@@ -1,7 +1,7 @@
 // The REST load generator: Boost.Beast HTTP/1.1 on keep-alive connections. Work is split over
 // `io_threads` shards, each an io_context run by one thread that owns its connections outright
-// (no locks, no strands). The request bytes (headers + body) are built once and every
-// connection writes the same buffer.
+// (no locks, no strands). The request bytes (headers + body) are built once per sample; a
+// connection picks a sample per request from its shard's chooser and writes that buffer.
 #include <boost/asio/connect.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -38,8 +38,10 @@ struct Shard;
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
   explicit Conn(Shard& shard);
-  // Sends the request; latency counts from `t0`. Connects first when not connected.
-  void Send(Clock::time_point t0);
+  // Sends sample `sample`'s request; latency counts from `t0`. Connects first when not connected.
+  void Send(Clock::time_point t0, size_t sample);
+  // Sends the next sample the shard's chooser picks.
+  void SendNext(Clock::time_point t0);
   void Close() {
     beast::error_code ec;
     sock_.close(ec);
@@ -58,6 +60,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   beast::flat_buffer buf_;
   std::optional<http::response_parser<http::string_body>> parser_;
   Clock::time_point t0_;
+  size_t sample_ = 0;
   bool connected_ = false;
   // This request reuses a kept-alive connection (which the server may have closed meanwhile)
   // and has not been retried yet: a connection error is retried once on a fresh connection.
@@ -65,18 +68,19 @@ class Conn : public std::enable_shared_from_this<Conn> {
 };
 
 struct Shard {
-  explicit Shard(uint64_t seed, double rate) : timer(ioc), schedule(rate, seed) {}
+  Shard(uint64_t seed, double rate, SampleChooser chooser) : timer(ioc), schedule(rate, seed), chooser(chooser) {}
   asio::io_context ioc{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   std::thread thread;
   asio::steady_timer timer;
   PoissonSchedule schedule;
+  SampleChooser chooser;
   Clock::time_point next_arrival;
   std::vector<std::shared_ptr<Conn>> conns;
   std::vector<Conn*> idle;
   int max_conns = 0;
   // Shared, read-only while running.
-  const std::string* request = nullptr;
+  const std::vector<std::string>* requests = nullptr;  // per sample
   tcp::resolver::results_type endpoints;
   SampleRecorder* recorder = nullptr;
   LoadMode mode = LoadMode::kConcurrency;
@@ -99,10 +103,10 @@ struct Shard {
     if (!idle.empty()) {
       Conn* c = idle.back();
       idle.pop_back();
-      c->Send(t);
+      c->SendNext(t);
     } else if (static_cast<int>(conns.size()) < max_conns) {
       conns.push_back(std::make_shared<Conn>(*this));
-      conns.back()->Send(t);
+      conns.back()->SendNext(t);
     } else {
       recorder->RecordError("overload", "more than --max-outstanding requests in flight; arrival dropped");
     }
@@ -111,8 +115,11 @@ struct Shard {
 
 Conn::Conn(Shard& shard) : shard_(shard), sock_(shard.ioc), retry_(shard.ioc) {}
 
-void Conn::Send(Clock::time_point t0) {
+void Conn::SendNext(Clock::time_point t0) { Send(t0, shard_.chooser.Next()); }
+
+void Conn::Send(Clock::time_point t0, size_t sample) {
   t0_ = t0;
+  sample_ = sample;
   may_retry_ = connected_;
   if (connected_) {
     Write();
@@ -128,7 +135,7 @@ void Conn::Send(Clock::time_point t0) {
 }
 
 void Conn::Write() {
-  asio::async_write(sock_, asio::buffer(*shard_.request), [self = shared_from_this()](beast::error_code ec, size_t) {
+  asio::async_write(sock_, asio::buffer((*shard_.requests)[sample_]), [self = shared_from_this()](beast::error_code ec, size_t) {
     if (ec) return self->Fail("connection", ec.message());
     self->parser_.emplace();
     self->parser_->body_limit(size_t{1} << 31);
@@ -143,7 +150,7 @@ void Conn::OnRead(beast::error_code ec) {
   unsigned code = res.result_int();
   if (!shard_.stopping->load(std::memory_order_relaxed)) {
     if (code == 200) {
-      shard_.recorder->RecordSuccess(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count());
+      shard_.recorder->RecordSuccess(std::chrono::duration<double, std::micro>(Clock::now() - t0_).count(), sample_);
     } else {
       shard_.recorder->RecordError("http_" + std::to_string(code), res.body().substr(0, 500));
     }
@@ -156,7 +163,7 @@ void Conn::Fail(const std::string& kind, const std::string& message) {
   Close();
   if (shard_.stopping->load(std::memory_order_relaxed)) return;
   if (kind == "connection" && may_retry_) {  // a stale keep-alive connection: reconnect, same t0
-    Send(t0_);  // not connected now, so this attempt is not retried again
+    Send(t0_, sample_);  // not connected now, so this attempt is not retried again
     return;
   }
   shard_.recorder->RecordError(kind, message);
@@ -164,7 +171,7 @@ void Conn::Fail(const std::string& kind, const std::string& message) {
     // Back off a little so a dead server does not turn into a busy loop.
     retry_.expires_after(std::chrono::milliseconds(10));
     retry_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (!ec && !self->shard_.stopping->load(std::memory_order_relaxed)) self->Send(Clock::now());
+      if (!ec && !self->shard_.stopping->load(std::memory_order_relaxed)) self->SendNext(Clock::now());
     });
   } else {
     shard_.idle.push_back(this);
@@ -174,7 +181,7 @@ void Conn::Fail(const std::string& kind, const std::string& message) {
 void Conn::Done() {
   if (shard_.stopping->load(std::memory_order_relaxed)) return;
   if (shard_.mode == LoadMode::kConcurrency) {
-    Send(Clock::now());
+    SendNext(Clock::now());
   } else {
     shard_.idle.push_back(this);
   }
@@ -182,8 +189,8 @@ void Conn::Done() {
 
 class RestLoad final : public LoadGenerator {
  public:
-  RestLoad(Endpoint endpoint, std::string request, int io_threads)
-      : endpoint_(std::move(endpoint)), request_(std::move(request)), io_threads_(std::max(1, io_threads)) {}
+  RestLoad(Endpoint endpoint, std::vector<std::string> requests, int io_threads)
+      : endpoint_(std::move(endpoint)), requests_(std::move(requests)), io_threads_(std::max(1, io_threads)) {}
   ~RestLoad() override { Stop(); }
 
   Status Start(const LoadSpec& spec, SampleRecorder* recorder) override {
@@ -201,8 +208,10 @@ class RestLoad final : public LoadGenerator {
     if (spec.mode == LoadMode::kConcurrency) shards = std::min<int>(shards, static_cast<int>(spec.load));
     else shards = std::min(shards, std::max(1, spec.max_outstanding));
     for (int i = 0; i < shards; ++i) {
-      auto s = std::make_unique<Shard>(spec.seed + 7919 * i, spec.load / shards);
-      s->request = &request_;
+      SampleChooser chooser(spec.distribution, requests_.size(), SampleChooserSeed(spec.seed, i),
+                            i * requests_.size() / shards);
+      auto s = std::make_unique<Shard>(spec.seed + 7919 * i, spec.load / shards, chooser);
+      s->requests = &requests_;
       s->endpoints = endpoints;
       s->recorder = recorder;
       s->mode = spec.mode;
@@ -213,7 +222,7 @@ class RestLoad final : public LoadGenerator {
         for (int j = 0; j < n; ++j) s->conns.push_back(std::make_shared<Conn>(*s));
         asio::post(s->ioc, [sh = s.get()] {
           auto now = Clock::now();
-          for (auto& c : sh->conns) c->Send(now);
+          for (auto& c : sh->conns) c->SendNext(now);
         });
       } else {
         s->max_conns = std::max(1, spec.max_outstanding / shards);
@@ -249,7 +258,7 @@ class RestLoad final : public LoadGenerator {
 
  private:
   Endpoint endpoint_;
-  std::string request_;
+  std::vector<std::string> requests_;
   int io_threads_;
   std::atomic<bool> stopping_{false};
   std::vector<std::unique_ptr<Shard>> shards_;
@@ -259,15 +268,19 @@ class RestLoad final : public LoadGenerator {
 
 std::unique_ptr<LoadGenerator> MakeRestLoadGenerator(const Endpoint& endpoint, const std::string& model,
                                                      const std::string& version,
-                                                     const EncodedRequest& request, int io_threads) {
+                                                     const std::vector<EncodedRequest>& requests, int io_threads) {
   std::string target = "/v2/models/" + model + (version.empty() ? "" : "/versions/" + version) + "/infer";
-  std::string head = "POST " + target + " HTTP/1.1\r\nHost: " + endpoint.host + ":" + endpoint.port +
-                     "\r\nContent-Type: " + (request.rest_has_binary ? "application/octet-stream" : "application/json") +
-                     "\r\n";
-  if (request.rest_has_binary)
-    head += "Inference-Header-Content-Length: " + std::to_string(request.rest_json_length) + "\r\n";
-  head += "Content-Length: " + std::to_string(request.rest_body.size()) + "\r\n\r\n";
-  return std::make_unique<RestLoad>(endpoint, head + request.rest_body, io_threads);
+  std::vector<std::string> messages;
+  for (const auto& request : requests) {
+    std::string head = "POST " + target + " HTTP/1.1\r\nHost: " + endpoint.host + ":" + endpoint.port +
+                       "\r\nContent-Type: " +
+                       (request.rest_has_binary ? "application/octet-stream" : "application/json") + "\r\n";
+    if (request.rest_has_binary)
+      head += "Inference-Header-Content-Length: " + std::to_string(request.rest_json_length) + "\r\n";
+    head += "Content-Length: " + std::to_string(request.rest_body.size()) + "\r\n\r\n";
+    messages.push_back(head + request.rest_body);
+  }
+  return std::make_unique<RestLoad>(endpoint, std::move(messages), io_threads);
 }
 
 }  // namespace inferloop::perf

@@ -23,9 +23,14 @@ struct WindowSamples {
 
 class SampleRecorder {
  public:
-  void RecordSuccess(double latency_us) {
+  // `samples`: the size of the input set (successes are also counted per sample).
+  explicit SampleRecorder(size_t samples = 1) : per_sample_(samples > 0 ? samples : 1) {}
+
+  // A successful request of input sample `sample` (< samples).
+  void RecordSuccess(double latency_us, size_t sample = 0) {
     std::lock_guard<std::mutex> lock(mu_);
     current_.latencies_us.push_back(latency_us);
+    if (sample < per_sample_.size()) ++per_sample_[sample];
   }
   // kind: "http_503", "grpc_UNAVAILABLE", "connect", "overload", ...; message: what the server or
   // the socket said (the first one is kept for error reports).
@@ -42,6 +47,11 @@ class SampleRecorder {
     current_.latencies_us.reserve(out.latencies_us.size() + 1024);
     return out;
   }
+  // Successful requests per sample since construction (Take does not reset them).
+  std::vector<uint64_t> per_sample() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return per_sample_;
+  }
   // "kind: message" of the first error recorded since construction; empty when none.
   std::string first_error() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -52,6 +62,7 @@ class SampleRecorder {
   mutable std::mutex mu_;
   WindowSamples current_;
   std::string first_error_;
+  std::vector<uint64_t> per_sample_;
 };
 
 }  // namespace inferloop::perf

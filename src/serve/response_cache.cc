@@ -72,6 +72,15 @@ class KeyHasher {
   XXH3_state_t* state_;
 };
 
+// Pointers to `items` (inputs, requested outputs) in name order.
+template <typename T>
+std::vector<const T*> SortedByName(const std::vector<T>& items) {
+  std::vector<const T*> sorted;
+  for (const T& item : items) sorted.push_back(&item);
+  std::sort(sorted.begin(), sorted.end(), [](const T* a, const T* b) { return a->name < b->name; });
+  return sorted;
+}
+
 int64_t ParametersBytes(const InferParameters& params) {
   int64_t n = 0;
   for (const auto& [name, value] : params) {
@@ -101,9 +110,7 @@ ResponseCacheKey MakeResponseCacheKey(const std::string& model, int64_t version,
   h.U64(static_cast<uint64_t>(version));
   h.Str(fingerprint);
 
-  std::vector<const InferInput*> inputs;
-  for (const auto& in : request.inputs) inputs.push_back(&in);
-  std::sort(inputs.begin(), inputs.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+  const auto inputs = SortedByName(request.inputs);
   h.U64(inputs.size());
   for (const InferInput* in : inputs) {
     h.Str(in->name);
@@ -111,9 +118,7 @@ ResponseCacheKey MakeResponseCacheKey(const std::string& model, int64_t version,
     h.Parameters(in->parameters, {kBinaryDataSizeParam});
   }
 
-  std::vector<const RequestedOutput*> outputs;
-  for (const auto& out : request.outputs) outputs.push_back(&out);
-  std::sort(outputs.begin(), outputs.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+  const auto outputs = SortedByName(request.outputs);
   h.U64(outputs.size());
   for (const RequestedOutput* out : outputs) {
     h.Str(out->name);

@@ -185,7 +185,8 @@ class TestOpenAiSdk(OpenAiTestBase):
         self.assertEqual(b.choices[0].text, a.choices[0].text)
         self.assertGreaterEqual(b.usage.prompt_tokens_details.cached_tokens, 16)
         m = h.metrics(self.server.http_port)
-        self.assertGreaterEqual(h.metric_value(m, "inferloop_llm_prefix_cache_hit_tokens_total", model="stories"), 16)
+        self.assertGreaterEqual(h.metric_value(m, "inferloop_llm_prefix_cache_hit_tokens_total", model="stories",
+                                              tier="memory"), 16)
 
 
 class TestOpenAiErrors(OpenAiTestBase):

@@ -1,6 +1,7 @@
 """End-to-end tests of `inferloop perf` against `inferloop serve` on the example repository
 (examples/model_repository: simple, tiny_cnn), over REST JSON, REST binary and gRPC, closed and
-open loop, with the CSV/JSON outputs read back, the error paths and Ctrl-C.
+open loop, with the CSV/JSON outputs read back, input sets with their distributions (the
+per-sample counts checked against the server's own request count), the error paths and Ctrl-C.
 
 Usage: test_perf.py --inferloop PATH/TO/inferloop [unittest args]
 """
@@ -29,7 +30,7 @@ FAST = ["--duration", "0.2", "--max-windows", "3"]
 CSV_COLUMNS = ["batch_size", "throughput_infer_per_s", "throughput_req_per_s", "completed", "errors",
                "latency_avg_us", "latency_p50_us", "latency_p90_us", "latency_p95_us", "latency_p99_us",
                "latency_p999_us", "latency_max_us", "server_queue_us", "server_compute_us", "windows", "stable",
-               "errors_by_kind"]
+               "errors_by_kind", "input_samples", "input_distribution"]
 
 
 def perf(*args, timeout=120):
@@ -126,6 +127,94 @@ class PerfAgainstServer(unittest.TestCase):
         r = perf("--url", self.rest, "--model", "tiny_cnn", "--input-data", d, *FAST)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("image.npy: shape [5,5]", r.stderr)
+
+    def make_input_set(self, name, n):
+        """n samples for `simple` (INPUT0, INPUT1 int32[16]), each a distinct sum."""
+        d = self.path(name)
+        for i in range(n):
+            os.makedirs(os.path.join(d, f"s{i}"), exist_ok=True)
+            np.save(os.path.join(d, f"s{i}", "INPUT0.npy"), np.full((16,), i, np.int32))
+            np.save(os.path.join(d, f"s{i}", "INPUT1.npy"), np.arange(16, dtype=np.int32).reshape(1, 16))
+        return d
+
+    def simple_successes(self):
+        status, doc = get_json(self.server.http_port, "/v2/models/simple/stats")
+        self.assertEqual(status, 200)
+        return doc["model_stats"][0]["inference_stats"]["success"]["count"]
+
+    def run_input_set(self, url, d, distribution, load_args, concurrency_bound):
+        """Runs one point over the set; checks what the JSON, CSV and table report and that the
+        per-sample counts add up to the point and to the server's own count. Returns the counts."""
+        c, j = self.path("set.csv"), self.path("set.json")
+        before = self.simple_successes()
+        r = self.run_ok("--url", url, "--model", "simple", "--input-data", d, "--input-distribution", distribution,
+                        "--seed", "7", *load_args, *FAST, "--csv", c, "--json", j)
+        served = self.simple_successes() - before
+        rows, doc = self.read_outputs(c, j, load_args[0].lstrip("-").replace("-range", "").replace("-", "_"), 1)
+        names = sorted(os.listdir(d))
+        self.assertEqual(doc["input_samples"], len(names))
+        self.assertEqual(doc["input_sample_names"], names)
+        self.assertEqual(doc["input_data"], d)
+        self.assertEqual(rows[0]["input_samples"], str(len(names)))
+        self.assertEqual(rows[0]["input_distribution"], doc["input_distribution"])
+        self.assertIn(f"inputs: {d}, {len(names)} samples, distribution {doc['input_distribution']}", r.stdout)
+        point = doc["points"][0]
+        counts = point["requests_per_sample"]
+        self.assertEqual(len(counts), len(names))
+        # The counts cover the whole point: the reported windows and the moments until the load stopped.
+        self.assertGreaterEqual(sum(counts), point["completed"])
+        # The server answered each of them, plus at most the requests in flight when perf stopped.
+        self.assertGreaterEqual(served, sum(counts))
+        self.assertLessEqual(served, sum(counts) + concurrency_bound)
+        return doc, counts
+
+    def test_input_set_round_robin_every_sample(self):
+        d = self.make_input_set("rr", 5)
+        for url in (self.rest, self.grpc):
+            doc, counts = self.run_input_set(url, d, "round-robin", ["--concurrency-range", "2"], 2)
+            self.assertEqual(doc["input_distribution"], "round-robin")
+            self.assertGreater(min(counts), 0, counts)
+            # Round-robin: each I/O thread cycles through the set; what a stop cuts off is at most
+            # the requests in flight (2) plus one partial cycle.
+            self.assertLessEqual(max(counts) - min(counts), 3, counts)
+
+    def test_input_set_zipf_and_uniform(self):
+        d = self.make_input_set("zipf", 4)
+        doc, counts = self.run_input_set(self.grpc, d, "zipf:1.2", ["--concurrency-range", "1"], 1)
+        self.assertEqual(doc["input_distribution"], "zipf:1.2")
+        # p = 0.47, 0.20, 0.13, 0.09 over hundreds of requests: the first sample leads.
+        self.assertGreater(sum(counts), 100)
+        self.assertEqual(counts.index(max(counts)), 0, counts)
+        doc, counts = self.run_input_set(self.rest, d, "uniform", ["--request-rate-range", "300"], 1024)
+        self.assertEqual(doc["input_distribution"], "uniform")
+        self.assertGreater(min(counts), 0, counts)
+
+    def test_input_set_errors(self):
+        empty = self.path("empty_set")
+        os.makedirs(empty, exist_ok=True)
+        missing = self.make_input_set("missing", 2)
+        os.remove(os.path.join(missing, "s1", "INPUT1.npy"))
+        shape = self.make_input_set("shape", 2)
+        np.save(os.path.join(shape, "s1", "INPUT0.npy"), np.zeros((5,), np.int32))
+        mixed = self.make_input_set("mixed", 1)
+        np.save(os.path.join(mixed, "INPUT0.npy"), np.zeros((16,), np.int32))
+        good = self.make_input_set("good", 2)
+        cases = [
+            (["--input-data", empty], f"--input-data '{empty}': empty"),
+            (["--input-data", missing], f"sample 's1': --input-data: no {missing}/s1/INPUT1.npy for input 'INPUT1'"),
+            (["--input-data", shape], "sample 's1': " + os.path.join(shape, "s1", "INPUT0.npy") +
+             ": shape [5], expected [1,16] or [16]"),
+            (["--input-data", mixed], "holds both .npy files and folders"),
+            (["--input-data", good, "--input-distribution", "zipf:0"], "the Zipf exponent must be > 0"),
+            (["--input-data", good, "--input-distribution", "zipf:-1"], "the Zipf exponent must be > 0"),
+            (["--input-data", good, "--input-distribution", "zipf:abc"], "'abc' is not a number"),
+            (["--input-data", good, "--input-distribution", "pareto"],
+             "expected round-robin, uniform, zipf or zipf:S with S > 0"),
+        ]
+        for extra, message in cases:
+            r = perf("--url", self.rest, "--model", "simple", *extra, *FAST)
+            self.assertEqual(r.returncode, 2, (extra, r.stderr))
+            self.assertIn(message, r.stderr)
 
     def test_latency_bound_and_target_qps(self):
         j = self.path("lb.json")

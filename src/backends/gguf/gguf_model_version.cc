@@ -35,6 +35,7 @@ struct Generation {
   Clock::time_point start = Clock::now();
   double queue_seconds = 0;
   serve::TextGenerationResult result;
+  int disk_cached_prompt_tokens = 0;  // of result.cached_prompt_tokens
   int remaining = 0;
   bool want_logprobs = false;
 };
@@ -70,7 +71,10 @@ void OnFinish(Generation& g, const llm::SequenceResult& r) {
   end.completion_tokens = r.generated_tokens;
   end.finish_reason = r.reason == llm::FinishReason::kLength ? "length" : "stop";
   g.result.completion_tokens += r.generated_tokens;
-  if (r.index == 0) g.result.cached_prompt_tokens = r.cached_prompt_tokens;
+  if (r.index == 0) {
+    g.result.cached_prompt_tokens = r.cached_prompt_tokens;
+    g.disk_cached_prompt_tokens = r.disk_cached_prompt_tokens;
+  }
   switch (r.reason) {
     case llm::FinishReason::kStop: m.finished_stop.Increment(); break;
     case llm::FinishReason::kLength: m.finished_length.Increment(); break;
@@ -95,7 +99,8 @@ void OnFinish(Generation& g, const llm::SequenceResult& r) {
   }
   if (--g.remaining > 0) return;
   m.prompt_tokens.Increment(g.result.prompt_tokens);
-  m.prefix_hits.Increment(g.result.cached_prompt_tokens);
+  m.prefix_hits_memory.Increment(g.result.cached_prompt_tokens - g.disk_cached_prompt_tokens);
+  m.prefix_hits_disk.Increment(g.disk_cached_prompt_tokens);
   const auto total = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - g.start);
   const auto queue = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(g.queue_seconds));
   if (g.result.status.ok()) {
@@ -136,6 +141,8 @@ Result<std::shared_ptr<GgufModelVersion>> GgufModelVersion::Load(const serve::Ve
   const int64_t block_bytes = static_cast<int64_t>(shape.block_bytes());
   if (options.prefix_cache_bytes >= 0)
     eo.prefix_cache_blocks = static_cast<int>(std::min<int64_t>(options.prefix_cache_bytes / block_bytes, 1 << 30));
+  eo.prefix_cache_dir = options.prefix_cache_dir;
+  eo.prefix_cache_disk_bytes = options.prefix_cache_disk_bytes;
   if (r.progress) r.progress("starting the engine");
   IL_ASSIGN_OR_RETURN(v->engine_, llm::LlmEngine::Create(v->model_, eo));
   v->kv_bytes_ = block_bytes * v->engine_->kv_blocks();

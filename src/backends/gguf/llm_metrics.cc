@@ -11,7 +11,11 @@ struct LlmMetrics::Families {
   serve::HistogramFamily* queue = nullptr;
   serve::CounterFamily* prompt_tokens = nullptr;
   serve::CounterFamily* generation_tokens = nullptr;
-  serve::CounterFamily* prefix_hits = nullptr;
+  serve::CounterFamily* prefix_hits = nullptr;  // label tier: memory | disk
+  serve::CounterFamily* disk_read = nullptr;
+  serve::CounterFamily* disk_written = nullptr;
+  serve::CounterFamily* disk_errors = nullptr;
+  serve::GaugeFamily* disk_bytes = nullptr;
   serve::CounterFamily* requests = nullptr;
   serve::GaugeFamily* blocks_used = nullptr;
   serve::GaugeFamily* blocks_free = nullptr;
@@ -69,7 +73,16 @@ LlmMetrics::LlmMetrics(serve::MetricsRegistry* registry) : f_(std::make_shared<F
   f.prompt_tokens = c("inferloop_llm_prompt_tokens_total", "Prompt tokens of finished requests.");
   f.generation_tokens = c("inferloop_llm_generation_tokens_total", "Generated tokens.");
   f.prefix_hits = c("inferloop_llm_prefix_cache_hit_tokens_total",
-                    "Prompt tokens whose keys and values were reused from the prefix cache instead of computed.");
+                    "Prompt tokens whose keys and values were reused from the prefix cache instead of computed, by "
+                    "tier: memory, or disk (read back from --llm-prefix-cache-dir).",
+                    {"model", "tier"});
+  f.disk_read = c("inferloop_llm_prefix_cache_disk_bytes_read_total", "Bytes of KV block files read from the prefix "
+                  "cache's disk tier.");
+  f.disk_written = c("inferloop_llm_prefix_cache_disk_bytes_written_total", "Bytes of KV block files written to the "
+                     "prefix cache's disk tier.");
+  f.disk_errors = c("inferloop_llm_prefix_cache_disk_errors_total", "Damaged KV block files found (deleted) and failed "
+                    "writes of the prefix cache's disk tier.");
+  f.disk_bytes = g("inferloop_llm_prefix_cache_disk_bytes", "Bytes of KV block files in the prefix cache's disk tier.");
   f.requests = c("inferloop_llm_requests_total", "Finished choices by finish reason.", {"model", "finish_reason"});
   f.blocks_used = g("inferloop_llm_kv_blocks_used", "KV cache blocks in use (by sequences or the prefix cache).");
   f.blocks_free = g("inferloop_llm_kv_blocks_free", "Free KV cache blocks.");
@@ -98,7 +111,12 @@ LlmModelSeries LlmMetrics::Acquire(const std::string& name) {
   s.queue = Child(serve::Histogram(), f.queue, l);
   s.prompt_tokens = Child(serve::Counter(), f.prompt_tokens, l);
   s.generation_tokens = Child(serve::Counter(), f.generation_tokens, l);
-  s.prefix_hits = Child(serve::Counter(), f.prefix_hits, l);
+  s.prefix_hits_memory = Child(serve::Counter(), f.prefix_hits, {name, "memory"});
+  s.prefix_hits_disk = Child(serve::Counter(), f.prefix_hits, {name, "disk"});
+  serve::Counter disk_read = Child(serve::Counter(), f.disk_read, l),
+                 disk_written = Child(serve::Counter(), f.disk_written, l),
+                 disk_errors = Child(serve::Counter(), f.disk_errors, l);
+  serve::Gauge disk_bytes = Child(serve::Gauge(), f.disk_bytes, l);
   s.finished_stop = Child(serve::Counter(), f.requests, {name, "stop"});
   s.finished_length = Child(serve::Counter(), f.requests, {name, "length"});
   s.finished_cancelled = Child(serve::Counter(), f.requests, {name, "cancelled"});
@@ -110,7 +128,15 @@ LlmModelSeries LlmMetrics::Acquire(const std::string& name) {
                gie_running = Child(serve::Gauge(), f.gie_running, l),
                gie_kv = Child(serve::Gauge(), f.gie_kv_usage, l),
                gie_kv_legacy = Child(serve::Gauge(), f.gie_kv_usage_legacy, l);
+  // The disk tier's totals already counted (the engine reports totals; copies of `publish` share it).
+  auto last = std::make_shared<llm::EngineStats>();
   s.publish = [=](const llm::EngineStats& st) mutable {
+    auto delta = [](int64_t now, int64_t before) { return static_cast<double>(std::max<int64_t>(0, now - before)); };
+    disk_read.Increment(delta(st.disk_bytes_read, last->disk_bytes_read));
+    disk_written.Increment(delta(st.disk_bytes_written, last->disk_bytes_written));
+    disk_errors.Increment(delta(st.disk_errors, last->disk_errors));
+    disk_bytes.Set(static_cast<double>(st.disk_bytes));
+    *last = st;
     used.Set(st.kv_blocks_used);
     free_blocks.Set(st.kv_blocks_total - st.kv_blocks_used);
     cached.Set(st.kv_blocks_cached_idle);
@@ -133,9 +159,10 @@ void LlmMetrics::Release(const std::string& name) {
   const Families& f = *f_;
   for (auto* h : {f.ttft, f.tpot, f.queue})
     if (h) h->RemoveWhere("model", name);
-  for (auto* c : {f.prompt_tokens, f.generation_tokens, f.prefix_hits, f.requests})
+  for (auto* c : {f.prompt_tokens, f.generation_tokens, f.prefix_hits, f.requests, f.disk_read, f.disk_written,
+                  f.disk_errors})
     if (c) c->RemoveWhere("model", name);
-  for (auto* g : {f.blocks_used, f.blocks_free, f.blocks_cached, f.running, f.waiting, f.backlog})
+  for (auto* g : {f.blocks_used, f.blocks_free, f.blocks_cached, f.running, f.waiting, f.backlog, f.disk_bytes})
     if (g) g->RemoveWhere("model", name);
   for (auto* g : {f.gie_waiting, f.gie_running, f.gie_kv_usage, f.gie_kv_usage_legacy})
     if (g) g->RemoveWhere("model_name", name);

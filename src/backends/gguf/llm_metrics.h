@@ -16,7 +16,8 @@ namespace inferloop::backends {
 // One model's series (cells shared by its versions).
 struct LlmModelSeries {
   serve::Histogram ttft, tpot, queue;
-  serve::Counter prompt_tokens, generation_tokens, prefix_hits;
+  serve::Counter prompt_tokens, generation_tokens;
+  serve::Counter prefix_hits_memory, prefix_hits_disk;  // inferloop_llm_prefix_cache_hit_tokens_total{tier}
   serve::Counter finished_stop, finished_length, finished_cancelled, finished_error;
   // Publishes an engine's state to the model's gauges.
   std::function<void(const llm::EngineStats&)> publish;

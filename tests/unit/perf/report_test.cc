@@ -46,7 +46,11 @@ TEST(Csv, HeaderAndOneRowPerPoint) {
   b.has_server_stats = true;
   b.server_queue_us = 12.5;
   std::ostringstream os;
-  WriteCsv(os, {a, b});
+  RunSummary s;
+  s.input_data = "samples";
+  s.sample_names = {"a", "b", "c"};
+  s.input_distribution = "zipf:1.2";
+  WriteCsv(os, {a, b}, s);
   auto lines = Split(os.str(), '\n');
   ASSERT_EQ(lines.size(), 4u);  // header, 2 rows, trailing empty
   auto header = Split(lines[0], ',');
@@ -61,6 +65,8 @@ TEST(Csv, HeaderAndOneRowPerPoint) {
   EXPECT_EQ(row[13], "12.5");
   EXPECT_EQ(row[16], "yes");
   EXPECT_EQ(row[17], "connect=1;http_503=2");
+  EXPECT_EQ(row[18], "3");
+  EXPECT_EQ(row[19], "zipf:1.2");
   auto row_a = Split(lines[1], ',');
   EXPECT_EQ(row_a[13], "");  // no server stats: empty
 }
@@ -69,7 +75,7 @@ TEST(Csv, RequestRateColumn) {
   auto p = Point(250.5, 250, 900);
   p.mode = LoadMode::kRequestRate;
   std::ostringstream os;
-  WriteCsv(os, {p});
+  WriteCsv(os, {p}, RunSummary{});
   EXPECT_EQ(os.str().rfind("request_rate,", 0), 0u);
   EXPECT_NE(os.str().find("\n250.5,"), std::string::npos);
 }
@@ -94,6 +100,9 @@ TEST(Json, FieldsAndEscaping) {
   EXPECT_NE(j.find("\"server_queue_us\": null"), std::string::npos);
   EXPECT_NE(j.find("\"stable\": true"), std::string::npos);
   EXPECT_NE(j.find("\"interrupted\": false"), std::string::npos);
+  EXPECT_NE(j.find("\"input_samples\": 1"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"input_distribution\": \"round-robin\""), std::string::npos);
+  EXPECT_NE(j.find("\"requests_per_sample\": []"), std::string::npos);
 }
 
 TEST(Table, ReportsBestPointUnderTheBound) {

@@ -3,9 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <functional>
-#include <thread>
 
 #include "unit/serve/response_cache_testing.h"
 
@@ -195,22 +193,7 @@ TEST(ResponseCacheOptionsTest, BadOptionsAreRefusedWithAClearError) {
 TEST(ResponseCacheMemoryTest, ConcurrentLookupsAndInserts) {
   auto cache = MemoryCache(40 * CachedResponseBytes({FloatOutput("y", 64, 0.f)}));
   constexpr int kThreads = 8, kOps = 4000;
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kOps; ++i) {
-        const uint64_t k = static_cast<uint64_t>((i * 7 + t * 13) % 100);
-        if (auto hit = cache->Lookup({k, k})) {
-          if (hit->outputs[0].tensor.data<float>()[63] != float(k)) ++wrong;
-        } else {
-          cache->Insert({k, k}, {FloatOutput("y", 64, float(k))});
-        }
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(testing_rc::LookupOrInsertFromThreads(*cache, kThreads, kOps, 100), 0);
   const ResponseCacheStats s = cache->Stats();
   EXPECT_EQ(s.lookups, kThreads * kOps);
   EXPECT_EQ(s.hits + s.misses, s.lookups);

@@ -2,10 +2,13 @@
 // response_cache_disk_test.cc).
 #pragma once
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "serve/infer_request.h"
+#include "serve/response_cache.h"
 
 namespace inferloop::serve::testing_rc {
 
@@ -31,6 +34,28 @@ inline InferRequest SampleRequest() {
   r.parameters["mode"] = true;
   r.parameters["top_k"] = int64_t{5};
   return r;
+}
+
+// `threads` threads each do `ops` lookups of keys {k, 1} (k cycling over `keys` values from a
+// per-thread start), inserting a 64-float output holding k on a miss. Returns how many hits held
+// something else than what was stored under their key.
+inline int LookupOrInsertFromThreads(ResponseCache& cache, int threads, int ops, int keys) {
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t) {
+    running.emplace_back([&, t] {
+      for (int i = 0; i < ops; ++i) {
+        const auto k = static_cast<uint64_t>((i * 7 + t * 13) % keys);
+        if (auto hit = cache.Lookup({k, 1})) {
+          if (hit->outputs[0].tensor.data<float>()[63] != static_cast<float>(k)) ++wrong;
+        } else {
+          cache.Insert({k, 1}, {FloatOutput("y", 64, static_cast<float>(k))});
+        }
+      }
+    });
+  }
+  for (auto& th : running) th.join();
+  return wrong.load();
 }
 
 }  // namespace inferloop::serve::testing_rc
