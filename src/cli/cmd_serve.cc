@@ -57,7 +57,41 @@ struct ServeArgs {
   int64_t llm_prefix_cache_disk_mb = 4096;
   double idle_release_after_seconds = 30;
   std::string memory_budget = "0";
+  std::string response_cache_bytes = "256MiB";
+  std::string response_cache_dir;
+  std::string response_cache_disk_bytes = "1GiB";
 };
+
+// A size flag's value (bytes, or e.g. 512MiB); a message naming the flag on stderr and nullopt
+// when it is bad.
+std::optional<int64_t> ParseSizeFlag(const char* flag, const std::string& text) {
+  auto size = control::ParseMemorySize(text);
+  if (!size.ok()) {
+    std::cerr << "error: " << flag << ": " << size.status().message() << "\n";
+    return std::nullopt;
+  }
+  return size.value();
+}
+
+// The response cache's options from the command line (nullopt inside: no cache); a message on
+// stderr and nullopt outside when one is bad.
+std::optional<std::optional<serve::ResponseCacheOptions>> ToResponseCacheOptions(const ServeArgs& a) {
+  const std::optional<int64_t> memory = ParseSizeFlag("--response-cache-bytes", a.response_cache_bytes);
+  const std::optional<int64_t> disk = ParseSizeFlag("--response-cache-disk-bytes", a.response_cache_disk_bytes);
+  if (!memory || !disk) return std::nullopt;
+  if (*memory == 0) {
+    if (!a.response_cache_dir.empty()) {
+      std::cerr << "error: --response-cache-dir needs a response cache (--response-cache-bytes is 0: caching off)\n";
+      return std::nullopt;
+    }
+    return std::optional<serve::ResponseCacheOptions>();
+  }
+  serve::ResponseCacheOptions o;
+  o.memory_bytes = *memory;
+  o.disk_dir = a.response_cache_dir;
+  o.disk_bytes = *disk;
+  return std::optional<serve::ResponseCacheOptions>(o);
+}
 
 // The server's options from the command line; a message on stderr and nullopt when one is bad.
 std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
@@ -94,14 +128,14 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
     std::cerr << "error: --precision: " << precision.status().message() << "\n";
     return std::nullopt;
   }
-  auto budget = control::ParseMemorySize(a.memory_budget);
-  if (!budget.ok()) {
-    std::cerr << "error: --memory-budget: " << budget.status().message() << "\n";
-    return std::nullopt;
-  }
+  const std::optional<int64_t> budget = ParseSizeFlag("--memory-budget", a.memory_budget);
+  if (!budget) return std::nullopt;
+  auto response_cache = ToResponseCacheOptions(a);
+  if (!response_cache) return std::nullopt;
   server::ServerOptions o;
+  o.inference.response_cache = *response_cache;
   o.idle.release_after = std::chrono::milliseconds(static_cast<int64_t>(a.idle_release_after_seconds * 1000));
-  o.idle.memory_budget_bytes = budget.value();
+  o.idle.memory_budget_bytes = *budget;
   serve::InferenceServerOptions& so = o.inference;
   so.manager.repository = a.repository;
   so.manager.mode = mode.value();
@@ -243,6 +277,15 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--memory-budget", a->memory_budget,
                   "Memory the serving models may hold together (bytes, or e.g. 512MiB, 4GiB; 0: no budget): over "
                   "it the least recently used models are unloaded and load again on their next request")
+      ->capture_default_str();
+  cmd->add_option("--response-cache-bytes", a->response_cache_bytes,
+                  "Memory of the response cache, for models whose config.pbtxt says response_cache { enable: true } "
+                  "(bytes, or e.g. 64MiB, 1GiB; 0: no response cache, such models are served uncached)")
+      ->capture_default_str();
+  cmd->add_option("--response-cache-dir", a->response_cache_dir,
+                  "Folder of the response cache's disk tier (kept across restarts; default: no disk tier)");
+  cmd->add_option("--response-cache-disk-bytes", a->response_cache_disk_bytes,
+                  "Byte budget of the response cache's disk tier (e.g. 10GiB); least recently used entries go first")
       ->capture_default_str();
   return [a] { return RunServe(*a); };
 }

@@ -94,6 +94,8 @@ void FillStatistics(const serve::ModelStatistics& in, inference::ModelStatistics
   FillDuration(in.compute_input, stats->mutable_compute_input());
   FillDuration(in.compute_infer, stats->mutable_compute_infer());
   FillDuration(in.compute_output, stats->mutable_compute_output());
+  FillDuration(in.cache_hit, stats->mutable_cache_hit());
+  FillDuration(in.cache_miss, stats->mutable_cache_miss());
   for (const serve::BatchStat& b : in.batch_stats) {
     auto* batch = out->add_batch_stats();
     batch->set_batch_size(b.batch_size);

@@ -120,9 +120,8 @@ std::string StatisticsJson(const std::vector<serve::ModelStatistics>& stats) {
     WriteDuration(w, "compute_input", s.compute_input);
     WriteDuration(w, "compute_infer", s.compute_infer);
     WriteDuration(w, "compute_output", s.compute_output);
-    // Triton reports its response cache here; inferloop has none.
-    WriteDuration(w, "cache_hit", {});
-    WriteDuration(w, "cache_miss", {});
+    WriteDuration(w, "cache_hit", s.cache_hit);
+    WriteDuration(w, "cache_miss", s.cache_miss);
     w.EndObject();
     Key(w, "batch_stats");
     w.StartArray();

@@ -24,6 +24,24 @@ Result<std::unique_ptr<InferenceServer>> InferenceServer::Create(InferenceServer
   mo.on_demand_loaded = [self](const std::string& model, std::chrono::nanoseconds waited) {
     self->metrics_.OnDemandLoad(model, waited);
   };
+  if (s->options_.response_cache) {
+    ResponseCacheOptions co = *s->options_.response_cache;
+    if (co.log == nullptr) co.log = log;
+    auto cache = ResponseCache::Create(std::move(co));
+    if (!cache.ok()) {
+      const std::string& why = cache.status().message();
+      return Status(cache.status().code(), why.rfind("response cache", 0) == 0 ? why : "response cache: " + why);
+    }
+    s->response_cache_ = std::move(cache).value();
+    s->metrics_.SetResponseCache(s->response_cache_);
+    mo.response_cache = s->response_cache_;
+    if (log) {
+      const ResponseCacheOptions& co = s->response_cache_->options();
+      log->Info("response_cache", {{"memory_bytes", std::to_string(co.memory_bytes)},
+                                   {"disk_dir", co.disk_dir},
+                                   {"disk_bytes", co.disk_dir.empty() ? "0" : std::to_string(co.disk_bytes)}});
+    }
+  }
   if (s->options_.inline_slots > 0) mo.inline_slots = std::make_shared<std::atomic<int>>(s->options_.inline_slots);
   auto m = ModelManager::Create(std::move(mo));
   if (!m.ok()) return m.status();

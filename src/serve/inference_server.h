@@ -6,12 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "serve/admission_control.h"
 #include "serve/event_log.h"
 #include "serve/inference_service.h"
 #include "serve/model_manager.h"
+#include "serve/response_cache.h"
 #include "serve/serve_metrics.h"
 
 namespace inferloop::serve {
@@ -29,11 +31,15 @@ struct InferenceServerOptions {
   // Weighted fair admission (FairAdmission, admission_control.h): while the server holds half its
   // in-flight limit, a model is held to its cpu_share of it. Off: first come, first served.
   bool fair_admission = true;
+  // The server's one response cache (for models whose config.pbtxt enables it; docs/SERVING.md),
+  // created with the server; nullopt: none (such models are served uncached).
+  std::optional<ResponseCacheOptions> response_cache;
 };
 
 class InferenceServer final : public InferenceService, public ModelResolver {
  public:
-  // `log` may be null and must outlive the server.
+  // `log` may be null and must outlive the server. Errors: the response cache's (bad options, a
+  // cache folder that cannot be used), the model manager's.
   static Result<std::unique_ptr<InferenceServer>> Create(InferenceServerOptions options, EventLog* log);
   ~InferenceServer() override;
 
@@ -83,6 +89,7 @@ class InferenceServer final : public InferenceService, public ModelResolver {
   std::shared_ptr<AdmissionGate> gate_;
   FairAdmission fair_;  // the server gate, shared between models by their cpu_share
   ServeMetrics metrics_;
+  std::shared_ptr<ResponseCache> response_cache_;  // null: none
   std::unique_ptr<ModelManager> manager_;
   std::atomic<bool> shutting_down_{false};
 };

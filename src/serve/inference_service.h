@@ -85,7 +85,13 @@ struct ModelStatistics {
   uint64_t last_inference_ms = 0;  // ms since the epoch of the last completed request; 0: none
   uint64_t inference_count = 0;    // rows inferred (a batch of 4 rows counts 4)
   uint64_t execution_count = 0;    // batches executed
+  // success and fail count every answered request (success includes response cache hits); queue
+  // and compute_* only requests a model computed.
   DurationStat success, fail, queue, compute_input, compute_infer, compute_output;
+  // Response cache (config.pbtxt response_cache { enable: true }; cached_model_version.h): hits
+  // (time to look up and copy the stored response) and misses (time to look up and insert). A
+  // hit adds to success, not to inference_count, execution_count, queue or compute_*.
+  DurationStat cache_hit, cache_miss;
   std::vector<BatchStat> batch_stats;  // ascending by batch_size
   int64_t memory_bytes = 0;
 };

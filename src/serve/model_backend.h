@@ -48,6 +48,13 @@ class VersionMetricsSink {
   // A batch ran under a CPU-share grant (cpu_share_scheduler.h): how long it waited for the
   // slot, and the time charged to the model (the slot held).
   virtual void OnCpuShare(std::chrono::nanoseconds waited, std::chrono::nanoseconds charged) {}
+  // Response cache (cached_model_version.h). A request answered from the cache: the time to
+  // look it up and copy the stored response, and end to end. It counts as a success, not as
+  // queued or computed (OnRequestDone is not called for it).
+  virtual void OnCacheHit(std::chrono::nanoseconds lookup, std::chrono::nanoseconds total) {}
+  // A request the cache did not hold (the model computed it): the time to look it up and insert
+  // the response (OnRequestDone is called for it as for any computed request).
+  virtual void OnCacheMiss(std::chrono::nanoseconds lookup_and_insert) {}
 };
 
 // How an ensemble (or any backend that calls other models) reaches the models it uses: the

@@ -7,6 +7,7 @@
 #include <future>
 
 #include "serve/adaptive_config.h"
+#include "serve/cached_model_version.h"
 #include "serve/model_repository_layout.h"
 #include "serve/process_memory.h"
 
@@ -185,6 +186,15 @@ Status ModelManager::LoadStartupModels() {
   return first;
 }
 
+Result<std::shared_ptr<ModelVersion>> ModelManager::WrapForResponseCache(std::shared_ptr<ModelVersion> loaded,
+                                                                       const VersionLoadRequest& request) {
+  if (options_.response_cache == nullptr || !loaded->config().response_cache().enable()) return loaded;
+  IL_ASSIGN_OR_RETURN(std::string fingerprint,
+                      VersionFingerprint(request.model_dir + "/config.pbtxt", request.version_dir));
+  return std::shared_ptr<ModelVersion>(std::make_shared<CachedModelVersion>(
+      std::move(loaded), options_.response_cache, std::move(fingerprint), request.metrics));
+}
+
 VersionLoadRequest ModelManager::MakeLoadRequest(const std::string& model, const std::string& dir,
                                                  const ModelVersionFile& vf, const ModelConfig& config) {
   VersionLoadRequest vo;
@@ -257,13 +267,18 @@ Status ModelManager::DoLoad(const std::string& model) {
     }
   }
   LogInfo("model_loading", {{"model", model}, {"kind", backend->kind()}, {"versions", std::to_string(to_load.size())}});
+  if (layout.config.response_cache().enable() && options_.response_cache == nullptr && !to_load.empty())
+    LogInfo("response_cache_off", {{"model", model}, {"reason", "the server has no response cache "
+                                                                "(--response-cache-bytes 0): served uncached"}});
   std::map<int64_t, std::shared_ptr<ModelVersion>> loaded;
   std::map<int64_t, std::string> loaded_fp;
   Status first_error;
   for (const auto& vf : to_load) {
     const auto t0 = Clock::now();
     const std::string stamp = VersionStamp(vf.version_dir);
-    auto r = backend->Load(MakeLoadRequest(model, dir, vf, layout.config));
+    const VersionLoadRequest load = MakeLoadRequest(model, dir, vf, layout.config);
+    auto r = backend->Load(load);
+    if (r.ok()) r = WrapForResponseCache(std::move(r).value(), load);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
     std::lock_guard<std::mutex> lock(mu_);
     ModelEntry& e = models_[model];

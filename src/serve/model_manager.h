@@ -16,6 +16,10 @@
 //   "unloaded while idle ..."), and the next request for it loads it again on the loader thread
 //   (LoadOnDemand: requests wait in a queue, no thread blocks; concurrent ones share one load).
 //   A model unloaded by the user (Unload) is not loaded on demand.
+// - Response cache: a version whose config says response_cache { enable: true } is wrapped in a
+//   CachedModelVersion (cached_model_version.h) when it loads, so Find() (requests, and ensemble
+//   steps through the resolver) hands out the wrapper. Without a cache (options.response_cache
+//   null) such a model is served uncached, with one "response_cache_off" log line per load.
 #pragma once
 
 #include <atomic>
@@ -38,6 +42,7 @@
 #include "serve/inference_service.h"
 #include "serve/model_backend.h"
 #include "serve/model_repository_layout.h"
+#include "serve/response_cache.h"
 
 namespace inferloop::serve {
 
@@ -81,6 +86,9 @@ struct ModelManagerOptions {
   // extra wait.
   std::function<void(const std::string& model)> on_idle_unloaded;
   std::function<void(const std::string& model, std::chrono::nanoseconds waited)> on_demand_loaded;
+  // The server's response cache, for models whose config enables it; null: none (they are
+  // served uncached).
+  std::shared_ptr<ResponseCache> response_cache;
 };
 
 class ModelManager {
@@ -165,6 +173,10 @@ class ModelManager {
                                                    bool record_use);
   VersionLoadRequest MakeLoadRequest(const std::string& model, const std::string& dir, const ModelVersionFile& vf,
                                      const ModelConfig& config);
+  // `loaded` wrapped in a CachedModelVersion when its config enables the response cache and the
+  // server has one; as is otherwise. Errors: its version folder cannot be fingerprinted.
+  Result<std::shared_ptr<ModelVersion>> WrapForResponseCache(std::shared_ptr<ModelVersion> loaded,
+                                                             const VersionLoadRequest& request);
   // `forget`: the model left the repository; its entry goes before "model_unloaded" is logged,
   // so requests that follow the event get NotFound, not Unavailable.
   Status DoUnload(const std::string& model, const std::string& why, bool forget = false);

@@ -156,6 +156,17 @@ def metric_sum(text, name, **labels):
     return sum(metric_values(text, name, **labels))
 
 
+def wait_for(what, predicate, timeout=30):
+    """predicate()'s first truthy value, polled every 50 ms; TimeoutError naming `what` after `timeout` s."""
+    end = time.time() + timeout
+    while time.time() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise TimeoutError(f"not within {timeout}s: {what}")
+
+
 def slow_request(n_rounds, priority=None, timeout_us=None, request_id=None):
     body = {"inputs": [{"name": "X", "datatype": "FP32", "shape": [1, 16], "data": [0.5] * 16},
                        {"name": "N", "datatype": "INT64", "shape": [1, 1], "data": [int(n_rounds)]}]}

@@ -17,7 +17,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 import numpy as np
@@ -25,7 +24,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_harness import Server, get_json, metric_value, metrics, post_json, request, run_tests  # noqa: E402
+from serve_harness import Server, get_json, metric_value, metrics, post_json, request, run_tests, wait_for  # noqa: E402
 
 INFERLOOP = None
 IN, OUT = 512, 4096  # W: 512 x 4096 float32 = 8 MiB
@@ -69,16 +68,6 @@ def index(port):
     status, _, body = post_json(port, "/v2/repository/index", {})
     assert status == 200, (status, body)
     return {e["name"]: e for e in body}
-
-
-def wait_for(what, predicate, timeout=30):
-    end = time.time() + timeout
-    while time.time() < end:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise TimeoutError(f"not within {timeout}s: {what}")
 
 
 def serving(idx):

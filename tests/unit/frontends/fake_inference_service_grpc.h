@@ -126,6 +126,8 @@ class FakeGrpcInferenceService : public serve::InferenceService {
     s.success = {5, 5000};
     s.queue = {5, 700};
     s.compute_infer = {5, 3000};
+    s.cache_hit = {2, 40};
+    s.cache_miss = {3, 90};
     s.batch_stats = {{1, {}, {2, 900}, {}}, {4, {}, {3, 2100}, {}}};
     s.memory_bytes = 4096;
     return std::vector<serve::ModelStatistics>{s};

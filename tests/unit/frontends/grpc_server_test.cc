@@ -268,6 +268,10 @@ TEST_F(GrpcServerTest, Statistics) {
   EXPECT_EQ(s.inference_stats().queue().ns(), 700u);
   EXPECT_EQ(s.inference_stats().compute_infer().ns(), 3000u);
   EXPECT_EQ(s.inference_stats().fail().count(), 0u);
+  EXPECT_EQ(s.inference_stats().cache_hit().count(), 2u);
+  EXPECT_EQ(s.inference_stats().cache_hit().ns(), 40u);
+  EXPECT_EQ(s.inference_stats().cache_miss().count(), 3u);
+  EXPECT_EQ(s.inference_stats().cache_miss().ns(), 90u);
   ASSERT_EQ(s.batch_stats_size(), 2);
   EXPECT_EQ(s.batch_stats(1).batch_size(), 4u);
   EXPECT_EQ(s.batch_stats(1).compute_infer().count(), 3u);

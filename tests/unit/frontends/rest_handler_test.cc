@@ -405,6 +405,8 @@ TEST_F(RestTest, Statistics) {
   s.compute_input = {4, 40};
   s.compute_infer = {4, 400};
   s.compute_output = {4, 4};
+  s.cache_hit = {6, 60};
+  s.cache_miss = {4, 80};
   s.batch_stats.push_back({1, {1, 10}, {1, 100}, {1, 1}});
   s.batch_stats.push_back({3, {3, 30}, {3, 300}, {3, 3}});
   s.memory_bytes = 999;
@@ -422,7 +424,8 @@ TEST_F(RestTest, Statistics) {
   EXPECT_EQ(m["inference_count"].GetUint64(), 10u);
   EXPECT_EQ(m["execution_count"].GetUint64(), 4u);
   const auto& is = m["inference_stats"];
-  for (const char* k : {"success", "fail", "queue", "compute_input", "compute_infer", "compute_output"}) {
+  for (const char* k :
+       {"success", "fail", "queue", "compute_input", "compute_infer", "compute_output", "cache_hit", "cache_miss"}) {
     ASSERT_TRUE(is.HasMember(k)) << k;
     EXPECT_TRUE(is[k]["count"].IsUint64() && is[k]["ns"].IsUint64()) << k;
   }
@@ -431,6 +434,10 @@ TEST_F(RestTest, Statistics) {
   EXPECT_EQ(is["fail"]["count"].GetUint64(), 1u);
   EXPECT_EQ(is["queue"]["ns"].GetUint64(), 700u);
   EXPECT_EQ(is["compute_infer"]["ns"].GetUint64(), 400u);
+  EXPECT_EQ(is["cache_hit"]["count"].GetUint64(), 6u);
+  EXPECT_EQ(is["cache_hit"]["ns"].GetUint64(), 60u);
+  EXPECT_EQ(is["cache_miss"]["count"].GetUint64(), 4u);
+  EXPECT_EQ(is["cache_miss"]["ns"].GetUint64(), 80u);
   ASSERT_EQ(m["batch_stats"].Size(), 2u);
   EXPECT_EQ(m["batch_stats"][1]["batch_size"].GetUint64(), 3u);
   EXPECT_EQ(m["batch_stats"][1]["compute_infer"]["count"].GetUint64(), 3u);

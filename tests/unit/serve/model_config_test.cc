@@ -255,5 +255,27 @@ TEST(ModelConfig, DataTypeNames) {
     EXPECT_EQ(ToConfigDataType(FromConfigDataType(static_cast<ConfigDataType>(t))), t) << t;
 }
 
+// Triton's response_cache block (field 24): off unless enabled; unknown fields and bad values
+// inside it are errors that say where.
+TEST(ModelConfig, ResponseCache) {
+  auto off = ParseModelConfig("name: \"m\"", "m");
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_FALSE(off->has_response_cache());
+  EXPECT_FALSE(off->response_cache().enable());
+  auto on = ParseModelConfig("response_cache { enable: true }", "m");
+  ASSERT_TRUE(on.ok()) << on.status().ToString();
+  EXPECT_TRUE(on->response_cache().enable());
+  auto explicit_off = ParseModelConfig("response_cache: { enable: false }", "m");
+  ASSERT_TRUE(explicit_off.ok()) << explicit_off.status().ToString();
+  EXPECT_TRUE(explicit_off->has_response_cache());
+  EXPECT_FALSE(explicit_off->response_cache().enable());
+  const std::string unknown = ErrorOf("response_cache {\n  enable: true\n  size: 5\n}");
+  EXPECT_NE(unknown.find("3:"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("size"), std::string::npos) << unknown;
+  const std::string bad_value = ErrorOf("response_cache { enable: maybe }");
+  EXPECT_NE(bad_value.find("1:"), std::string::npos) << bad_value;
+  EXPECT_NE(bad_value.find("enable"), std::string::npos) << bad_value;
+}
+
 }  // namespace
 }  // namespace inferloop::serve
