@@ -41,6 +41,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 from serve_harness import Server, get_json  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import adaptive_bench  # noqa: E402  (cpu_line)
 
 MODELS = ("resnet50", "resnet50_cached")
 NO_CACHE = "server has no response cache"
@@ -154,6 +156,7 @@ def zipf_mix(a, srv, url, mix, work, cache):
 
 
 def print_tables(a, rep, mix, cache):
+    print("\n" + adaptive_bench.cpu_line() + "; server --threads 1")
     print(f"\n## Repeated request: ResNet-50, batch 1, concurrency {a.concurrency}, REST binary "
           f"(medians of {a.rounds} alternating rounds)\n")
     print("| model | p50 ms | p90 ms | infer/s |")
