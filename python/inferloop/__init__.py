@@ -1,0 +1,29 @@
+"""inferloop: an ONNX inference engine. Its Python API is ONNX Runtime's (inferloop.session):
+
+    import inferloop as onnxruntime
+    sess = onnxruntime.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
+    outputs = sess.run(None, {"input": x})
+"""
+from ._inferloop import Fail, InferloopError, InvalidArgument, NoSuchFile, NotImplemented  # noqa: A004
+from ._inferloop import __version__
+from .session import (
+    ExecutionMode,
+    GraphOptimizationLevel,
+    InferenceSession,
+    ModelMetadata,
+    NodeArg,
+    RunOptions,
+    SessionOptions,
+    get_all_providers,
+    get_available_providers,
+    get_device,
+)
+from . import capi  # noqa: F401  (inferloop.capi.onnxruntime_pybind11_state, as in onnxruntime)
+
+version = __version__
+
+__all__ = [
+    "ExecutionMode", "Fail", "GraphOptimizationLevel", "InferenceSession", "InferloopError", "InvalidArgument",
+    "ModelMetadata", "NoSuchFile", "NodeArg", "NotImplemented", "RunOptions", "SessionOptions", "__version__",
+    "get_all_providers", "get_available_providers", "get_device",
+]
