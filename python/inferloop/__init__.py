@@ -18,12 +18,15 @@ from .session import (
     get_available_providers,
     get_device,
 )
+from .llm import LLM, Generation
+from .tools import compare, quantize
 from . import capi  # noqa: F401  (inferloop.capi.onnxruntime_pybind11_state, as in onnxruntime)
 
 version = __version__
 
 __all__ = [
-    "ExecutionMode", "Fail", "GraphOptimizationLevel", "InferenceSession", "InferloopError", "InvalidArgument",
-    "ModelMetadata", "NoSuchFile", "NodeArg", "NotImplemented", "RunOptions", "SessionOptions", "__version__",
-    "get_all_providers", "get_available_providers", "get_device",
+    "ExecutionMode", "Fail", "Generation", "GraphOptimizationLevel", "InferenceSession", "InferloopError",
+    "InvalidArgument", "LLM", "ModelMetadata", "NoSuchFile", "NodeArg", "NotImplemented", "RunOptions",
+    "SessionOptions", "__version__", "compare", "get_all_providers", "get_available_providers", "get_device",
+    "quantize",
 ]

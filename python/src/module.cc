@@ -8,4 +8,6 @@ NB_MODULE(_inferloop, m) {
   inferloop::py::RegisterErrors(m);
   inferloop::py::RegisterSession(m);
   inferloop::py::RegisterModelFile(m);
+  inferloop::py::RegisterLlm(m);
+  inferloop::py::RegisterTools(m);
 }
