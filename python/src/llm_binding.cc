@@ -5,7 +5,8 @@
 //
 // LLM.generate(..., stream=True) starts the generation on a thread of its own and returns a
 // Generation, an iterator of text pieces: __next__ waits for the next piece with the GIL released,
-// so other Python threads run meanwhile. close() (or leaving a `with` block, or dropping the
+// so other Python threads run meanwhile. The thread computes at most kReadAhead pieces ahead of
+// the consumer, then waits for it. close() (or leaving a `with` block, or dropping the
 // object) stops the generation at the next token and waits for its thread. stream=False runs the
 // same generation on the calling thread (GIL released) and returns the whole text; the pieces of
 // a stream joined are that text.
@@ -95,9 +96,12 @@ class PyGeneration {
       Result<GenerationOutcome> r = Status::Internal("generation did not run");
       try {
         r = RunGeneration(job, cancel_, [this](std::string piece, int32_t token) {
-          std::lock_guard<std::mutex> l(mu_);
+          std::unique_lock<std::mutex> l(mu_);
           if (token >= 0) tokens_.push_back(token);
-          if (!piece.empty()) pieces_.push_back(std::move(piece));
+          if (piece.empty()) return;
+          // Read-ahead is bounded: an iterator nobody advances holds its generation.
+          cv_.wait(l, [this] { return pieces_.size() < kReadAhead || cancel_.load(); });
+          pieces_.push_back(std::move(piece));
           cv_.notify_all();
         });
       } catch (const std::exception& e) {
@@ -126,6 +130,7 @@ class PyGeneration {
       if (!pieces_.empty()) {
         piece = std::move(pieces_.front());
         pieces_.pop_front();
+        cv_.notify_all();  // the generation may be waiting for room
       } else {
         error = std::exchange(error_, Status::Ok());  // raised once; then the iterator is exhausted
       }
@@ -162,9 +167,15 @@ class PyGeneration {
 
  private:
   void Stop() {
-    cancel_.store(true);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      cancel_.store(true);
+      cv_.notify_all();
+    }
     if (worker_.joinable()) worker_.join();
   }
+
+  static constexpr size_t kReadAhead = 8;  // pieces computed ahead of the consumer at most
 
   const std::vector<int32_t> prompt_;
   std::atomic<bool> cancel_{false};
