@@ -2,6 +2,7 @@
 #include "numpy_convert.h"
 
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
 
 #include <bit>
 #include <cstdint>
@@ -45,7 +46,17 @@ DataType FormatToType(const char* fmt, Py_ssize_t itemsize) {
   }
 }
 
-std::string Describe(nb::handle obj) { return nb::cast<std::string>(nb::str(obj.type().attr("__name__"))); }
+// str(obj) as UTF-8.
+std::string Str(nb::handle obj) {
+  nb::object s = nb::steal(PyObject_Str(obj.ptr()));
+  if (!s.is_valid()) throw nb::python_error();
+  Py_ssize_t n = 0;
+  const char* p = PyUnicode_AsUTF8AndSize(s.ptr(), &n);
+  if (!p) throw nb::python_error();
+  return std::string(p, static_cast<size_t>(n));
+}
+
+std::string Describe(nb::handle obj) { return Str(obj.type().attr("__name__")); }
 
 [[noreturn]] void Invalid(const std::string& message) { throw StatusError(Status::InvalidArgument(message)); }
 
@@ -70,7 +81,7 @@ Tensor StringTensor(nb::handle array, const std::string& name) {
 }
 
 // A numpy array (or subclass) as a tensor: a view when it is C-contiguous and aligned, else a copy.
-// `converted`: the array is numpy's copy of the caller's object (counted as a copy).
+// `converted`: the array is already a copy made here (counted as such by the caller).
 Tensor ArrayToTensor(nb::handle array, const std::string& name, const std::shared_ptr<void>& token, FeedHold& hold,
                      CopyCounts& counts, bool converted) {
   Py_buffer view;
@@ -81,12 +92,12 @@ Tensor ArrayToTensor(nb::handle array, const std::string& name, const std::share
   const DataType dtype = view.obj ? FormatToType(view.format, view.itemsize) : DataType::kUndefined;
   if (dtype == DataType::kUndefined) {
     if (view.obj) PyBuffer_Release(&view);
-    const std::string kind = nb::cast<std::string>(array.attr("dtype").attr("kind"));
+    const std::string kind = Str(array.attr("dtype").attr("kind"));
     if (kind == "U" || kind == "S" || kind == "O") {
-      ++counts.inputs_copied;
+      if (!converted) ++counts.inputs_copied;
       return StringTensor(array, name);
     }
-    Invalid("input '" + name + "': numpy dtype " + nb::cast<std::string>(nb::str(array.attr("dtype"))) +
+    Invalid("input '" + name + "': numpy dtype " + Str(array.attr("dtype")) +
             " has no ONNX tensor type here (use bool, (u)int8..64, float16, float32, float64 or str)");
   }
   Shape shape(view.shape, view.shape + view.ndim);
@@ -94,33 +105,34 @@ Tensor ArrayToTensor(nb::handle array, const std::string& name, const std::share
   if (aligned && PyBuffer_IsContiguous(&view, 'C')) {
     Tensor t = Tensor::View(dtype, std::move(shape), view.buf, token);
     hold.Keep(view);
-    ++(converted ? counts.inputs_copied : counts.inputs_viewed);
+    if (!converted) ++counts.inputs_viewed;
     return t;
   }
-  Result<Tensor> copy = Tensor::Create(dtype, std::move(shape));
-  if (copy.ok() && view.len > 0 && PyBuffer_ToContiguous(copy->raw_data(), &view, view.len, 'C') != 0) {
-    PyBuffer_Release(&view);
-    throw nb::python_error();
-  }
+  // numpy's own strided copy (much faster than PyBuffer_ToContiguous's element-wise one), into a
+  // new, aligned array.
   PyBuffer_Release(&view);
+  if (converted) Invalid("input '" + name + "': numpy.array gave a non-contiguous array");
+  nb::object copy = Numpy("array")(array, nb::arg("order") = "C");
+  hold.Keep(copy);
   ++counts.inputs_copied;
-  return ValueOrThrow(std::move(copy));
+  return ArrayToTensor(copy, name, token, hold, counts, true);
 }
 
 Tensor FeedToTensor(nb::handle obj, const ValueInfo* declared, const std::string& name,
                     const std::shared_ptr<void>& token, FeedHold& hold, CopyCounts& counts) {
   if (PyObject_IsInstance(obj.ptr(), NdarrayType()) == 1) return ArrayToTensor(obj, name, token, hold, counts, false);
-  // A list, a scalar, anything numpy.asarray takes: converted to the declared dtype (as ORT does).
+  // A list, a scalar, anything numpy.array takes: converted to the declared dtype (as ORT does).
   nb::object array;
   const char* dtype = declared ? NumpyDtypeName(declared->dtype) : nullptr;
   try {
-    if (declared && declared->dtype == DataType::kString) array = Numpy("asarray")(obj, "object");
-    else if (dtype) array = Numpy("asarray")(obj, dtype);
-    else array = Numpy("asarray")(obj);
+    if (declared && declared->dtype == DataType::kString) array = Numpy("array")(obj, "object", nb::arg("order") = "C");
+    else if (dtype) array = Numpy("array")(obj, dtype, nb::arg("order") = "C");
+    else array = Numpy("array")(obj, nb::arg("order") = "C");
   } catch (nb::python_error& e) {
     Invalid("input '" + name + "': a " + Describe(obj) + " is not an array (" + e.what() + ")");
   }
   hold.Keep(array);
+  ++counts.inputs_copied;
   return ArrayToTensor(array, name, token, hold, counts, true);
 }
 
@@ -228,8 +240,14 @@ const char* NumpyDtypeName(DataType t) {
 Value FeedToValue(nb::handle obj, const std::string& name, const ValueInfo* declared, const std::shared_ptr<void>& token,
                   FeedHold& hold, CopyCounts& counts) {
   if (obj.is_none()) return Value::None();  // an absent optional (the engine checks that it may be)
-  if (declared && declared->kind == ValueInfo::Kind::kSequence) {
-    if (!PyList_Check(obj.ptr()) && !PyTuple_Check(obj.ptr()))
+  // A sequence input, or an optional one given a list of arrays (ValueInfo does not say whether
+  // an optional holds a tensor or a sequence; a tensor is never written as a list of arrays).
+  const bool is_list = PyList_Check(obj.ptr()) || PyTuple_Check(obj.ptr());
+  bool list_of_arrays = is_list && declared && declared->kind == ValueInfo::Kind::kOptional;
+  if (list_of_arrays)
+    for (nb::handle item : obj) list_of_arrays = list_of_arrays && PyObject_IsInstance(item.ptr(), NdarrayType()) == 1;
+  if (declared && (declared->kind == ValueInfo::Kind::kSequence || list_of_arrays)) {
+    if (!is_list)
       Invalid("input '" + name + "' is a sequence: pass a list of arrays, got " + Describe(obj));
     std::vector<Tensor> elems;
     for (nb::handle item : obj) elems.push_back(FeedToTensor(item, declared, name, token, hold, counts));
