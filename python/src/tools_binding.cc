@@ -44,6 +44,21 @@ void CheckRange(const char* name, double v, double lo, double hi) {
                                               std::to_string(hi) + "], got " + std::to_string(v)));
 }
 
+// The calibration options QuantizeOptions and SensitivityCommandOptions share.
+template <typename Options>
+void SetCalibrationOptions(Options& o, const std::optional<std::string>& calibration,
+                           const std::optional<std::string>& eval, const std::optional<std::string>& stats,
+                           const std::string& method, double percentile, bool per_channel, bool progress) {
+  o.calibration = calibration.value_or("");
+  o.eval = eval.value_or("");
+  o.stats = stats.value_or("");
+  o.method = ValueOrThrow(ParseCalibrationMethod(method));
+  CheckRange("percentile", percentile, 0, 100);
+  o.percentile = percentile;
+  o.per_channel = per_channel;
+  o.progress = progress;
+}
+
 nb::object ParseJson(const std::string& text) { return nb::module_::import_("json").attr("loads")(text); }
 
 nb::dict QuantizeReportDict(const QuantizeOptions& o, const QuantizeReport& r, const std::string& log) {
@@ -95,13 +110,7 @@ nb::dict Quantize(const std::string& model, const std::string& output, const std
   QuantizeOptions o;
   o.model = model;
   o.output = output;
-  o.calibration = calibration.value_or("");
-  o.eval = eval.value_or("");
-  o.stats = stats.value_or("");
-  o.method = ValueOrThrow(ParseCalibrationMethod(method));
-  CheckRange("percentile", percentile, 0, 100);
-  o.percentile = percentile;
-  o.per_channel = per_channel;
+  SetCalibrationOptions(o, calibration, eval, stats, method, percentile, per_channel, progress);
   o.dynamic = dynamic;
   o.quantize_activation_matmul = quantize_activation_matmul;
   o.exclude = NameList(exclude);
@@ -109,7 +118,6 @@ nb::dict Quantize(const std::string& model, const std::string& output, const std
   o.max_accuracy_drop = max_accuracy_drop.value_or(-1);
   if (timing_runs < 0) throw StatusError(Status::InvalidArgument("timing_runs must be >= 0 (0: no timing)"));
   o.timing_runs = timing_runs;
-  o.progress = progress;
   QuantizeReport report;
   std::ostringstream out, err;  // err holds only warnings, which the report lists
   Status st;
@@ -131,14 +139,7 @@ nb::object Compare(const std::string& model_a, const std::optional<std::string>&
     if (model_b) throw StatusError(Status::InvalidArgument("sensitivity=True takes one model (no model_b)"));
     SensitivityCommandOptions so;
     so.model = model_a;
-    so.calibration = calibration.value_or("");
-    so.eval = eval.value_or("");
-    so.stats = stats.value_or("");
-    so.method = ValueOrThrow(ParseCalibrationMethod(method));
-    CheckRange("percentile", percentile, 0, 100);
-    so.percentile = percentile;
-    so.per_channel = per_channel;
-    so.progress = progress;
+    SetCalibrationOptions(so, calibration, eval, stats, method, percentile, per_channel, progress);
     std::ostringstream out;
     Status st;
     {

@@ -7,8 +7,9 @@
    (default <repo>/build-python: a fixed folder next to build/ lets ccache reuse the main build's
    objects when --build-type matches it), the wheel into a temp dir;
 2. `pip install --no-deps --target` that temp dir;
-3. tests/python/test_inferloop_ort_api.py with the installed package first on PYTHONPATH.
-Prints how long the build took. Exit status: the tests'.
+3. every tests/python/test_*.py (test_inferloop_ort_api.py: the ONNX Runtime API;
+   test_inferloop_llm_tools.py: LLM, quantize, compare) with the installed package first on PYTHONPATH.
+Prints how long the build took. Exit status: 0 when every test script passed.
 """
 import argparse
 import os
@@ -46,8 +47,14 @@ def main():
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", site,
                         os.path.join(wheels, built[0])], check=True)
         env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
-        test = os.path.join(HERE, "test_inferloop_ort_api.py")
-        return subprocess.run([sys.executable, test], env=env, cwd=tmp).returncode
+        failed = []
+        for test in sorted(f for f in os.listdir(HERE) if f.startswith("test_") and f.endswith(".py")):
+            print(f"+ {test}", flush=True)
+            if subprocess.run([sys.executable, os.path.join(HERE, test)], env=env, cwd=tmp).returncode != 0:
+                failed.append(test)
+        if failed:
+            print("FAILED:", " ".join(failed), flush=True)
+        return 1 if failed else 0
 
 
 if __name__ == "__main__":
