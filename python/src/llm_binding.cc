@@ -54,9 +54,10 @@ struct GenerationOutcome {
   llm::GenerationStats stats;
 };
 
-// Runs `job`, passing each piece of final text to `emit` (never empty) and each token to
-// `on_token`, both on the calling thread; stops early when `cancel` is set. The pieces joined
-// are the whole text: held-back text is flushed at the end unless a stop string ended it.
+// Runs `job` on the calling thread, calling `emit` with each generated token and the text that
+// became final with it (often "", when text is held back), then once with the held-back rest and
+// token -1 unless a stop string ended the text; stops early when `cancel` is set. The texts
+// joined are the whole generated text.
 Result<GenerationOutcome> RunGeneration(const GenerationJob& job, const std::atomic<bool>& cancel,
                                         const std::function<void(std::string, int32_t token)>& emit) {
   const llm::Tokenizer& tok = job.model->tokenizer();
