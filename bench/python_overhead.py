@@ -10,14 +10,17 @@
    per run for both modules; inferloop's copy counters show what was viewed and copied.
 3. Threads: MatMul float32[64,256] x [256,256] with intra_op_num_threads=1, one session shared by
    1 and by 8 Python threads; runs per second and the speedup (GIL released during runs: the
-   speedup is bounded by the CPUs this process may use, printed).
+   speedup is bounded by the CPUs this process may use, printed). With --inferloop BIN, the same
+   model through `inferloop bench --concurrency 1|8` (the C++ API, no Python) for reference.
 Prints a markdown table per part, and one JSON line with every figure at the end.
 """
 import argparse
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -96,6 +99,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=20000, help="runs per engine for the overhead figure")
     ap.add_argument("--threads-runs", type=int, default=400, help="runs per thread in the threads part")
+    ap.add_argument("--inferloop", help="the inferloop CLI, for the C++ API's own 1 vs 8 threads figure")
     args = ap.parse_args()
     cpus = len(os.sched_getaffinity(0))
     engines = {"inferloop": inferloop, "onnxruntime": onnxruntime}
@@ -146,6 +150,21 @@ def main():
         result[f"threads_{name}_8"] = round(eight, 1)
         result[f"threads_{name}_speedup"] = round(eight / one, 2)
         print(f"| {name} | {one:.0f} | {eight:.0f} | {eight / one:.2f}x |")
+    if args.inferloop:
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "matmul.onnx")
+            with open(path, "wb") as f:
+                f.write(mm)
+            rates = {}
+            for c in (1, 8):
+                n = args.threads_runs * (2 if c == 1 else 1)
+                p = subprocess.run([args.inferloop, "bench", path, "--threads", "1", "--concurrency", str(c),
+                                    "--iterations", str(n), "--warmup", "20"], capture_output=True, text=True, check=True)
+                j = json.loads(p.stdout.strip().splitlines()[-1])
+                rates[c] = j["throughput"] / j.get("batch", 1)  # samples/s -> runs/s
+            result["threads_cpp_1"], result["threads_cpp_8"] = round(rates[1], 1), round(rates[8], 1)
+            result["threads_cpp_speedup"] = round(rates[8] / rates[1], 2)
+            print(f"| C++ API (inferloop bench) | {rates[1]:.0f} | {rates[8]:.0f} | {rates[8] / rates[1]:.2f}x |")
     print()
     print(json.dumps(result), flush=True)
 

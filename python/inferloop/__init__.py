@@ -4,7 +4,9 @@
     sess = onnxruntime.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
     outputs = sess.run(None, {"input": x})
 """
-from ._inferloop import Fail, InferloopError, InvalidArgument, NoSuchFile, NotImplemented  # noqa: A004
+# NotImplemented (an unsupported operator) is in inferloop.capi.onnxruntime_pybind11_state only,
+# as in onnxruntime: at the top level it would shadow the builtin under `from inferloop import *`.
+from ._inferloop import Fail, InferloopError, InvalidArgument, NoSuchFile
 from ._inferloop import __version__
 from .session import (
     ExecutionMode,
@@ -26,7 +28,6 @@ version = __version__
 
 __all__ = [
     "ExecutionMode", "Fail", "Generation", "GraphOptimizationLevel", "InferenceSession", "InferloopError",
-    "InvalidArgument", "LLM", "ModelMetadata", "NoSuchFile", "NodeArg", "NotImplemented", "RunOptions",
-    "SessionOptions", "__version__", "compare", "get_all_providers", "get_available_providers", "get_device",
-    "quantize",
+    "InvalidArgument", "LLM", "ModelMetadata", "NoSuchFile", "NodeArg", "RunOptions", "SessionOptions",
+    "__version__", "compare", "get_all_providers", "get_available_providers", "get_device", "quantize",
 ]

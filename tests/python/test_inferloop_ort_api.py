@@ -128,11 +128,15 @@ class TestApiSurface(unittest.TestCase):
 
     def test_exception_types(self):
         self.assertTrue(issubclass(inferloop.InferloopError, RuntimeError))
-        for name in ("InvalidArgument", "NoSuchFile", "NotImplemented", "Fail"):
-            self.assertTrue(issubclass(getattr(inferloop, name), inferloop.InferloopError), name)
         from inferloop.capi import onnxruntime_pybind11_state as state
+        for name in ("InvalidArgument", "NoSuchFile", "NotImplemented", "Fail"):
+            self.assertTrue(issubclass(getattr(state, name), inferloop.InferloopError), name)
         self.assertIs(state.InvalidArgument, inferloop.InvalidArgument)
         self.assertIs(state.Fail, inferloop.Fail)
+        self.assertIs(inferloop.NoSuchFile, state.NoSuchFile)
+        ns = {}
+        exec("from inferloop import *", ns)  # noqa: S102
+        self.assertNotIn("NotImplemented", ns)  # the builtin stays the builtin
 
     def test_providers_argument(self):
         m = relu_model()
@@ -415,7 +419,8 @@ class TestBadInput(unittest.TestCase):
         unsupported = model_bytes([helper.make_node("NoSuchOp", ["x"], ["y"], domain="ai.onnx")],
                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
-        with self.assertRaises(inferloop.InferloopError) as e:
+        from inferloop.capi.onnxruntime_pybind11_state import NotImplemented as Unsupported  # noqa: A004
+        with self.assertRaises(Unsupported) as e:
             inferloop.InferenceSession(unsupported)
         self.assertIn("NoSuchOp", str(e.exception))
 
@@ -541,6 +546,28 @@ class TestOrtScripts(unittest.TestCase):
             for f in files:
                 assert_same(self, np.load(os.path.join(d, "inferloop", f)), np.load(os.path.join(d, "ort", f)), f)
         print(f"\nbench/ort_bench.py through inferloop: p50 {mine['p50_ms']} ms (onnxruntime {theirs['p50_ms']} ms)", flush=True)
+
+    def test_ct_pipeline_reference_inference(self):
+        """bench/ct_pipeline_reference.py's ort_runner + blend_windows (its sliding-window stage),
+        with its `import onnxruntime` given inferloop, against the same code on onnxruntime."""
+        sys.path.insert(0, os.path.join(REPO, "bench"))
+        try:
+            import ct_pipeline_reference as ct
+        finally:
+            sys.path.pop(0)
+        model = os.path.join(REPO, "examples/ct/model_repository/lesion_unet/1/model.onnx")
+        volume = np.clip(np.random.default_rng(4).standard_normal((40, 70, 70)).astype(np.float32), -5, 5)
+        saved = sys.modules["onnxruntime"]
+        sys.modules["onnxruntime"] = inferloop
+        try:
+            mine = ct.ort_runner(model, 1)
+        finally:
+            sys.modules["onnxruntime"] = saved
+        theirs = ct.ort_runner(model, 1)
+        prob, windows = ct.blend_windows(volume, (32, 64, 64), 0.25, mine, 2)
+        want, _ = ct.blend_windows(volume, (32, 64, 64), 0.25, theirs, 2)
+        self.assertEqual(windows, 8)
+        assert_same(self, prob, want, "lesion probability", rtol=1e-3, atol=1e-5)
 
 
 if __name__ == "__main__":
