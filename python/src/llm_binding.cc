@@ -229,14 +229,14 @@ class PyLLM {
     return llm::SanitizeUtf8(tok.Decode(ids, render_special));
   }
 
-  nb::object Generate(const Prompt& prompt, int max_tokens, float temperature, int top_k, float top_p, uint64_t seed,
+  nb::object Generate(const Prompt& prompt, int max_tokens, double temperature, int top_k, double top_p, uint64_t seed,
                       const StopArg& stop, bool stream, bool add_bos, bool ignore_eos) {
     GenerationJob job;
     job.model = model_;
     if (const auto* text = std::get_if<std::string>(&prompt)) job.prompt = Tokenize(*text, add_bos, /*parse_special=*/true);
     else job.prompt = std::get<std::vector<int32_t>>(prompt);
     job.options.max_tokens = max_tokens;
-    job.options.sampling = {temperature, top_k, top_p, seed};
+    job.options.sampling = {static_cast<float>(temperature), top_k, static_cast<float>(top_p), seed};
     job.options.stop_at_eog = !ignore_eos;
     job.options.threads = threads_;
     job.options.kv_type = kv_type_;
@@ -289,7 +289,7 @@ void RegisterLlm(nb::module_& m) {
            nb::arg("parse_special") = false)
       .def("detokenize", &PyLLM::Detokenize, nb::arg("ids"), nb::kw_only(), nb::arg("render_special") = false)
       .def("generate", &PyLLM::Generate, nb::arg("prompt"), nb::kw_only(), nb::arg("max_tokens") = 128,
-           nb::arg("temperature") = 0.8f, nb::arg("top_k") = 40, nb::arg("top_p") = 0.95f, nb::arg("seed") = 0,
+           nb::arg("temperature") = 0.8, nb::arg("top_k") = 40, nb::arg("top_p") = 0.95, nb::arg("seed") = 0,
            nb::arg("stop").none() = nb::none(), nb::arg("stream") = true, nb::arg("add_bos") = true,
            nb::arg("ignore_eos") = false)
       .def_prop_ro("path", [](const PyLLM& l) { return l.model().path(); })

@@ -6,6 +6,7 @@ llama2.c agree), streaming against non-streamed text, early close, bad input. qu
 models of tests/e2e/make_quantize_models.py and make_compare_models.py; quantized models are run with
 inferloop.InferenceSession and onnxruntime and checked against the FP32 model.
 """
+import ast
 import os
 import re
 import sys
@@ -311,6 +312,59 @@ class TestQuantizeCompare(unittest.TestCase):
         for args, kw, msg in cases:
             with self.assertRaisesRegex(inferloop.InferloopError, msg, msg=str(args[-1:]) + str(kw)):
                 inferloop.compare(*args, **kw)
+
+
+def runtime_params(fn):
+    """[(name, default or NO_DEFAULT, keyword-only)] of a nanobind function, from its signature."""
+    sig, _, defaults = fn.__nb_signature__[0]
+    params, kw_only = [], False
+    for part in re.findall(r"[(,]\s*(\*|\w+)(?=\s*[:,)=])(?:[^,=)]*= \\(\d+))?", sig.split(" -> ")[0]):
+        name, default = part
+        if name == "*":
+            kw_only = True
+        elif name != "self":
+            params.append((name, defaults[int(default)] if default else NO_DEFAULT, kw_only))
+    return params
+
+
+NO_DEFAULT = object()
+
+
+def stub_params(node):
+    """The same list for a function of a .pyi file."""
+    a = node.args
+    pos = [x for x in a.posonlyargs + a.args if x.arg != "self"]
+    pos_defaults = [NO_DEFAULT] * (len(pos) - len(a.defaults)) + [ast.literal_eval(d) for d in a.defaults]
+    out = [(x.arg, d, False) for x, d in zip(pos, pos_defaults)]
+    out += [(x.arg, NO_DEFAULT if d is None else ast.literal_eval(d), True) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
+    return out
+
+
+class TestStubs(unittest.TestCase):
+    def test_stubs_match_the_module(self):
+        """llm.pyi and tools.pyi name every parameter, default and keyword-only marker as the module does."""
+        stubs = os.path.join(ROOT, "python", "inferloop")
+        checked = 0
+        for stub, owner in (("llm.pyi", None), ("tools.pyi", inferloop)):
+            with open(os.path.join(stubs, stub)) as f:
+                tree = ast.parse(f.read())
+            for node in tree.body:
+                targets = []
+                if isinstance(node, ast.FunctionDef):
+                    targets = [(getattr(owner, node.name), node)]
+                elif isinstance(node, ast.ClassDef):
+                    cls = getattr(inferloop, node.name)
+                    targets = [(getattr(cls, f.name), f) for f in node.body
+                               if isinstance(f, ast.FunctionDef) and hasattr(getattr(cls, f.name), "__nb_signature__")]
+                for fn, f in targets:
+                    with self.subTest(stub=stub, function=f.name):
+                        want, got = stub_params(f), runtime_params(fn)
+                        if any(isinstance(d, ast.Name) and d.id == "overload" for d in f.decorator_list):
+                            # An overload may require what has a default (stream: Literal[False]).
+                            want = [(n, g[1] if d is NO_DEFAULT else d, k) for (n, d, k), g in zip(want, got)]
+                        self.assertEqual(want, got)
+                        checked += 1
+        self.assertGreaterEqual(checked, 9)  # quantize, compare; LLM __init__/tokenize/detokenize/generate x2; Generation
 
 
 if __name__ == "__main__":
