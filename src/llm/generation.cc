@@ -8,10 +8,15 @@
 
 namespace inferloop::llm {
 
-Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int32_t>& prompt,
-                                 const GenerationOptions& o, const TokenCallback& on_token) {
+Status ValidateGeneration(const LlamaModel& model, const std::vector<int32_t>& prompt,
+                          const GenerationOptions& o) {
   IL_RETURN_IF_ERROR(ValidateSamplingParams(o.sampling));
   if (prompt.empty()) return Status::InvalidArgument("the prompt has no tokens");
+  const int32_t vocab = model.tokenizer().vocab_size();
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= vocab)
+      return Status::InvalidArgument("prompt token " + std::to_string(i) + " (" + std::to_string(prompt[i]) +
+                                     ") is not a token id of this model (0.." + std::to_string(vocab - 1) + ")");
   if (o.max_tokens < 0) return Status::InvalidArgument("max_tokens must be >= 0");
   const int64_t total = static_cast<int64_t>(prompt.size()) + o.max_tokens;
   const int64_t ctx = model.hparams().n_ctx_train;
@@ -20,6 +25,13 @@ Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int3
                                    std::to_string(o.max_tokens) + ") exceeds the model's context of " +
                                    std::to_string(ctx) + " tokens");
   }
+  return Status::Ok();
+}
+
+Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int32_t>& prompt,
+                                 const GenerationOptions& o, const TokenCallback& on_token) {
+  IL_RETURN_IF_ERROR(ValidateGeneration(model, prompt, o));
+  const int64_t total = static_cast<int64_t>(prompt.size()) + o.max_tokens;
   const KvCacheShape shape = model.kv_shape(16, o.kv_type);
   const int blocks = static_cast<int>((total + shape.block_tokens - 1) / shape.block_tokens);
   IL_ASSIGN_OR_RETURN(KvBlockPool pool, KvBlockPool::Create(shape, blocks));

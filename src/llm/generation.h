@@ -31,8 +31,14 @@ struct GenerationStats {
 // Called with each generated token; return false to stop.
 using TokenCallback = std::function<bool(int32_t token)>;
 
-// Generates after `prompt` (token ids, non-empty). InvalidArgument when the prompt plus
-// max_tokens exceeds the model's context or the prompt is empty; sampling-parameter errors.
+// The checks Generate makes before computing anything, for callers that report bad requests
+// before starting one (the Python module): InvalidArgument for an empty prompt, a token id
+// outside the vocab, max_tokens < 0, the prompt plus max_tokens beyond the model's context, or
+// bad sampling parameters.
+Status ValidateGeneration(const LlamaModel& model, const std::vector<int32_t>& prompt,
+                          const GenerationOptions& options);
+
+// Generates after `prompt` (token ids, non-empty). Errors: those of ValidateGeneration.
 Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int32_t>& prompt,
                                  const GenerationOptions& options, const TokenCallback& on_token);
 

@@ -123,7 +123,82 @@ Status LoadWithInputs(const std::string& path, Model* model, std::vector<ValueIn
 
 }  // namespace
 
-Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& err) {
+namespace {
+
+// --max-accuracy-drop: keeps layers FP32, most sensitive first, until the metric's drop from FP32
+// is within the bound; `result` and `m` become the final model and its metric.
+Status KeepSensitiveLayersFp32(const QuantizeOptions& o, const Model& fp32, RangeCache& ranges, QdqOptions qopts,
+                               const Evaluator& eval, QdqResult& result, EvalMetric& m, QuantizeReport& rep,
+                               std::ostream& out, std::ostream& err) {
+  const double fp = eval.fp32().metric;
+  out << "mixed precision: drop " << Pct(fp - m.metric) << " pp > " << o.max_accuracy_drop
+      << " pp; measuring per-layer sensitivity (each layer quantized alone)\n";
+  out.flush();
+  IL_ASSIGN_OR_RETURN(auto sens, MeasureSensitivity(fp32, ranges.Lookup(), qopts, eval, o.progress));
+  int step = 0;
+  double drop = fp - m.metric;
+  for (const auto& s : sens) {
+    if (drop <= o.max_accuracy_drop) break;
+    qopts.exclude.insert(s.layer);
+    rep.kept_fp32.push_back(s.layer);
+    IL_ASSIGN_OR_RETURN(result, WriteQdqModel(fp32, ranges.Lookup(), qopts));
+    IL_ASSIGN_OR_RETURN(m, eval.Evaluate(result.model));
+    drop = fp - m.metric;
+    out << "mixed precision step " << ++step << ": keep " << s.op_type << " '" << s.layer
+        << "' FP32 (alone it lost " << Pct(s.loss) << " pp, cosine " << std::setprecision(6) << s.cosine
+        << ") -> INT8 " << Pct(m.metric) << "%, drop " << Pct(drop) << " pp, cosine " << m.cosine << "\n";
+  }
+  rep.within_bound = drop <= o.max_accuracy_drop;
+  if (rep.within_bound) {
+    out << "mixed precision: within " << o.max_accuracy_drop << " pp with " << step << " layer(s) kept FP32\n";
+  } else {
+    std::ostringstream w;
+    w << "could not reach an accuracy drop within " << o.max_accuracy_drop << " pp (drop " << Pct(drop)
+      << " pp with every quantizable layer kept FP32: the remaining loss comes from Add/pooling QDQ pairs)";
+    err << "warning: " << w.str() << "\n";
+    rep.warnings.push_back(w.str());
+    out << "mixed precision: could not reach the bound (drop " << Pct(drop) << " pp)\n";
+  }
+  std::set<std::string> kept(rep.kept_fp32.begin(), rep.kept_fp32.end());
+  if (!kept.empty()) out << "kept FP32 (sensitivity): " << Join(kept) << "\n";
+  return Status::Ok();
+}
+
+// Times both models on the first row of the calibration data (when there is one) and reports it.
+Status ReportTiming(const QuantizeOptions& o, const std::optional<QuantDataSet>& calib,
+                    const std::vector<ValueInfo>& inputs, QuantizeReport& rep, std::ostream& out, std::ostream& err) {
+  const Sample* first = calib && !calib->chunks.empty() ? &calib->chunks[0] : nullptr;
+  if (!first) {
+    out << "timing skipped: no --calibration data to time with\n";
+    return Status::Ok();
+  }
+  IL_ASSIGN_OR_RETURN(Sample sample, FirstRow(*first, inputs));
+  auto t = TimeModels(o.model, o.output, sample, o.timing_runs);
+  if (!t.ok()) return t.status().WithContext("timing");
+  rep.timed = true;
+  rep.timing = *t;
+  std::string shape;
+  for (const auto& [n, v] : sample)
+    if (v.is_tensor()) shape += (shape.empty() ? "" : ", ") + n + ShapeToString(v.tensor().shape());
+  out << "timing (inferloop, optimization level 2, median of " << o.timing_runs << " runs on " << shape
+      << "): FP32 " << std::setprecision(4) << t->fp32_ms << " ms, INT8 " << t->int8_ms << " ms (INT8/FP32 "
+      << std::setprecision(3) << (t->fp32_ms > 0 ? t->int8_ms / t->fp32_ms : 0) << ")\n";
+  if (t->int8_ms >= t->fp32_ms) {
+    std::ostringstream w;
+    w << "the INT8 model is not faster than FP32 on this CPU (INT8 " << std::setprecision(4) << t->int8_ms
+      << " ms vs FP32 " << t->fp32_ms << " ms median): kernels for its quantized ops may be missing here";
+    err << "warning: " << w.str() << "\n";
+    rep.warnings.push_back(w.str());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& err, QuantizeReport* report) {
+  QuantizeReport local;
+  QuantizeReport& rep = report ? *report : local;
+  rep = QuantizeReport{};
   if (o.max_accuracy_drop >= 0 && o.eval.empty())
     return Status::InvalidArgument("--max-accuracy-drop needs --eval DATA to measure the accuracy on");
   if (o.max_accuracy_drop >= 0 && o.dynamic)
@@ -184,6 +259,7 @@ Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& er
   }
   if (!exclude.empty()) out << "kept FP32 (--exclude): " << Join(exclude) << "\n";
   for (const auto& w : result.warnings) err << "warning: " << w << "\n";
+  rep.warnings = result.warnings;
 
   if (eval) {
     IL_ASSIGN_OR_RETURN(EvalMetric m, eval->Evaluate(result.model));
@@ -192,68 +268,32 @@ Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& er
         << Pct(m.metric) << "% (drop " << Pct(fp - m.metric) << " pp), output cosine to FP32 " << std::setprecision(6)
         << m.cosine << ", top-1 agreement " << Pct(m.agreement) << "%\n";
     if (o.max_accuracy_drop >= 0 && fp - m.metric > o.max_accuracy_drop) {
-      out << "mixed precision: drop " << Pct(fp - m.metric) << " pp > " << o.max_accuracy_drop
-          << " pp; measuring per-layer sensitivity (each layer quantized alone)\n";
-      out.flush();
-      IL_ASSIGN_OR_RETURN(auto sens, MeasureSensitivity(fp32, ranges->Lookup(), qopts, *eval, o.progress));
-      int step = 0;
-      double drop = fp - m.metric;
-      for (const auto& s : sens) {
-        if (drop <= o.max_accuracy_drop) break;
-        qopts.exclude.insert(s.layer);
-        IL_ASSIGN_OR_RETURN(result, WriteQdqModel(fp32, ranges->Lookup(), qopts));
-        IL_ASSIGN_OR_RETURN(m, eval->Evaluate(result.model));
-        drop = fp - m.metric;
-        out << "mixed precision step " << ++step << ": keep " << s.op_type << " '" << s.layer
-            << "' FP32 (alone it lost " << Pct(s.loss) << " pp, cosine " << std::setprecision(6) << s.cosine
-            << ") -> INT8 " << Pct(m.metric) << "%, drop " << Pct(drop) << " pp, cosine " << m.cosine << "\n";
-      }
-      if (drop <= o.max_accuracy_drop) {
-        out << "mixed precision: within " << o.max_accuracy_drop << " pp with " << step << " layer(s) kept FP32\n";
-      } else {
-        err << "warning: could not reach an accuracy drop within " << o.max_accuracy_drop << " pp (drop " << Pct(drop)
-            << " pp with every quantizable layer kept FP32: the remaining loss comes from Add/pooling QDQ pairs)\n";
-        out << "mixed precision: could not reach the bound (drop " << Pct(drop) << " pp)\n";
-      }
-      std::set<std::string> kept;
-      for (const auto& l : qopts.exclude)
-        if (!exclude.count(l)) kept.insert(l);
-      if (!kept.empty()) out << "kept FP32 (sensitivity): " << Join(kept) << "\n";
+      IL_RETURN_IF_ERROR(KeepSensitiveLayersFp32(o, fp32, *ranges, qopts, *eval, result, m, rep, out, err));
     } else if (o.max_accuracy_drop >= 0) {
       out << "mixed precision: drop within " << o.max_accuracy_drop << " pp, no layer kept FP32\n";
     }
+    rep.evaluated = true;
+    rep.eval_samples = eval->rows();
+    rep.metric_name = eval->metric_name();
+    rep.fp32_metric = fp;
+    rep.int8_metric = m.metric;
+    rep.cosine = m.cosine;
+    rep.agreement = m.agreement;
   }
+  rep.quantized_nodes = result.quantized_nodes;
+  rep.qdq_tensors = result.qdq_tensors;
 
   if (auto s = SaveModelToFile(result.model, o.output); !s.ok()) return s;
   std::error_code ec;
-  out << "wrote " << o.output << " (" << fs::file_size(o.output, ec) / 1024 << " KiB; FP32 model "
-      << fs::file_size(o.model, ec) / 1024 << " KiB)\n";
-
-  if (o.timing_runs > 0) {
-    const Sample* sample = calib && !calib->chunks.empty() ? &calib->chunks[0] : nullptr;
-    if (!sample) {
-      out << "timing skipped: no --calibration data to time with\n";
-    } else {
-      IL_ASSIGN_OR_RETURN(Sample one, FirstRow(*sample, inputs));
-      sample = &one;
-      auto t = TimeModels(o.model, o.output, *sample, o.timing_runs);
-      if (!t.ok()) return t.status().WithContext("timing");
-      std::string shape;
-      for (const auto& [n, v] : *sample)
-        if (v.is_tensor()) shape += (shape.empty() ? "" : ", ") + n + ShapeToString(v.tensor().shape());
-      out << "timing (inferloop, optimization level 2, median of " << o.timing_runs << " runs on " << shape
-          << "): FP32 " << std::setprecision(4) << t->fp32_ms << " ms, INT8 " << t->int8_ms << " ms (INT8/FP32 "
-          << std::setprecision(3) << (t->fp32_ms > 0 ? t->int8_ms / t->fp32_ms : 0) << ")\n";
-      if (t->int8_ms >= t->fp32_ms)
-        err << "warning: the INT8 model is not faster than FP32 on this CPU (INT8 " << std::setprecision(4)
-            << t->int8_ms << " ms vs FP32 " << t->fp32_ms
-            << " ms median): kernels for its quantized ops may be missing here\n";
-    }
-  }
+  rep.output_bytes = fs::file_size(o.output, ec);
+  rep.model_bytes = fs::file_size(o.model, ec);
+  out << "wrote " << o.output << " (" << rep.output_bytes / 1024 << " KiB; FP32 model " << rep.model_bytes / 1024
+      << " KiB)\n";
+  if (o.timing_runs > 0) IL_RETURN_IF_ERROR(ReportTiming(o, calib, inputs, rep, out, err));
   return Status::Ok();
 }
 
-Status RunSensitivityCommand(const SensitivityCommandOptions& o, std::ostream& out) {
+Status RunSensitivityCommand(const SensitivityCommandOptions& o, std::ostream& out, std::string* json_out) {
   if (o.calibration.empty() || o.eval.empty())
     return Status::InvalidArgument("--sensitivity needs --calibration DATA and --eval DATA");
   Model fp32;
@@ -275,6 +315,7 @@ Status RunSensitivityCommand(const SensitivityCommandOptions& o, std::ostream& o
   out.flush();
   IL_ASSIGN_OR_RETURN(auto sens, MeasureSensitivity(fp32, ranges.Lookup(), q, *eval, o.progress));
   out << FormatSensitivity(sens, *eval);
+  if (json_out) *json_out = SensitivityToJson(sens, *eval);
   if (!o.json.empty()) {
     std::ofstream f(o.json, std::ios::binary | std::ios::trunc);
     f << SensitivityToJson(sens, *eval);

@@ -54,9 +54,6 @@ class RangeCache {
 Result<CalibrationStats> ObtainCalibrationStats(const std::string& model_path, const QuantDataSet& data,
                                                 const std::string& stats_path, bool progress, std::ostream& log);
 
-// Runs the whole command; reports on `out`, warnings on `err`. Errors: bad options, unreadable
-// model or data, unknown --exclude names, a model that fails to run.
-Status RunQuantize(const QuantizeOptions& opts, std::ostream& out, std::ostream& err);
 
 // `inferloop compare --sensitivity MODEL --calibration DATA --eval DATA`: calibrates (or reuses
 // `stats`), ranks the quantizable layers by the metric lost when only that layer is INT8
@@ -69,7 +66,8 @@ struct SensitivityCommandOptions {
   bool quantize_activation_matmul = false;
   bool progress = true;
 };
-Status RunSensitivityCommand(const SensitivityCommandOptions& opts, std::ostream& out);
+// `json_out`, when given, receives the JSON too (whether or not opts.json is set).
+Status RunSensitivityCommand(const SensitivityCommandOptions& opts, std::ostream& out, std::string* json_out = nullptr);
 
 // Median milliseconds of `runs` runs (after 3 warm-up runs) of each model file on `sample`, both
 // inferloop sessions at optimization level 2.
@@ -77,5 +75,28 @@ struct ModelTiming {
   double fp32_ms = 0, int8_ms = 0;
 };
 Result<ModelTiming> TimeModels(const std::string& fp32_path, const std::string& int8_path, const Sample& sample, int runs);
+
+// What RunQuantize did, as figures (the Python module returns them; the CLI prints the text).
+struct QuantizeReport {
+  int quantized_nodes = 0;             // static: nodes between QDQ pairs; dynamic: MatMul/Gemm with int8 weights
+  int qdq_tensors = 0;                 // static: activation tensors quantized
+  std::vector<std::string> kept_fp32;  // layers mixed precision kept FP32 (besides `exclude`), in the order kept
+  std::vector<std::string> warnings;   // also written to `err`
+  // With `eval`: the metric (percent) of both models on it, and the written model's output
+  // cosine and top-1 agreement (percent) to FP32's.
+  bool evaluated = false;
+  int64_t eval_samples = 0;
+  std::string metric_name;             // "top-1 accuracy" or "top-1 agreement with FP32"
+  double fp32_metric = 0, int8_metric = 0, cosine = 0, agreement = 0;
+  bool within_bound = true;            // with max_accuracy_drop: the drop is within it
+  uint64_t model_bytes = 0, output_bytes = 0;
+  bool timed = false;                  // timing_runs > 0 and calibration data to time with
+  ModelTiming timing;
+};
+
+// Runs the whole command; reports on `out`, warnings on `err`, and the figures in `*report` when
+// given. Errors: bad options, unreadable model or data, unknown --exclude names, a model that
+// fails to run.
+Status RunQuantize(const QuantizeOptions& opts, std::ostream& out, std::ostream& err, QuantizeReport* report = nullptr);
 
 }  // namespace inferloop
