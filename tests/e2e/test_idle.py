@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -145,9 +146,20 @@ class IdleTest(unittest.TestCase):
             for e in loads:
                 self.assertGreaterEqual(int(e["wait_ms"]), 0)
                 self.assertGreaterEqual(int(e["requests"]), 1)
-            idle_unloads = [e["model"] for e in srv.find_events("model_unloaded") if e.get("reason") == "idle"]
+            # The manager logs an unload's event, then counts it in the metric: poll until the two
+            # agree (up to 5 s; after that the assertions below say how they differ).
+            def read():
+                unloads = [e["model"] for e in srv.find_events("model_unloaded") if e.get("reason") == "idle"]
+                text = metrics(srv.metrics_port)
+                agree = all((metric_value(text, "inferloop_model_idle_unloads_total", model=n) or 0) == unloads.count(n)
+                            for n in PLAIN)
+                return agree, unloads, text
+            deadline = time.time() + 5
+            agree, idle_unloads, text = read()
+            while not agree and time.time() < deadline:
+                time.sleep(0.05)
+                agree, idle_unloads, text = read()
             self.assertNotIn(HOT, [e["model"] for e in srv.find_events("model_unloaded")])
-            text = metrics(srv.metrics_port)
             for n in PLAIN:
                 self.assertEqual(metric_value(text, "inferloop_model_idle_unloads_total", model=n) or 0,
                                  idle_unloads.count(n))
