@@ -7,8 +7,7 @@ Compares inferloop with onnxruntime, the same script driving both modules, on:
   - the example models (examples/), the serve tests' models (tests/e2e/make_test_repository.py),
   - every ONNX backend node case of ../shared/onnx-backend-tests/node that the conformance suite
     runs (tests/conformance/onnx_backend_exclusions.txt), against the cases' expected outputs,
-  - every zoo model in bench/models/ (bench/make_zoo.py; INFERLOOP_ZOO_DIR overrides), when present,
-    naming which ran;
+(the zoo models of bench/make_zoo.py: tests/python/zoo_vs_ort.py, ctest python_zoo_vs_ort)
 and checks the API surface, numpy in/out without copies, bad input (a clear exception each),
 8 Python threads on one session, and bench/ort_bench.py run unchanged through `import onnxruntime`
 resolving to inferloop (tests/python/ort_shim).
@@ -33,7 +32,6 @@ import inferloop
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BACKEND_NODE = os.path.join(os.path.dirname(REPO), "shared", "onnx-backend-tests", "node")
-ZOO = os.environ.get("INFERLOOP_ZOO_DIR", os.path.join(REPO, "bench", "models"))
 sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
 import make_test_repository  # noqa: E402
 
@@ -227,15 +225,6 @@ class TestModelsAgainstOrt(unittest.TestCase):
         self.compare(slow, feeds={"X": rng.standard_normal((2, 16)).astype(np.float32),
                                   "N": np.array([[3], [5]], np.int64)})
 
-    def test_zoo_models(self):
-        names = sorted(d for d in os.listdir(ZOO) if os.path.exists(os.path.join(ZOO, d, "model.onnx"))) if os.path.isdir(ZOO) else []
-        print(f"\nzoo models in {ZOO}: {', '.join(names) or 'none (bench/make_zoo.py makes them)'}", flush=True)
-        for name in names:
-            with self.subTest(zoo=name):
-                folder = os.path.join(ZOO, name, "inputs_b1")
-                feeds = {f[:-4]: np.load(os.path.join(folder, f)) for f in os.listdir(folder)} if os.path.isdir(folder) else None
-                self.compare(os.path.join(ZOO, name, "model.onnx"), rtol=1e-3, atol=1e-4, feeds=feeds)
-                print(f"zoo model {name}: inferloop matches onnxruntime", flush=True)
 
 
 # Element types numpy has no dtype for (onnx hands them to Python as ml_dtypes arrays): cases
