@@ -50,7 +50,7 @@ LOWER = {
 }
 # include/inferloop/<header> -> the layer that implements it.
 PUBLIC_HEADERS = {
-    "status.h": "base", "tensor.h": "base", "shape.h": "base", "precision.h": "base",
+    "status.h": "base", "tensor.h": "base", "shape.h": "base", "precision.h": "base", "version.h": "base",
     "session.h": "runtime", "inferloop_c.h": "runtime",
 }
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
