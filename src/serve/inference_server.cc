@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "base/status_macros.h"
 #include "inferloop/version.h"
 #include "serve/adaptive_config.h"
 #include "serve/model_repository_layout.h"
