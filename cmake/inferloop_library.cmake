@@ -38,7 +38,9 @@ il_layer_view(inferloop_lib base graph compute optimizer runtime llm capi ${IL_P
 install(TARGETS inferloop_lib EXPORT inferloopTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS inferloop RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET inferloop)  # the CLI (absent where a build turns it off)
+  install(TARGETS inferloop RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 foreach(h ${IL_INSTALLED_HEADERS})
   install(FILES include/${h} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/inferloop)
 endforeach()
