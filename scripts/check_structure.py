@@ -45,13 +45,15 @@ LOWER = {
     "control": ["base", "llm", "graph", "compute", "optimizer", "runtime", "tools", "serve_core", "serve"],
     "backends": ["base", "llm", "runtime", "imaging", "serve_core", "serve", "control"],
     "server": ["base", "llm", "runtime", "imaging", "serve_core", "serve", "control", "backends", "frontends"],
+    # src/capi: what only libinferloop.so adds (the C API for LLMs, cmake/inferloop_library.cmake).
+    "capi": ["base", "llm", "graph", "compute", "optimizer", "runtime"],
     "cli": ["base", "llm", "graph", "compute", "optimizer", "runtime", "tools", "serve_core", "serve",
             "imaging", "control", "backends", "frontends", "perf", "server"],
 }
 # include/inferloop/<header> -> the layer that implements it.
 PUBLIC_HEADERS = {
-    "status.h": "base", "tensor.h": "base", "shape.h": "base", "precision.h": "base",
-    "session.h": "runtime", "inferloop_c.h": "runtime",
+    "status.h": "base", "tensor.h": "base", "shape.h": "base", "precision.h": "base", "version.h": "base",
+    "session.h": "runtime", "inferloop_c.h": "runtime", "inferloop_llm_c.h": "capi",
 }
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 

@@ -47,7 +47,7 @@ struct ValueInfo {
   enum class Kind { kTensor, kSequence, kOptional, kMap, kUnknown } kind = Kind::kTensor;
   DataType dtype = DataType::kUndefined;  // element type (for sequences/optionals: inner)
   bool has_shape = false;                 // false: rank unknown
-  std::vector<Dim> shape;
+  std::vector<Dim> shape;                 // declared dims: fixed, symbolic or unknown (inferloop/shape.h)
   std::string ToString() const;           // "input: float32[batch,3,224,224]"
 };
 
@@ -69,7 +69,7 @@ struct MemoryPlanSummary {
 
 // How long Session creation took, by phase (milliseconds, wall clock).
 struct SessionCreateTimings {
-  double load_ms = 0;      // reading and parsing the model (0 for CreateFromModel)
+  double load_ms = 0;      // reading and parsing the model
   double optimize_ms = 0;  // the graph optimizer (SessionOptions::optimization_level)
   double plan_ms = 0;      // compiling the plan: kernels created, weights packed
   double total_ms = 0;
@@ -134,11 +134,9 @@ class Session {
   // plans their memory before running. Unknown input names or ranks are errors.
   Result<MemoryPlanSummary> PlanMemory(const std::map<std::string, Shape>& input_shapes = {}) const;
 
-  class Impl;
-  // Internal: builds a session from an already-loaded model (runtime/session_internal.h).
-  static Result<std::unique_ptr<Session>> CreateFromModel(struct Model model, const SessionOptions& opts);
-
  private:
+  class Impl;                   // the implementation (runtime/session.cc)
+  friend class SessionFactory;  // builds sessions inside the library (runtime/session.cc)
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -204,8 +204,13 @@ class Shape {
 
 inline void swap(Shape& a, Shape& b) noexcept { a.swap(b); }
 
-// One dimension of a declared shape (a model's inputs and outputs, its value types): a fixed
-// size, or a symbolic name ("batch"), or unknown.
+// One dimension of a declared shape: a fixed size, or a symbolic name ("batch"), or unknown.
+// Part of the public API because Session::inputs()/outputs() describe a model's inputs and
+// outputs with it (ValueInfo::shape, inferloop/session.h); the engine uses it for every
+// declared value type too.
+//   value >= 0           a fixed size (symbol empty)
+//   value < 0, symbol    a named dimension the caller chooses at run time ("batch", "seq")
+//   value < 0, no symbol unknown
 struct Dim {
   int64_t value = -1;   // >= 0 when fixed
   std::string symbol;   // set when symbolic

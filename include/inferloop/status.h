@@ -76,18 +76,3 @@ class [[nodiscard]] Result {
 };
 
 }  // namespace inferloop
-
-// Internal convenience: return early on error.
-#define IL_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::inferloop::Status _il_st = (expr);         \
-    if (!_il_st.ok()) return _il_st;             \
-  } while (0)
-
-#define IL_CONCAT_INNER(a, b) a##b
-#define IL_CONCAT(a, b) IL_CONCAT_INNER(a, b)
-#define IL_ASSIGN_OR_RETURN(lhs, expr) IL_ASSIGN_OR_RETURN_IMPL(IL_CONCAT(_il_res_, __LINE__), lhs, expr)
-#define IL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                             \
-  if (!tmp.ok()) return tmp.status();            \
-  lhs = std::move(tmp).value()

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/file_bytes.h"
+#include "base/status_macros.h"
 
 namespace inferloop {
 namespace {

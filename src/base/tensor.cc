@@ -6,6 +6,8 @@
 #include <new>
 #include <sstream>
 
+#include "base/status_macros.h"
+
 namespace inferloop {
 
 const char* DataTypeName(DataType t) {

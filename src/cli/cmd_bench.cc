@@ -24,6 +24,7 @@
 
 #include "base/json_string.h"
 #include "base/npy.h"
+#include "base/status_macros.h"
 #include "cli/commands.h"
 #include "cli/precision_option.h"
 #include "inferloop/session.h"

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 
 namespace inferloop {
 namespace {

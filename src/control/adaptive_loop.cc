@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "base/status_macros.h"
 #include "control/model_adaptation.h"
 
 namespace inferloop::control {

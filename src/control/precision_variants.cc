@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "base/status_macros.h"
 #include "graph/onnx_loader.h"
 #include "runtime/session_internal.h"
 #include "serve/process_memory.h"
@@ -151,7 +152,7 @@ Result<std::unique_ptr<Session>> MakeInt8Session(const VariantPreparation& p, co
   QdqOptions qopts;
   qopts.per_channel = true;
   IL_ASSIGN_OR_RETURN(QdqResult qdq, WriteQdqModel(fp32, ranges.Lookup(), qopts));
-  return Session::CreateFromModel(qdq.model, so);
+  return CreateSessionFromModel(qdq.model, so);
 }
 
 }  // namespace

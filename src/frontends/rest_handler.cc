@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "frontends/adaptive_state_json.h"
 #include "frontends/http_status.h"
 #include "frontends/json_writer.h"

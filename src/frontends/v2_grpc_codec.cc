@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "frontends/v2_datatype.h"
 #include "frontends/v2_tensor_data.h"
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "frontends/v2_datatype.h"
 #include "frontends/v2_tensor_data.h"
 

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
+
 namespace inferloop::frontends {
 
 static_assert(std::endian::native == std::endian::little, "raw tensor data is little-endian; add byte swapping");

@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "base/status_macros.h"
 #include "graph/tensor_proto.h"
 #include "onnx.pb.h"
 

@@ -2,6 +2,7 @@
 
 #include <fstream>
 
+#include "base/status_macros.h"
 #include "graph/tensor_proto.h"
 
 namespace inferloop {

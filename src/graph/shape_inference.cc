@@ -1,5 +1,6 @@
 #include "graph/shape_inference.h"
 
+#include "base/status_macros.h"
 #include "graph/shape_rules.h"
 #include "graph/shape_rules/dims.h"
 

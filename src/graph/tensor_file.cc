@@ -4,6 +4,7 @@
 
 #include "base/file_bytes.h"
 #include "base/npy.h"
+#include "base/status_macros.h"
 #include "graph/tensor_proto.h"
 #include "onnx.pb.h"
 

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/status_macros.h"
+
 namespace inferloop {
 namespace {
 

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "base/file_bytes.h"
+#include "base/status_macros.h"
 
 namespace inferloop::imaging {
 namespace {

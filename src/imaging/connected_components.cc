@@ -6,6 +6,8 @@
 #include <limits>
 #include <string>
 
+#include "base/status_macros.h"
+
 namespace inferloop::imaging {
 namespace {
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/status_macros.h"
 #include "imaging/dicom_codecs.h"
 
 namespace inferloop::imaging {

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "imaging/dicom_frames.h"
 
 namespace inferloop::imaging {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <string>
 
+#include "base/status_macros.h"
 #include "imaging/linear_taps.h"
 
 namespace inferloop::imaging {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "imaging/linear_taps.h"
 
 namespace inferloop::imaging {

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/status_macros.h"
 #include "imaging/codec_backends.h"
 
 #ifdef INFERLOOP_HAVE_LIBPNG

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <string>
 
+#include "base/status_macros.h"
+
 namespace inferloop::imaging {
 namespace {
 

@@ -1,5 +1,7 @@
 #include "llm/chat_template.h"
 
+#include "base/status_macros.h"
+
 namespace inferloop::llm {
 
 const char* ChatFormatName(ChatFormat f) {

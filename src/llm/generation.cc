@@ -4,6 +4,7 @@
 #include <chrono>
 #include <string>
 
+#include "base/status_macros.h"
 #include "base/thread_pool.h"
 
 namespace inferloop::llm {

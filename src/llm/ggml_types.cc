@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 
 namespace inferloop::llm {
 namespace {

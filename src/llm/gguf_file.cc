@@ -3,6 +3,8 @@
 #include <cstring>
 #include <limits>
 
+#include "base/status_macros.h"
+
 namespace inferloop::llm {
 namespace {
 

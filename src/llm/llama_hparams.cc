@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "base/status_macros.h"
+
 namespace inferloop::llm {
 namespace {
 

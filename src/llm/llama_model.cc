@@ -5,6 +5,7 @@
 #include <cmath>
 #include <thread>
 
+#include "base/status_macros.h"
 #include "base/thread_pool.h"
 #include "llm/kv_attention.h"
 #include "llm/amx_matmul.h"

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/status_macros.h"
 #include "base/thread_pool.h"
 #include "llm/engine_sequence.h"
 #include "llm/kv_disk_tier.h"

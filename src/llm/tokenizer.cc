@@ -5,6 +5,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "base/status_macros.h"
 #include "llm/bpe_pretokenizer.h"
 
 namespace inferloop::llm {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "base/thread_pool.h"
 #include "llm/amx_matmul.h"
 #include "llm/llm_kernels.h"

@@ -1,5 +1,7 @@
 #include "optimizer/node_evaluator.h"
 
+#include "base/status_macros.h"
+
 namespace inferloop {
 namespace {
 

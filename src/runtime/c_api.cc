@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/c_error.h"
 #include "inferloop/session.h"
 
 struct il_session {
@@ -18,15 +19,11 @@ struct il_tensor {
 
 namespace {
 
-void SetError(char** error, const std::string& msg) {
-  if (!error) return;
-  *error = static_cast<char*>(std::malloc(msg.size() + 1));
-  if (*error) std::memcpy(*error, msg.c_str(), msg.size() + 1);
-}
+using inferloop::SetCError;
 
 il_session* Wrap(inferloop::Result<std::unique_ptr<inferloop::Session>> r, char** error) {
   if (!r.ok()) {
-    SetError(error, r.status().ToString());
+    SetCError(error, r.status().ToString());
     return nullptr;
   }
   return std::make_unique<il_session>(il_session{std::move(r).value()}).release();
@@ -38,7 +35,7 @@ extern "C" {
 
 il_session* il_session_create_from_file(const char* path, char** error) {
   if (!path) {
-    SetError(error, "INVALID_ARGUMENT: path is NULL");
+    SetCError(error, "INVALID_ARGUMENT: path is NULL");
     return nullptr;
   }
   return Wrap(inferloop::Session::CreateFromFile(path), error);
@@ -46,7 +43,7 @@ il_session* il_session_create_from_file(const char* path, char** error) {
 
 il_session* il_session_create_from_bytes(const void* data, size_t size, char** error) {
   if (!data && size) {
-    SetError(error, "INVALID_ARGUMENT: data is NULL");
+    SetCError(error, "INVALID_ARGUMENT: data is NULL");
     return nullptr;
   }
   return Wrap(inferloop::Session::CreateFromBytes(data, size), error);
@@ -78,21 +75,21 @@ int64_t il_session_input_dim(const il_session* s, size_t i, size_t d) {
 il_tensor* il_tensor_create(il_dtype dtype, const int64_t* shape, size_t rank, const void* data, size_t nbytes,
                             char** error) {
   if (!inferloop::IsKnownDataType(dtype) || dtype == static_cast<il_dtype>(inferloop::DataType::kString)) {
-    SetError(error, "INVALID_ARGUMENT: unsupported dtype " + std::to_string(dtype));
+    SetCError(error, "INVALID_ARGUMENT: unsupported dtype " + std::to_string(dtype));
     return nullptr;
   }
   if (rank && !shape) {
-    SetError(error, "INVALID_ARGUMENT: shape is NULL");
+    SetCError(error, "INVALID_ARGUMENT: shape is NULL");
     return nullptr;
   }
   if (nbytes && !data) {
-    SetError(error, "INVALID_ARGUMENT: data is NULL");
+    SetCError(error, "INVALID_ARGUMENT: data is NULL");
     return nullptr;
   }
   inferloop::Shape s(shape, shape + rank);
   auto t = inferloop::Tensor::FromBytes(static_cast<inferloop::DataType>(dtype), s, data, nbytes);
   if (!t.ok()) {
-    SetError(error, t.status().ToString());
+    SetCError(error, t.status().ToString());
     return nullptr;
   }
   return std::make_unique<il_tensor>(il_tensor{std::move(t).value()}).release();
@@ -108,26 +105,26 @@ size_t il_tensor_nbytes(const il_tensor* t) { return t ? t->tensor.nbytes() : 0;
 int il_session_run(const il_session* s, const char* const* input_names, const il_tensor* const* inputs,
                    size_t input_count, il_tensor** outputs, char** error) {
   if (!s || (input_count && (!input_names || !inputs)) || !outputs) {
-    SetError(error, "INVALID_ARGUMENT: NULL argument");
+    SetCError(error, "INVALID_ARGUMENT: NULL argument");
     return 1;
   }
   std::vector<inferloop::NamedValue> feeds;
   for (size_t i = 0; i < input_count; ++i) {
     if (!input_names[i] || !inputs[i]) {
-      SetError(error, "INVALID_ARGUMENT: input " + std::to_string(i) + " is NULL");
+      SetCError(error, "INVALID_ARGUMENT: input " + std::to_string(i) + " is NULL");
       return 1;
     }
     feeds.emplace_back(input_names[i], inferloop::Value(inputs[i]->tensor));
   }
   auto r = s->session->Run(feeds);
   if (!r.ok()) {
-    SetError(error, r.status().ToString());
+    SetCError(error, r.status().ToString());
     return 1;
   }
   for (size_t k = 0; k < r->size(); ++k) {
     if (!(*r)[k].second.is_tensor()) {
       for (size_t j = 0; j < k; ++j) { il_tensor_destroy(outputs[j]); outputs[j] = nullptr; }
-      SetError(error, "UNIMPLEMENTED: output '" + (*r)[k].first + "' is not a tensor; the C API returns tensors only");
+      SetCError(error, "UNIMPLEMENTED: output '" + (*r)[k].first + "' is not a tensor; the C API returns tensors only");
       return 1;
     }
     outputs[k] = std::make_unique<il_tensor>(il_tensor{(*r)[k].second.tensor()}).release();

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <set>
 
+#include "base/status_macros.h"
 #include "graph/topological_sort.h"
 
 namespace inferloop {

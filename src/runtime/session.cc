@@ -10,6 +10,7 @@
 #include <mutex>
 #include <set>
 
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "graph/onnx_loader.h"
 #include "optimizer/optimizer.h"
@@ -170,6 +171,7 @@ class Session::Impl {
   // result entries, parallel to rs.wanted, whose tensors outputs may be written into.
   Status Execute(RunState& rs, const std::vector<NamedValue>* bind_outputs);
   Status SelectOutputs(const std::vector<std::string>& names, RunState& rs) const;
+  class StateLease;
 };
 
 Status Session::Impl::CheckInput(size_t gi, const Value& v) const {
@@ -329,7 +331,17 @@ const SessionCreateTimings& Session::create_timings() const { return impl_->timi
 int Session::intra_op_threads() const { return impl_->pool->num_threads(); }
 Precision Session::precision() const { return impl_->precision; }
 
-Result<std::unique_ptr<Session>> Session::CreateFromModel(Model model, const SessionOptions& opts) {
+// The one friend of Session (inferloop/session.h): creates sessions from loaded models.
+class SessionFactory {
+ public:
+  static Result<std::unique_ptr<Session>> Create(Model model, const SessionOptions& opts);
+};
+
+Result<std::unique_ptr<Session>> CreateSessionFromModel(Model model, const SessionOptions& opts) {
+  return SessionFactory::Create(std::move(model), opts);
+}
+
+Result<std::unique_ptr<Session>> SessionFactory::Create(Model model, const SessionOptions& opts) {
   const auto t_start = Clock::now();
   auto impl = std::make_unique<Session::Impl>();
   impl->opts = opts;
@@ -394,7 +406,7 @@ Result<std::unique_ptr<Session>> Session::CreateFromFile(const std::string& path
   const auto t0 = Clock::now();
   IL_ASSIGN_OR_RETURN(Model m, LoadModelFromFile(path));
   const double load_ms = MsSince(t0);
-  auto r = CreateFromModel(std::move(m), opts);
+  auto r = CreateSessionFromModel(std::move(m), opts);
   if (!r.ok()) return r.status().WithContext(path);
   (*r)->impl_->timings.load_ms = load_ms;
   (*r)->impl_->timings.total_ms = MsSince(t0);
@@ -405,7 +417,7 @@ Result<std::unique_ptr<Session>> Session::CreateFromBytes(const void* data, size
   const auto t0 = Clock::now();
   IL_ASSIGN_OR_RETURN(Model m, LoadModelFromBytes(data, size, opts.external_data_dir));
   const double load_ms = MsSince(t0);
-  auto r = CreateFromModel(std::move(m), opts);
+  auto r = CreateSessionFromModel(std::move(m), opts);
   if (!r.ok()) return r;
   (*r)->impl_->timings.load_ms = load_ms;
   (*r)->impl_->timings.total_ms = MsSince(t0);
@@ -426,9 +438,8 @@ Result<MemoryPlanSummary> Session::PlanMemory(const std::map<std::string, Shape>
   return s;
 }
 
-namespace {
 // Returns a run's state to the session however the run ends.
-class StateLease {
+class Session::Impl::StateLease {
  public:
   explicit StateLease(Session::Impl& impl) : impl_(impl), rs_(impl.AcquireState()) {}
   ~StateLease() { impl_.ReleaseState(std::move(rs_)); }
@@ -439,6 +450,7 @@ class StateLease {
   std::unique_ptr<RunState> rs_;
 };
 
+namespace {
 void ClearOutputs(RunState& rs) {
   for (Value& v : rs.outs) v = Value();
   for (auto& p : rs.inputs) p = nullptr;
@@ -447,7 +459,7 @@ void ClearOutputs(RunState& rs) {
 }  // namespace
 
 Result<std::vector<NamedValue>> Session::Run(const std::vector<NamedValue>& inputs, const RunOptions& opts) const {
-  StateLease lease(*impl_);
+  Impl::StateLease lease(*impl_);
   RunState& rs = *lease;
   Status st = impl_->BindInputs(inputs, rs);
   if (st.ok()) st = impl_->SelectOutputs(opts.output_names, rs);
@@ -464,7 +476,7 @@ Result<std::vector<NamedValue>> Session::Run(const std::vector<NamedValue>& inpu
 }
 
 Status Session::RunInto(const std::vector<NamedValue>& inputs, std::vector<NamedValue>& outputs, const RunOptions& opts) const {
-  StateLease lease(*impl_);
+  Impl::StateLease lease(*impl_);
   RunState& rs = *lease;
   const auto& g = impl_->model.graph;
   Status bound = impl_->BindInputs(inputs, rs);

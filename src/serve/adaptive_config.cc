@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/status_macros.h"
+
 namespace inferloop::serve {
 namespace {
 

@@ -1,5 +1,7 @@
 #include "serve/admission_control.h"
 
+#include "base/status_macros.h"
+
 namespace inferloop::serve {
 
 AdmissionTicket& AdmissionTicket::operator=(AdmissionTicket&& o) noexcept {

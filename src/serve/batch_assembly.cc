@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/status_macros.h"
 #include "serve/dynamic_batcher.h"
 
 namespace inferloop::serve {

@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "base/status_macros.h"
+#include "inferloop/version.h"
 #include "serve/adaptive_config.h"
 #include "serve/model_repository_layout.h"
 
@@ -76,7 +78,7 @@ bool InferenceServer::Ready() { return !shutting_down_.load() && manager_->AllRe
 ServerMetadata InferenceServer::GetServerMetadata() {
   ServerMetadata m;
   m.name = "inferloop";
-  m.version = "0.1.0";
+  m.version = INFERLOOP_VERSION_STRING;
   m.extensions = {"binary_tensor_data", "model_repository", "statistics", "model_configuration"};
   return m;
 }

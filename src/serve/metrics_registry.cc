@@ -11,6 +11,8 @@
 #include <set>
 #include <sstream>
 
+#include "base/status_macros.h"
+
 namespace inferloop::serve {
 
 namespace metrics_internal {

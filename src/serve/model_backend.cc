@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "base/status_macros.h"
+
 namespace inferloop::serve {
 
 void BackendRegistry::Add(std::shared_ptr<ModelBackend> backend) { backends_.push_back(std::move(backend)); }

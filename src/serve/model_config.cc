@@ -1,5 +1,6 @@
 #include "serve/model_config.h"
 
+#include "base/status_macros.h"
 #include "serve/adaptive_config.h"
 
 #include <google/protobuf/io/tokenizer.h>

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
+
 namespace inferloop::serve {
 namespace {
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <future>
 
+#include "base/status_macros.h"
 #include "serve/adaptive_config.h"
 #include "serve/cached_model_version.h"
 #include "serve/model_repository_layout.h"

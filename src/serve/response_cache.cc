@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/status_macros.h"
 #include "serve/response_cache_disk.h"
 
 namespace inferloop::serve {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "base/file_bytes.h"
+#include "base/status_macros.h"
 #include "serve/event_log.h"
 
 namespace inferloop::serve {

@@ -1,5 +1,6 @@
 #include "serve/served_model_version.h"
 
+#include "base/status_macros.h"
 #include "serve/adaptive_config.h"
 #include "serve/batcher_config.h"
 #include "serve/version_statistics.h"

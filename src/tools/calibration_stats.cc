@@ -8,6 +8,7 @@
 
 #include "base/file_bytes.h"
 #include "base/json_string.h"
+#include "base/status_macros.h"
 #include "compute/tensor_cast.h"
 #include "tools/model_compare.h"
 #include "tools/progress_bar.h"

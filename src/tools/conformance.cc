@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/file_bytes.h"
+#include "base/status_macros.h"
 #include "compute/tensor_cast.h"
 #include "graph/tensor_file.h"
 #include "graph/tensor_proto.h"

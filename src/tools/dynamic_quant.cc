@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "base/status_macros.h"
 #include "optimizer/fusion_util.h"
 #include "optimizer/graph_editor.h"
 

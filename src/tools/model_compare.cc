@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "base/status_macros.h"
 #include "graph/onnx_loader.h"
 #include "graph/topological_sort.h"
 #include "runtime/session_internal.h"
@@ -66,7 +67,7 @@ Result<std::unique_ptr<CapturingModel>> CapturingModel::Load(const std::string& 
   for (auto& gv : extra) m.graph.outputs.push_back(std::move(gv));
   SessionOptions so;
   so.optimization_level = 0;  // keep the file's names: no fusion, no folding
-  auto s = Session::CreateFromModel(std::move(m), so);
+  auto s = CreateSessionFromModel(std::move(m), so);
   if (!s.ok()) return s.status().WithContext(path);
   cm->session_ = std::move(s).value();
   return cm;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "base/status_macros.h"
 #include "compute/tensor_cast.h"
 #include "optimizer/fusion_util.h"
 #include "optimizer/graph_editor.h"

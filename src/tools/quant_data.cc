@@ -7,6 +7,7 @@
 
 #include "base/file_bytes.h"
 #include "base/npy.h"
+#include "base/status_macros.h"
 #include "graph/tensor_file.h"
 
 namespace inferloop {

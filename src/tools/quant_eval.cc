@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/status_macros.h"
 #include "compute/tensor_cast.h"
 #include "runtime/session_internal.h"
 
@@ -28,7 +29,7 @@ Result<std::vector<int64_t>> Argmax(const std::vector<Tensor>& outs) {
 Result<std::vector<Tensor>> RunFirstOutput(const Model& model, const QuantDataSet& data) {
   SessionOptions so;
   so.optimization_level = 2;
-  IL_ASSIGN_OR_RETURN(auto session, Session::CreateFromModel(model, so));
+  IL_ASSIGN_OR_RETURN(auto session, CreateSessionFromModel(model, so));
   return RunFirstOutput(*session, data);
 }
 

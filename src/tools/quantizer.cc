@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "base/status_macros.h"
 #include "graph/onnx_loader.h"
 #include "graph/onnx_writer.h"
 #include "runtime/session_internal.h"
@@ -115,7 +116,7 @@ Status LoadWithInputs(const std::string& path, Model* model, std::vector<ValueIn
   *model = std::move(loaded).value();
   SessionOptions so;
   so.optimization_level = 0;
-  auto s = Session::CreateFromModel(*model, so);
+  auto s = CreateSessionFromModel(*model, so);
   if (!s.ok()) return s.status().WithContext(path);
   *inputs = (*s)->inputs();
   return Status::Ok();

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "base/status_macros.h"
 #include "graph/tensor_file.h"
 
 namespace inferloop {

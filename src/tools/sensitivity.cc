@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "base/json_string.h"
+#include "base/status_macros.h"
 #include "tools/progress_bar.h"
 
 namespace inferloop {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/tensor_cast.h"
 
 namespace inferloop {

@@ -4,6 +4,7 @@
 
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
+#include "base/status_macros.h"
 #include "imaging/classification.h"
 
 namespace inferloop::backends {

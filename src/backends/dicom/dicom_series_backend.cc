@@ -8,6 +8,7 @@
 
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
+#include "base/status_macros.h"
 #include "imaging/dicom_series.h"
 #include "imaging/volume_ops.h"
 

@@ -1,6 +1,7 @@
 #include "backends/ensemble/ensemble_backend.h"
 
 #include "backends/ensemble/ensemble_model_version.h"
+#include "base/status_macros.h"
 
 namespace inferloop::backends {
 namespace {

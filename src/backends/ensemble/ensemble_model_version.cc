@@ -7,6 +7,7 @@
 
 #include "backends/ensemble/step_condition.h"
 #include "base/json_string.h"
+#include "base/status_macros.h"
 #include "serve/version_statistics.h"
 
 namespace inferloop::backends {

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "backends/ensemble/step_condition.h"
+#include "base/status_macros.h"
 
 namespace inferloop::backends {
 namespace {

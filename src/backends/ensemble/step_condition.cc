@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backends/processing/tensor_values.h"
+#include "base/status_macros.h"
 
 namespace inferloop::backends {
 namespace {

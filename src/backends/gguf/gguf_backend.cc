@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backends/gguf/gguf_model_version.h"
+#include "base/status_macros.h"
 
 namespace inferloop::backends {
 namespace {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <random>
 
+#include "base/status_macros.h"
 #include "llm/text_stream.h"
 #include "serve/version_statistics.h"
 

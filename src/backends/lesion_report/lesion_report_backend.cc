@@ -11,6 +11,7 @@
 #include "backends/processing/ensemble_trace.h"
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
+#include "base/status_macros.h"
 #include "imaging/connected_components.h"
 #include "imaging/image_codec.h"
 #include "imaging/overlay.h"

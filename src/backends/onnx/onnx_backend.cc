@@ -1,5 +1,6 @@
 #include "backends/onnx/onnx_backend.h"
 
+#include "base/status_macros.h"
 #include "serve/served_model_version.h"
 
 namespace inferloop::backends {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/status_macros.h"
 #include "serve/batcher_config.h"
 #include "serve/request_validation.h"
 #include "serve/version_statistics.h"

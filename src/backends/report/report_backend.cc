@@ -9,6 +9,7 @@
 #include "backends/processing/processing_version.h"
 #include "backends/processing/tensor_values.h"
 #include "base/json_string.h"
+#include "base/status_macros.h"
 
 namespace inferloop::backends {
 namespace {

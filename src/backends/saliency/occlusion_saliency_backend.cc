@@ -6,6 +6,7 @@
 
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
+#include "base/status_macros.h"
 #include "imaging/image_codec.h"
 #include "imaging/overlay.h"
 

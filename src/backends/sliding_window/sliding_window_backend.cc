@@ -9,6 +9,7 @@
 
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
+#include "base/status_macros.h"
 #include "imaging/sliding_window.h"
 
 namespace inferloop::backends {

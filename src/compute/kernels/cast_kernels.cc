@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/tensor_cast.h"
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/flow_util.h"
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/tensor_cast.h"
 #include "compute/tuning_cache.h"

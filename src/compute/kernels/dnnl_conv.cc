@@ -25,6 +25,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_common.h"
 #include "compute/kernels/nn_common.h"
 #include "compute/tuning_cache.h"

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_int8_common.h"
 #include "compute/kernels/nn_common.h"
 

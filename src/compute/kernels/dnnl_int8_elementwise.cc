@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_int8_common.h"
 #include "compute/simd/int8_loops.h"
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_int8_common.h"
 
 namespace inferloop {

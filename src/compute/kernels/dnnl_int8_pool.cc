@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_int8_common.h"
 #include "compute/kernels/nn_common.h"
 #include "compute/simd/int8_loops.h"

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_int8_common.h"
 #include "compute/simd/quantize_linear.h"
 

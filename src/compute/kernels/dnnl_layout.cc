@@ -3,6 +3,7 @@
 // with layout NCHW16c take, as oneDNN reorders (the blocked side's padded channels are zero).
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernels/dnnl_common.h"
 

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_common.h"
 #include "compute/kernels/matmul_internal.h"
 #include "compute/tuning_cache.h"

@@ -5,6 +5,7 @@
 // past the explicit padding (oneDNN would count the overhang in the divisor).
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_common.h"
 #include "compute/kernels/nn_common.h"
 

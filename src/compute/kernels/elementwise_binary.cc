@@ -1,6 +1,7 @@
 // Binary elementwise kernels: arithmetic, comparisons, logic, bitwise ops, Mod, Pow, PRelu.
 #include <cmath>
 
+#include "base/status_macros.h"
 #include "compute/kernels/elementwise_common.h"
 
 namespace inferloop {

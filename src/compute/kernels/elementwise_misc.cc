@@ -3,6 +3,7 @@
 #include <cstring>
 #include <optional>
 
+#include "base/status_macros.h"
 #include "compute/kernels/elementwise_common.h"
 
 namespace inferloop {

@@ -1,6 +1,7 @@
 // Unary elementwise kernels: math functions, activations, IsInf/IsNaN, Not, BitwiseNot.
 #include <cmath>
 
+#include "base/status_macros.h"
 #include "compute/kernels/elementwise_common.h"
 #include "compute/tensor_cast.h"
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/kernel.h"
 
 namespace inferloop {

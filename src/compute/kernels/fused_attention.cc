@@ -14,6 +14,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/fused_attention_gemm.h"
 #include "compute/simd/float_kernels.h"

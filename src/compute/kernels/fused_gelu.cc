@@ -1,6 +1,7 @@
 // com.inferloop Gelu (docs/FUSED_OPS.md): Y = X * Phi(X) as ONNX Gelu-20, float32.
 // approximate = "none" (erf form, default) or "tanh"; the vectorized float kernels
 // (compute/simd) evaluate it, split over the run's thread pool.
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/simd/float_kernels.h"
 

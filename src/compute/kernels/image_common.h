@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernel.h"
 #include "compute/tensor_cast.h"

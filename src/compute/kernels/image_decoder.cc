@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "imaging/image_codec.h"
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/image_common.h"
 

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/tensor_cast.h"
 

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernels/matmul_internal.h"
 #include "compute/tensor_cast.h"

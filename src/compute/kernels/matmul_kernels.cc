@@ -4,6 +4,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/broadcast.h"
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"

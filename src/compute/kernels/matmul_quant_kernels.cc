@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernels/matmul_internal.h"
 #include "compute/tensor_cast.h"

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/flow_util.h"

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernel.h"
 #include "compute/kernel_registry.h"

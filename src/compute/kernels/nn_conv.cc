@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_kernels.h"
 #include "compute/kernels/nn_common.h"
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/nn_common.h"
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/broadcast.h"
 #include "compute/kernels/nn_common.h"
 #include "compute/simd/float_kernels.h"

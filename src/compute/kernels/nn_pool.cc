@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_kernels.h"
 #include "compute/kernels/nn_common.h"
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/simd/quantize_linear.h"
 #include "compute/tensor_cast.h"

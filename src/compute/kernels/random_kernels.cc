@@ -11,6 +11,7 @@
 #include <random>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/flow_util.h"

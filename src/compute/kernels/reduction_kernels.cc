@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/broadcast.h"
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernels/reduction_internal.h"
 #include "compute/simd/float_kernels.h"

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/float_compute.h"

@@ -3,6 +3,7 @@
 //
 // A sequence is Value::MakeSequence(tensors, elem_type); an optional is "transparent": a
 // present optional is just its tensor/sequence Value, an empty one is Value::None().
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/flow_util.h"
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "base/thread_pool.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/shape_common.h"

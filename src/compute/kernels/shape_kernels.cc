@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/broadcast.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/shape_common.h"

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "base/float_types.h"
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/shape_common.h"
 #include "compute/tensor_cast.h"

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/status_macros.h"
 #include "base/thread_pool.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/shape_common.h"

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/image_common.h"
 

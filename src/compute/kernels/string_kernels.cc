@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/broadcast.h"
 #include "compute/kernel_registry.h"
 

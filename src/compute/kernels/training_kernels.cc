@@ -3,6 +3,7 @@
 // inputs) and updates any number of tensors at once; math is done in double.
 #include <cmath>
 
+#include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernel_registry.h"
 #include "compute/kernels/flow_util.h"

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "serve/adaptive_control.h"
 
 namespace inferloop::frontends::testing {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "fake_adaptive_control.h"
 #include "serve/inference_service.h"
 

@@ -2,6 +2,7 @@
 // against straightforward reference computations.
 #include <cmath>
 
+#include "base/status_macros.h"
 #include "compute/simd/cpu_isa.h"
 
 #include "unit/optimizer/opt_test_util.h"

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_kernels.h"
 #include "serve/model_config.h"
 #include "serve/served_model_version.h"

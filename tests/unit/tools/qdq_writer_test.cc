@@ -169,8 +169,8 @@ TEST(QdqWriter, QdqModelRunsCloseToFp32) {
   ASSERT_TRUE(r.ok());
   SessionOptions so;
   so.optimization_level = 0;
-  auto a = Session::CreateFromModel(fp32, so);
-  auto b = Session::CreateFromModel(r->model, so);
+  auto a = CreateSessionFromModel(fp32, so);
+  auto b = CreateSessionFromModel(r->model, so);
   ASSERT_TRUE(a.ok() && b.ok()) << b.status().ToString();
   std::vector<float> x(18);
   for (int i = 0; i < 18; ++i) x[i] = std::sin(static_cast<float>(i));
@@ -297,8 +297,8 @@ TEST(DynamicQuant, MatMulBecomesOrtDynamicPatternAndRuns) {
   for (int level : {0, 2}) {
     SessionOptions so;
     so.optimization_level = level;
-    auto a = Session::CreateFromModel(fp32, so);
-    auto b = Session::CreateFromModel(r->model, so);
+    auto a = CreateSessionFromModel(fp32, so);
+    auto b = CreateSessionFromModel(r->model, so);
     ASSERT_TRUE(a.ok() && b.ok()) << b.status().ToString();
     std::vector<NamedValue> feeds = {
         {"x", Value(Tensor::FromVector<float>(DataType::kFloat, {2, 4}, {0.1f, -0.5f, 0.9f, 0.3f, -1, 0.7f, 0.2f, 0.0f}))}};

@@ -2,6 +2,7 @@
 // -> ReorderFromNchwc gives what the plain ONNX graph gives (float64 reference), with channel
 // counts that are not multiples of 16, a plain-input first convolution, a residual Z, a
 // depthwise convolution and every pool kind; plus the errors of malformed blocked inputs.
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_kernels.h"
 #include "unit/compute/kernels/dnnl_test_util.h"
 

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "compute/kernels/dnnl_kernels.h"
 #include "compute/tensor_cast.h"
 #include "inferloop/session.h"
