@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/status_macros.h"
 #include "llm/kv_tier_cost.h"
 
 namespace inferloop::llm {

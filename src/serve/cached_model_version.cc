@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "base/file_bytes.h"
+#include "base/status_macros.h"
 #include "serve/version_statistics.h"
 
 namespace inferloop::serve {
