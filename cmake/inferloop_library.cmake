@@ -27,8 +27,12 @@ set_target_properties(inferloop_lib PROPERTIES
   OUTPUT_NAME inferloop EXPORT_NAME inferloop
   VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}
   LINK_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/cmake/inferloop_lib.map)
-target_link_options(inferloop_lib PRIVATE -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/cmake/inferloop_lib.map
-                    -Wl,--no-undefined)
+target_link_options(inferloop_lib PRIVATE -Wl,--version-script=${CMAKE_CURRENT_SOURCE_DIR}/cmake/inferloop_lib.map)
+# Every symbol resolved at link time, except in sanitizer builds: there the sanitizer runtimes
+# (__asan_*, __ubsan_*, __sanitizer_cov_*) come from the executable that loads the library.
+if(NOT INFERLOOP_SANITIZE AND NOT INFERLOOP_FUZZ)
+  target_link_options(inferloop_lib PRIVATE -Wl,--no-undefined)
+endif()
 target_include_directories(inferloop_lib PUBLIC
   $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include> $<BUILD_INTERFACE:${IL_GENERATED_INCLUDE}>
   $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
