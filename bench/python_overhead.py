@@ -1,6 +1,6 @@
 """Per-run overhead of inferloop's Python module next to onnxruntime's, in one process.
 
-    PYTHONPATH=<inferloop package> .venv/bin/python bench/python_overhead.py [--runs N] [--threads-runs N]
+    PYTHONPATH=<inferloop package> .venv/bin/python bench/python_overhead.py [--runs N] [--threads-runs N] [--rounds N] [--inferloop build/inferloop]
 
 1. Overhead: a tiny model (Relu over float32[1,16]) run back to back through each module's
    InferenceSession.run(None, feed); the median over blocks of 200 runs of the time per run, and
@@ -11,7 +11,9 @@
 3. Threads: MatMul float32[64,256] x [256,256] with intra_op_num_threads=1, one session shared by
    1 and by 8 Python threads; runs per second and the speedup (GIL released during runs: the
    speedup is bounded by the CPUs this process may use, printed). With --inferloop BIN, the same
-   model through `inferloop bench --concurrency 1|8` (the C++ API, no Python) for reference.
+   model through `inferloop bench --concurrency 1|8` (the C++ API, no Python) for reference. The
+   medians of --rounds rounds, the modules taking turns round by round (one shared machine's
+   noise moves single figures by a third).
 Prints a markdown table per part, and one JSON line with every figure at the end.
 """
 import argparse
@@ -72,6 +74,20 @@ def alternate(sessions, feed, blocks, block):
     return samples
 
 
+def machine_line():
+    """The CPU, its vector features and the ISA path asked for (INFERLOOP_ISA), for the tables."""
+    flags, model = set(), "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+            elif line.startswith("model name") and model == "?":
+                model = line.split(":", 1)[1].strip()
+    have = [x for x in ("avx2", "avx512f", "avx512_vnni", "amx_tile", "amx_int8") if x in flags]
+    isa = os.environ.get("INFERLOOP_ISA", "") or "default (best the CPU has)"
+    return f"CPU: {model}; features: {' '.join(have)}; INFERLOOP_ISA: {isa}"
+
+
 def pct(values, p):
     s = sorted(values)
     return s[min(len(s) - 1, int(round(p / 100.0 * (len(s) - 1))))]
@@ -100,10 +116,13 @@ def main():
     ap.add_argument("--runs", type=int, default=20000, help="runs per engine for the overhead figure")
     ap.add_argument("--threads-runs", type=int, default=400, help="runs per thread in the threads part")
     ap.add_argument("--inferloop", help="the inferloop CLI, for the C++ API's own 1 vs 8 threads figure")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the threads part (medians are printed)")
     args = ap.parse_args()
     cpus = len(os.sched_getaffinity(0))
     engines = {"inferloop": inferloop, "onnxruntime": onnxruntime}
-    result = {"inferloop": inferloop.__version__, "onnxruntime": onnxruntime.__version__, "cpus": cpus}
+    result = {"inferloop": inferloop.__version__, "onnxruntime": onnxruntime.__version__, "cpus": cpus,
+              "machine": machine_line()}
+    print(result["machine"] + "\n")
 
     # 1. Overhead on a tiny model.
     block = 200
@@ -139,32 +158,38 @@ def main():
     # 3. One session, 1 vs 8 Python threads.
     mm = matmul_model(64, 256, 256)
     feed = {"x": np.random.default_rng(3).standard_normal((64, 256)).astype(np.float32)}
-    print(f"## MatMul [64,256]x[256,256], intra_op_num_threads=1, one session ({cpus} CPUs; runs/s)\n")
+    print(f"## MatMul [64,256]x[256,256], intra_op_num_threads=1, one session ({cpus} CPUs; runs/s, "
+          f"median of {args.rounds} rounds, the modules taking turns)\n")
     print("| module | 1 thread | 8 threads | speedup |\n|---|---|---|---|")
-    for name, mod in engines.items():
-        s = session(mod, mm, 1)
-        time_block(s, feed, 50)
-        one = threads_rate(s, feed, 1, args.threads_runs * 2)
-        eight = threads_rate(s, feed, 8, args.threads_runs)
+    mm_path = None
+    with tempfile.TemporaryDirectory() as d:
+        if args.inferloop:
+            mm_path = os.path.join(d, "matmul.onnx")
+            with open(mm_path, "wb") as f:
+                f.write(mm)
+        sessions = {name: session(mod, mm, 1) for name, mod in engines.items()}
+        rates = {name: {1: [], 8: []} for name in list(engines) + (["cpp"] if mm_path else [])}
+        for s in sessions.values():
+            time_block(s, feed, 50)
+        for _ in range(args.rounds):
+            for name, s in sessions.items():
+                rates[name][1].append(threads_rate(s, feed, 1, args.threads_runs * 2))
+                rates[name][8].append(threads_rate(s, feed, 8, args.threads_runs))
+            if mm_path:  # the C++ API through `inferloop bench`, no Python
+                for c in (1, 8):
+                    n = args.threads_runs * (2 if c == 1 else 1)
+                    p = subprocess.run([args.inferloop, "bench", mm_path, "--threads", "1", "--concurrency", str(c),
+                                        "--iterations", str(n), "--warmup", "20"], capture_output=True, text=True,
+                                       check=True)
+                    j = json.loads(p.stdout.strip().splitlines()[-1])
+                    rates["cpp"][c].append(j["throughput"] / j.get("batch", 1))  # samples/s -> runs/s
+    labels = {"inferloop": "inferloop", "onnxruntime": "onnxruntime", "cpp": "C++ API (inferloop bench)"}
+    for name, r in rates.items():
+        one, eight = statistics.median(r[1]), statistics.median(r[8])
         result[f"threads_{name}_1"] = round(one, 1)
         result[f"threads_{name}_8"] = round(eight, 1)
         result[f"threads_{name}_speedup"] = round(eight / one, 2)
-        print(f"| {name} | {one:.0f} | {eight:.0f} | {eight / one:.2f}x |")
-    if args.inferloop:
-        with tempfile.TemporaryDirectory() as d:
-            path = os.path.join(d, "matmul.onnx")
-            with open(path, "wb") as f:
-                f.write(mm)
-            rates = {}
-            for c in (1, 8):
-                n = args.threads_runs * (2 if c == 1 else 1)
-                p = subprocess.run([args.inferloop, "bench", path, "--threads", "1", "--concurrency", str(c),
-                                    "--iterations", str(n), "--warmup", "20"], capture_output=True, text=True, check=True)
-                j = json.loads(p.stdout.strip().splitlines()[-1])
-                rates[c] = j["throughput"] / j.get("batch", 1)  # samples/s -> runs/s
-            result["threads_cpp_1"], result["threads_cpp_8"] = round(rates[1], 1), round(rates[8], 1)
-            result["threads_cpp_speedup"] = round(rates[8] / rates[1], 2)
-            print(f"| C++ API (inferloop bench) | {rates[1]:.0f} | {rates[8]:.0f} | {rates[8] / rates[1]:.2f}x |")
+        print(f"| {labels[name]} | {one:.0f} | {eight:.0f} | {eight / one:.2f}x |")
     print()
     print(json.dumps(result), flush=True)
 
