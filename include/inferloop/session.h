@@ -53,9 +53,22 @@ struct ValueInfo {
 
 using NamedValue = std::pair<std::string, Value>;
 
+// One node's kernel run in a profiled run (RunOptions::profile).
+struct NodeTiming {
+  std::string node;     // the node's name (may be empty in the model)
+  std::string op_type;  // "Conv", or "domain:Op" for a non-ONNX domain ("com.inferloop:FusedConv")
+  int64_t start_ns = 0;     // steady_clock time at the kernel's start, nanoseconds
+  int64_t duration_ns = 0;  // wall time of the kernel, nanoseconds (all its intra-op threads)
+  int depth = 0;            // 0: the main graph; 1+: inside an If/Loop/Scan body (counted in its parent too)
+};
+
 struct RunOptions {
   // Names of outputs to compute; empty = all graph outputs.
   std::vector<std::string> output_names;
+  // When set, every node the run executes appends its timing here, in execution order (a body's
+  // nodes before the If/Loop/Scan node that ran them). Costs two clock reads and one record per
+  // node; nothing when null. Also on a failed run: the nodes that ran.
+  std::vector<NodeTiming>* profile = nullptr;
 };
 
 // What static planning found for given input shapes (see Session::PlanMemory).

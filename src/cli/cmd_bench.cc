@@ -1,5 +1,5 @@
 // inferloop bench MODEL [--threads N] [--batch B] [--iterations N] [--warmup N] [--level L] [--concurrency C] [--inputs DIR]
-//                       [--shape NAME=D1,D2,...] [--dim SYMBOL=N] [--save-outputs DIR]
+//                       [--shape NAME=D1,D2,...] [--dim SYMBOL=N] [--save-outputs DIR] [--profile TRACE.json] [--profile-top N]
 // Times Session::RunInto (outputs reused across runs) and prints one JSON line (latency percentiles, throughput, peak RSS,
 // session-create time). bench/ort_bench.py measures ONNX Runtime the same way.
 //
@@ -28,6 +28,7 @@
 #include "cli/commands.h"
 #include "cli/precision_option.h"
 #include "inferloop/session.h"
+#include "tools/run_profile.h"
 
 namespace inferloop::cli {
 namespace {
@@ -127,6 +128,8 @@ struct BenchArgs {
   std::vector<std::string> dims;
   std::string save_outputs;
   std::string precision;
+  std::string profile;   // --profile: Chrome trace path; the tables go to stderr
+  int profile_top = 20;
 };
 
 int Fail(const Status& st, int code = 1) {
@@ -220,18 +223,12 @@ Result<std::vector<NamedValue>> MakeFeeds(const Session& session, const BenchArg
   return feeds;
 }
 
-}  // namespace
-
-Runner AddBenchCommand(CLI::App& app) {
-  auto args = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
-      "Time a model's Run and print one JSON line: p50/p90/p99/mean latency (ms), throughput (samples/s), peak RSS, "
-      "session-create time.\nInputs come from --inputs DIR/<name>.npy or are made up from the declared shapes (floats "
-      "uniform in [-1,1), integers 1, bools true).");
+// The bench subcommand's options; returns --batch (whether it was given matters).
+CLI::Option* AddBenchOptions(CLI::App* cmd, BenchArgs* args) {
   cmd->add_option("model", args->model, "Path to an ONNX model file")->required();
-  auto* batch_opt = cmd->add_option("-b,--batch", args->batch, "Batch size for made-up inputs (symbolic/unknown dim 0); default 1")
-                        ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
+  CLI::Option* batch_opt =
+      cmd->add_option("-b,--batch", args->batch, "Batch size for made-up inputs (symbolic/unknown dim 0); default 1")
+          ->check(CLI::Range(int64_t{1}, int64_t{1} << 31));
   cmd->add_option("-t,--threads", args->threads, "Intra-op threads; 0 (default) = the CPUs this process may use")
       ->check(CLI::Range(0, 4096));
   cmd->add_option("-n,--iterations", args->iterations, "Timed runs (default 20)")->check(CLI::Range(1, 1 << 24));
@@ -246,10 +243,31 @@ Runner AddBenchCommand(CLI::App& app) {
   cmd->add_option("-s,--shape", args->shapes, "NAME=D1,D2,... (or NAME:D1,D2,...): whole shape of a made-up input (repeatable)");
   cmd->add_option("--dim", args->dims, "SYMBOL=N: value of a symbolic dim in made-up inputs, e.g. sequence=128 (repeatable)");
   cmd->add_option("--save-outputs", args->save_outputs, "Write the last run's outputs as DIR/<name>.npy");
+  cmd->add_option("--profile", args->profile,
+                  "Profile the timed runs: time per op type and the slowest nodes as tables on stderr, and every node's "
+                  "run as a Chrome trace JSON (ONNX Runtime's profile format) in this file");
+  cmd->add_option("--profile-top", args->profile_top, "Nodes in the --profile table of slowest nodes (default 20)")
+      ->check(CLI::Range(0, 1 << 20));
   AddPrecisionOption(cmd, &args->precision);
+  return batch_opt;
+}
+
+}  // namespace
+
+Runner AddBenchCommand(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Time a model's Run and print one JSON line: p50/p90/p99/mean latency (ms), throughput (samples/s), peak RSS, "
+      "session-create time.\nInputs come from --inputs DIR/<name>.npy or are made up from the declared shapes (floats "
+      "uniform in [-1,1), integers 1, bools true).");
+  CLI::Option* batch_opt = AddBenchOptions(cmd, args.get());
   return [args, batch_opt]() {
     if (!args->inputs_dir.empty() && !std::filesystem::is_directory(args->inputs_dir))
       return Fail(Status::NotFound("--inputs " + args->inputs_dir + ": no such folder"), 2);
+
+    if (!args->profile.empty() && !std::ofstream(args->profile, std::ios::app))
+      return Fail(Status::InvalidArgument("--profile " + args->profile + ": cannot write this file"), 2);
 
     const double rss_base = ProcStatusMb("VmRSS");
     SessionOptions opts;
@@ -274,14 +292,22 @@ Runner AddBenchCommand(CLI::App& app) {
     // RunInto with the same output vector every time, as a serving loop does: outputs are
     // written into the previous run's buffers instead of fresh (page-faulting) allocations.
     std::vector<NamedValue> outputs;
+    // --profile: the timed runs record their nodes' timings (one vector per thread).
+    const bool profiling = !args->profile.empty();
+    std::vector<std::vector<NodeTiming>> timings(args->concurrency);
+    RunProfile profile;
     const int timed_inline = args->concurrency == 1 ? args->iterations : 0;
     for (int i = 0; i < args->warmup + timed_inline; ++i) {
+      RunOptions ro;
+      if (profiling && i >= args->warmup) ro.profile = &timings[0];
+      timings[0].clear();
       auto a = Clock::now();
-      Status st = (*session)->RunInto(*feeds, outputs);
+      Status st = (*session)->RunInto(*feeds, outputs, ro);
       auto b = Clock::now();
       if (!st.ok()) return Fail(st);
       if (i == 0) first_run_ms = Ms(a, b);
       if (i >= args->warmup) times.push_back(Ms(a, b));
+      if (ro.profile) profile.AddRun(timings[0]);
     }
     double wall_ms = 0;
     for (double t : times) wall_ms += t;
@@ -289,18 +315,29 @@ Runner AddBenchCommand(CLI::App& app) {
       // --concurrency C: C threads each run --iterations times on the one session at once.
       std::vector<std::vector<double>> per_thread(args->concurrency);
       std::vector<Status> errors(args->concurrency);
+      std::vector<std::vector<size_t>> run_ends(args->concurrency);  // --profile: where each run's timings end
       std::vector<std::thread> threads;
       const auto w0 = Clock::now();
       for (int c = 0; c < args->concurrency; ++c)
         threads.emplace_back([&, c] {
           std::vector<NamedValue> outs;
+          RunOptions ro;
+          if (profiling) ro.profile = &timings[c];  // every run's timings, split into runs below
           for (int i = 0; i < args->iterations && errors[c].ok(); ++i) {
             auto a = Clock::now();
-            errors[c] = (*session)->RunInto(*feeds, c == 0 ? outputs : outs);
+            errors[c] = (*session)->RunInto(*feeds, c == 0 ? outputs : outs, ro);
             per_thread[c].push_back(Ms(a, Clock::now()));
+            run_ends[c].push_back(timings[c].size());
           }
         });
       for (auto& t : threads) t.join();
+      for (int c = 0; c < args->concurrency && profiling; ++c) {
+        size_t begin = 0;
+        for (size_t end : run_ends[c]) {
+          profile.AddRun(std::vector<NodeTiming>(timings[c].begin() + begin, timings[c].begin() + end), c);
+          begin = end;
+        }
+      }
       wall_ms = Ms(w0, Clock::now());
       for (int c = 0; c < args->concurrency; ++c) {
         if (!errors[c].ok()) return Fail(errors[c]);
@@ -322,6 +359,13 @@ Runner AddBenchCommand(CLI::App& app) {
     std::map<std::string, Shape> shapes;
     for (const auto& [name, v] : *feeds) shapes[name] = v.tensor().shape();
     auto plan = (*session)->PlanMemory(shapes);
+
+    if (profiling) {
+      std::cerr << profile.FormatTables(args->profile_top);
+      Status st = profile.WriteChromeTrace(args->profile);
+      if (!st.ok()) return Fail(st.WithContext("--profile"));
+      std::cerr << "\nChrome trace (ONNX Runtime's profile format): " << args->profile << "\n";
+    }
 
     std::vector<double> sorted = times;
     std::sort(sorted.begin(), sorted.end());
@@ -348,6 +392,7 @@ Runner AddBenchCommand(CLI::App& app) {
        << ", \"create_optimize_ms\": " << ct.optimize_ms << ", \"create_plan_ms\": " << ct.plan_ms
        << ", \"run_arena_bytes\": " << mem.last_arena_bytes << ", \"precision\": \"" << PrecisionName((*session)->precision())
        << "\", \"weight_bytes\": " << mem.weight_bytes;
+    if (profiling) js << ", \"profile\": " << JsonString(args->profile);
     if (plan.ok())
       js << ", \"planned_arena_bytes\": " << plan->arena_bytes << ", \"planned_peak_bytes\": " << plan->peak_bytes;
     js << "}";

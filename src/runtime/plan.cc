@@ -1,6 +1,7 @@
 #include "runtime/plan.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -9,6 +10,7 @@
 
 #include "base/status_macros.h"
 #include "graph/topological_sort.h"
+#include "inferloop/session.h"
 
 namespace inferloop {
 
@@ -416,6 +418,22 @@ void ExecutionPlan::PrepareFrame(Frame& frame) const {
   for (const auto& [slot, v] : constants_) frame.values[slot] = &v;
 }
 
+namespace {
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void RecordTiming(const Node& node, const Frame& frame, int64_t start_ns, std::vector<NodeTiming>& out) {
+  const int64_t end_ns = SteadyNowNs();
+  int depth = 0;
+  for (const Frame* f = frame.parent; f; f = f->parent) ++depth;
+  out.push_back({node.name, node.domain.empty() ? node.op_type : node.domain + ":" + node.op_type, start_ns,
+                 end_ns - start_ns, depth});
+}
+
+}  // namespace
+
 Status ExecutionPlan::RunNodes(Frame& frame, const RunServices& services, const ArenaBinding* binding) const {
   for (const PlanNode& pn : nodes_) {
     const Value** in = frame.node_inputs.data();
@@ -424,7 +442,9 @@ Status ExecutionPlan::RunNodes(Frame& frame, const RunServices& services, const 
     if (!pn.outputs.empty()) std::memset(flags, 0, 2 * pn.outputs.size());
     {
       ContextImpl ctx(*this, pn, frame, in, flags, services, binding);
+      const int64_t start_ns = services.profile ? SteadyNowNs() : 0;
       Status st = pn.kernel->Compute(ctx);
+      if (services.profile) RecordTiming(*pn.node, frame, start_ns, *services.profile);
       if (!st.ok()) {
         const std::string d = pn.node->Describe();
         if (st.message().rfind(d, 0) == 0) return st;

@@ -26,6 +26,8 @@
 
 namespace inferloop {
 
+struct NodeTiming;  // inferloop/session.h
+
 struct PlanOptions {
   size_t max_tensor_bytes = Tensor::kDefaultMaxBytes;
   const KernelRegistry* registry = nullptr;  // nullptr: DefaultKernelRegistry()
@@ -59,6 +61,7 @@ struct Frame {
 struct RunServices {
   ThreadPool* pool = nullptr;        // KernelContext::thread_pool()
   ScratchArena* scratch = nullptr;   // KernelContext::Scratch(); nullptr = per-call heap blocks
+  std::vector<NodeTiming>* profile = nullptr;  // RunOptions::profile: each node's kernel time
 };
 
 // Memory for the main graph's values in one run.

@@ -169,7 +169,7 @@ class Session::Impl {
   Status BindInputs(const std::vector<NamedValue>& given, RunState& rs) const;
   // Runs with rs.inputs, leaving every graph output in rs.outs. bind_outputs: the caller's
   // result entries, parallel to rs.wanted, whose tensors outputs may be written into.
-  Status Execute(RunState& rs, const std::vector<NamedValue>* bind_outputs);
+  Status Execute(RunState& rs, const std::vector<NamedValue>* bind_outputs, std::vector<NodeTiming>* profile);
   Status SelectOutputs(const std::vector<std::string>& names, RunState& rs) const;
   class StateLease;
 };
@@ -287,7 +287,8 @@ Status Session::Impl::BindInputs(const std::vector<NamedValue>& given, RunState&
   return CheckSymbolicDims(rs);
 }
 
-Status Session::Impl::Execute(RunState& rs, const std::vector<NamedValue>* bind_outputs) {
+Status Session::Impl::Execute(RunState& rs, const std::vector<NamedValue>* bind_outputs,
+                              std::vector<NodeTiming>* profile) {
   const auto& g = model.graph;
   static const auto kNoArena = std::make_shared<const ArenaLayout>();
   std::shared_ptr<const ArenaLayout> layout = opts.enable_memory_arena ? shape_plans->Get(rs.inputs.data()) : kNoArena;
@@ -319,6 +320,7 @@ Status Session::Impl::Execute(RunState& rs, const std::vector<NamedValue>* bind_
   RunServices services;
   services.pool = pool;
   services.scratch = &rs.scratch;
+  services.profile = profile;
   return plan->ExecuteInto(rs.frame, rs.inputs.data(), services, &binding, rs.outs.data());
 }
 
@@ -463,7 +465,7 @@ Result<std::vector<NamedValue>> Session::Run(const std::vector<NamedValue>& inpu
   RunState& rs = *lease;
   Status st = impl_->BindInputs(inputs, rs);
   if (st.ok()) st = impl_->SelectOutputs(opts.output_names, rs);
-  if (st.ok()) st = impl_->Execute(rs, nullptr);
+  if (st.ok()) st = impl_->Execute(rs, nullptr, opts.profile);
   if (!st.ok()) {
     ClearOutputs(rs);
     return st;
@@ -496,7 +498,7 @@ Status Session::RunInto(const std::vector<NamedValue>& inputs, std::vector<Named
     }
   }
   const bool fill = outputs.empty();
-  Status st = impl_->Execute(rs, fill ? nullptr : &outputs);
+  Status st = impl_->Execute(rs, fill ? nullptr : &outputs, opts.profile);
   if (!st.ok()) {
     ClearOutputs(rs);
     return st;
