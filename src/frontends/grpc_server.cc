@@ -69,6 +69,14 @@ class DeferredReactor : public ServerUnaryReactor {
   std::shared_ptr<std::atomic<bool>> cancelled_;
 };
 
+// A ModelInfer call answered later: its request and response messages live as long as the call.
+class InferReactor : public DeferredReactor {
+ public:
+  using DeferredReactor::DeferredReactor;
+  inference::ModelInferRequest request;
+  inference::ModelInferResponse response;
+};
+
 serve::RequestContext MakeContext(size_t request_bytes) {
   serve::RequestContext context;
   context.protocol = "grpc";
@@ -265,7 +273,13 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
 
 }  // namespace
 
-class GrpcServer::Service : public inference::GRPCInferenceService::CallbackService {
+// ModelInfer takes the request's bytes and parses them itself: gRPC's generated handler answers a
+// message it cannot parse UNIMPLEMENTED with no details; this one answers INVALID_ARGUMENT saying
+// so. The parse and the response's serialization are the ones the generated code does.
+using GrpcServiceBase =
+    inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<inference::GRPCInferenceService::CallbackService>;
+
+class GrpcServer::Service : public GrpcServiceBase {
  public:
   Service(serve::InferenceService& core, const GrpcServerOptions& options) : core_(core), options_(options) {}
 
@@ -327,20 +341,32 @@ class GrpcServer::Service : public inference::GRPCInferenceService::CallbackServ
     return Answer(ctx, Status::Ok());
   }
 
-  ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const inference::ModelInferRequest* request,
-                                 inference::ModelInferResponse* response) override {
-    serve::RequestContext context = MakeContext(request->ByteSizeLong());
-    Result<InferRequest> decoded = DecodeGrpcInferRequest(*request, options_.decode);
+  ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const grpc::ByteBuffer* request_bytes,
+                                 grpc::ByteBuffer* response_bytes) override {
+    serve::RequestContext context = MakeContext(request_bytes->Length());
+    auto reactor = std::make_unique<InferReactor>(ctx, context.cancelled);
+    grpc::ByteBuffer bytes(*request_bytes);  // shares the slices (Deserialize consumes its buffer)
+    if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&bytes, &reactor->request).ok()) {
+      return Answer(ctx, Status::InvalidArgument("the request could not be parsed: its " +
+                                                 std::to_string(request_bytes->Length()) +
+                                                 " bytes are not a protobuf inference.ModelInferRequest"));
+    }
+    Result<InferRequest> decoded = DecodeGrpcInferRequest(reactor->request, options_.decode);
     if (!decoded.ok()) return Answer(ctx, decoded.status());
-    auto* reactor = new DeferredReactor(ctx, context.cancelled);
-    std::shared_ptr<DeferredReactor::Claim> claim = reactor->claim();
-    core_.Infer(std::move(decoded).value(), std::move(context), [claim, response](Result<InferResponse> result) {
-      claim->Complete([&]() -> Status {
+    InferReactor* r = reactor.release();  // gRPC owns it from here (deleted in OnDone)
+    std::shared_ptr<DeferredReactor::Claim> claim = r->claim();
+    core_.Infer(std::move(decoded).value(), std::move(context), [claim, r, response_bytes](Result<InferResponse> result) {
+      claim->Complete([&]() -> Status {  // only the winner runs this, while the call is alive
         if (!result.ok()) return result.status();
-        return EncodeGrpcInferResponse(result.value(), response);
+        if (Status st = EncodeGrpcInferResponse(result.value(), &r->response); !st.ok()) return st;
+        bool own_buffer = false;
+        grpc::Status serialized =
+            grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(r->response, response_bytes, &own_buffer);
+        if (!serialized.ok()) return Status::Internal("the response could not be serialized: " + serialized.error_message());
+        return Status::Ok();
       });
     });
-    return reactor;
+    return r;
   }
 
   grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
