@@ -200,10 +200,12 @@ std::string WithoutRepositoryPath(std::string message, const std::string& reposi
   };
   if (!repository.empty() && repository.front() == '/') add(repository);  // a relative one names no server path
   std::error_code ec;
-  const std::filesystem::path absolute = std::filesystem::absolute(repository, ec);
-  if (!ec) add(absolute.lexically_normal().string());
-  const std::filesystem::path canonical = std::filesystem::weakly_canonical(repository, ec);
-  if (!ec) add(canonical.string());
+  const std::filesystem::path absolute = std::filesystem::absolute(repository, ec).lexically_normal();
+  if (!ec) {
+    add(absolute.string());
+    const std::filesystem::path canonical = std::filesystem::weakly_canonical(absolute, ec);  // symlinks resolved
+    if (!ec) add(canonical.string());
+  }
   // Longest first, so that a form that contains another is replaced whole.
   std::sort(forms.begin(), forms.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   for (const std::string& form : forms) ReplaceAll(message, form + "/", "");
