@@ -168,6 +168,25 @@ class TestGrpcGarbage(unittest.TestCase):
                     call(b"", timeout=30)
                 self.assertNotEqual(caught.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
 
+    def test_unparsable_messages_to_every_unary_method(self):
+        import grpc
+        repo = make_repository()
+        self.addCleanup(shutil.rmtree, repo, True)
+        with Server(INFERLOOP, repo, wait_ready=False) as server:
+            with grpc.insecure_channel(server.grpc_url) as channel:
+                for method in ("ServerLive", "ServerReady", "ServerMetadata", "ModelReady", "ModelMetadata",
+                               "ModelConfig", "ModelStatistics", "RepositoryIndex", "RepositoryModelLoad",
+                               "RepositoryModelUnload"):
+                    with self.subTest(method=method):
+                        call = channel.unary_unary(f"/inference.GRPCInferenceService/{method}")
+                        with self.assertRaises(grpc.RpcError) as caught:
+                            call(b"\xff\xff\xff\xff\xff garbage", timeout=30)
+                        self.assertEqual(caught.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+                        self.assertIn(f"inference.{method}Request", caught.exception.details())
+                # Well-formed (empty) messages are answered as before.
+                self.assertEqual(channel.unary_unary("/inference.GRPCInferenceService/ServerLive")(b"", timeout=30),
+                                 b"\x08\x01")  # live: true
+
 
 class TestErrorMessages(unittest.TestCase):
     @classmethod
