@@ -43,6 +43,8 @@ struct ServeArgs {
   int threads = 0;
   std::string precision;
   int http_threads = 2;
+  double http_header_timeout_seconds = 10;
+  int64_t http_max_header_waiting = 1024;
   std::string fair_share = "on";
   int fair_share_slots = 0;
   double shutdown_seconds = 30;
@@ -164,6 +166,8 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
   o.grpc_port = a.grpc_port;
   o.metrics_port = a.metrics_port;
   o.http_threads = a.http_threads;
+  o.http_header_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.http_header_timeout_seconds * 1000));
+  o.http_max_header_waiting = static_cast<size_t>(a.http_max_header_waiting);
   o.max_request_bytes = static_cast<size_t>(a.max_request_mb) << 20;
   o.control_mode_name = a.control_mode;
   o.fair_share = a.fair_share == "on";
@@ -232,6 +236,14 @@ Runner AddServeCommand(CLI::App& app) {
       ->description("Default precision of every model (a model's config.pbtxt parameter \"precision\" overrides it): " +
                     cmd->get_option("--precision")->get_description());
   cmd->add_option("--http-threads", a->http_threads, "HTTP io threads")->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--http-header-timeout-secs", a->http_header_timeout_seconds,
+                  "HTTP and metrics ports: close a connection whose request header is not complete this long after "
+                  "it connected (or after part of its next keep-alive header arrived); slowloris protection")
+      ->capture_default_str()->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--http-max-header-waiting", a->http_max_header_waiting,
+                  "HTTP and metrics ports: connections waiting for a request header at once; one more closes the "
+                  "one that has waited longest (metric inferloop_http_connections_closed_total)")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   cmd->add_option("--fair-share", a->fair_share,
                   "on: models share the CPUs and the server's in-flight limit by their config's adaptive { cpu_share } "
                   "(a flooded model cannot starve a quiet one); off: batches of every model run as soon as an "

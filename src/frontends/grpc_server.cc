@@ -8,6 +8,7 @@
 #include <mutex>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "frontends/grpc_adaptive_service.h"
 #include "frontends/grpc_status.h"
 #include "grpc_service.grpc.pb.h"
@@ -67,6 +68,14 @@ class DeferredReactor : public ServerUnaryReactor {
  private:
   std::shared_ptr<Claim> claim_;
   std::shared_ptr<std::atomic<bool>> cancelled_;
+};
+
+// A ModelInfer call answered later: its request and response messages live as long as the call.
+class InferReactor : public DeferredReactor {
+ public:
+  using DeferredReactor::DeferredReactor;
+  inference::ModelInferRequest request;
+  inference::ModelInferResponse response;
 };
 
 serve::RequestContext MakeContext(size_t request_bytes) {
@@ -265,82 +274,136 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
 
 }  // namespace
 
-class GrpcServer::Service : public inference::GRPCInferenceService::CallbackService {
+// Every unary method takes its request's bytes and parses them itself: gRPC's generated handler
+// answers a message it cannot parse UNIMPLEMENTED with no details; these answer INVALID_ARGUMENT
+// saying so. The parse and the response's serialization are the ones the generated code does.
+template <class Request>
+Status ParseRequest(const grpc::ByteBuffer* bytes, Request* out) {
+  grpc::ByteBuffer shared(*bytes);  // shares the slices (Deserialize consumes its buffer)
+  if (grpc::SerializationTraits<Request>::Deserialize(&shared, out).ok()) return Status::Ok();
+  return Status::InvalidArgument("the request could not be parsed: its " + std::to_string(bytes->Length()) +
+                                 " bytes are not a protobuf " + std::string(Request::descriptor()->full_name()));
+}
+
+template <class Response>
+Status SerializeResponse(const Response& response, grpc::ByteBuffer* out) {
+  bool own_buffer = false;
+  grpc::Status st = grpc::SerializationTraits<Response>::Serialize(response, out, &own_buffer);
+  if (!st.ok()) return Status::Internal("the response could not be serialized: " + st.error_message());
+  return Status::Ok();
+}
+
+// A unary call answered at once: `body(request, &response)`'s status, with the response sent when OK.
+template <class Request, class Response, class Body>
+ServerUnaryReactor* ParsedUnary(CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out,
+                                Body&& body) {
+  Request request;
+  if (Status st = ParseRequest(in, &request); !st.ok()) return Answer(ctx, st);
+  Response response;
+  Status st = body(request, &response);
+  if (st.ok()) st = SerializeResponse(response, out);
+  return Answer(ctx, st);
+}
+
+namespace raw {
+using S = inference::GRPCInferenceService;
+using Base = S::WithRawCallbackMethod_ServerLive<S::WithRawCallbackMethod_ServerReady<
+    S::WithRawCallbackMethod_ServerMetadata<S::WithRawCallbackMethod_ModelReady<S::WithRawCallbackMethod_ModelMetadata<
+        S::WithRawCallbackMethod_ModelConfig<S::WithRawCallbackMethod_ModelInfer<S::WithRawCallbackMethod_ModelStatistics<
+            S::WithRawCallbackMethod_RepositoryIndex<S::WithRawCallbackMethod_RepositoryModelLoad<
+                S::WithRawCallbackMethod_RepositoryModelUnload<S::CallbackService>>>>>>>>>>>;
+}  // namespace raw
+
+class GrpcServer::Service : public raw::Base {
  public:
   Service(serve::InferenceService& core, const GrpcServerOptions& options) : core_(core), options_(options) {}
 
-  ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const inference::ServerLiveRequest*,
-                                 inference::ServerLiveResponse* response) override {
-    response->set_live(core_.Live());
-    return Answer(ctx, Status::Ok());
+  ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+    return ParsedUnary<inference::ServerLiveRequest, inference::ServerLiveResponse>(
+        ctx, in, out, [&](const auto&, auto* response) {
+          response->set_live(core_.Live());
+          return Status::Ok();
+        });
   }
 
-  ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const inference::ServerReadyRequest*,
-                                  inference::ServerReadyResponse* response) override {
-    response->set_ready(core_.Ready());
-    return Answer(ctx, Status::Ok());
+  ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+    return ParsedUnary<inference::ServerReadyRequest, inference::ServerReadyResponse>(
+        ctx, in, out, [&](const auto&, auto* response) {
+          response->set_ready(core_.Ready());
+          return Status::Ok();
+        });
   }
 
-  ServerUnaryReactor* ServerMetadata(CallbackServerContext* ctx, const inference::ServerMetadataRequest*,
-                                     inference::ServerMetadataResponse* response) override {
-    serve::ServerMetadata metadata = core_.GetServerMetadata();
-    response->set_name(metadata.name);
-    response->set_version(metadata.version);
-    for (const std::string& e : metadata.extensions) response->add_extensions(e);
-    return Answer(ctx, Status::Ok());
+  ServerUnaryReactor* ServerMetadata(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                     grpc::ByteBuffer* out) override {
+    return ParsedUnary<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
+        ctx, in, out, [&](const auto&, auto* response) {
+          serve::ServerMetadata metadata = core_.GetServerMetadata();
+          response->set_name(metadata.name);
+          response->set_version(metadata.version);
+          for (const std::string& e : metadata.extensions) response->add_extensions(e);
+          return Status::Ok();
+        });
   }
 
-  ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const inference::ModelReadyRequest* request,
-                                 inference::ModelReadyResponse* response) override {
-    if (Status st = RequireModelName(request->name()); !st.ok()) return Answer(ctx, st);
-    Result<bool> ready = core_.ModelReady(request->name(), request->version());
-    if (!ready.ok()) return Answer(ctx, ready.status());
-    response->set_ready(ready.value());
-    return Answer(ctx, Status::Ok());
+  ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+    return ParsedUnary<inference::ModelReadyRequest, inference::ModelReadyResponse>(
+        ctx, in, out, [&](const auto& request, auto* response) -> Status {
+          IL_RETURN_IF_ERROR(RequireModelName(request.name()));
+          IL_ASSIGN_OR_RETURN(bool ready, core_.ModelReady(request.name(), request.version()));
+          response->set_ready(ready);
+          return Status::Ok();
+        });
   }
 
-  ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const inference::ModelMetadataRequest* request,
-                                    inference::ModelMetadataResponse* response) override {
-    if (Status st = RequireModelName(request->name()); !st.ok()) return Answer(ctx, st);
-    Result<serve::ModelMetadata> metadata = core_.GetModelMetadata(request->name(), request->version());
-    if (!metadata.ok()) return Answer(ctx, metadata.status());
-    response->set_name(metadata.value().name);
-    for (const std::string& v : metadata.value().versions) response->add_versions(v);
-    response->set_platform(metadata.value().platform);
-    for (const serve::TensorMetadata& t : metadata.value().inputs) FillTensorMetadata(t, response->add_inputs());
-    for (const serve::TensorMetadata& t : metadata.value().outputs) FillTensorMetadata(t, response->add_outputs());
-    return Answer(ctx, Status::Ok());
+  ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                    grpc::ByteBuffer* out) override {
+    return ParsedUnary<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
+        ctx, in, out, [&](const auto& request, auto* response) -> Status {
+          IL_RETURN_IF_ERROR(RequireModelName(request.name()));
+          IL_ASSIGN_OR_RETURN(serve::ModelMetadata metadata, core_.GetModelMetadata(request.name(), request.version()));
+          response->set_name(metadata.name);
+          for (const std::string& v : metadata.versions) response->add_versions(v);
+          response->set_platform(metadata.platform);
+          for (const serve::TensorMetadata& t : metadata.inputs) FillTensorMetadata(t, response->add_inputs());
+          for (const serve::TensorMetadata& t : metadata.outputs) FillTensorMetadata(t, response->add_outputs());
+          return Status::Ok();
+        });
   }
 
-  ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const inference::ModelConfigRequest* request,
-                                  inference::ModelConfigResponse* response) override {
-    if (Status st = RequireModelName(request->name()); !st.ok()) return Answer(ctx, st);
-    Result<std::string> json = core_.GetModelConfigJson(request->name(), request->version());
-    if (!json.ok()) return Answer(ctx, json.status());
-    google::protobuf::util::JsonParseOptions parse_options;
-    parse_options.ignore_unknown_fields = true;  // fields of Triton's config this proto lacks
-    auto parsed = google::protobuf::util::JsonStringToMessage(json.value(), response->mutable_config(), parse_options);
-    if (!parsed.ok()) {
-      return Answer(ctx, Status::Internal("model configuration of '" + request->name() +
-                                          "' is not valid ModelConfig JSON: " + std::string(parsed.message())));
-    }
-    return Answer(ctx, Status::Ok());
+  ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+    return ParsedUnary<inference::ModelConfigRequest, inference::ModelConfigResponse>(
+        ctx, in, out, [&](const auto& request, auto* response) -> Status {
+          IL_RETURN_IF_ERROR(RequireModelName(request.name()));
+          IL_ASSIGN_OR_RETURN(std::string json, core_.GetModelConfigJson(request.name(), request.version()));
+          google::protobuf::util::JsonParseOptions parse_options;
+          parse_options.ignore_unknown_fields = true;  // fields of Triton's config this proto lacks
+          auto parsed = google::protobuf::util::JsonStringToMessage(json, response->mutable_config(), parse_options);
+          if (!parsed.ok()) {
+            return Status::Internal("model configuration of '" + request.name() +
+                                    "' is not valid ModelConfig JSON: " + std::string(parsed.message()));
+          }
+          return Status::Ok();
+        });
   }
 
-  ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const inference::ModelInferRequest* request,
-                                 inference::ModelInferResponse* response) override {
-    serve::RequestContext context = MakeContext(request->ByteSizeLong());
-    Result<InferRequest> decoded = DecodeGrpcInferRequest(*request, options_.decode);
+  ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const grpc::ByteBuffer* request_bytes,
+                                 grpc::ByteBuffer* response_bytes) override {
+    serve::RequestContext context = MakeContext(request_bytes->Length());
+    auto reactor = std::make_unique<InferReactor>(ctx, context.cancelled);
+    if (Status st = ParseRequest(request_bytes, &reactor->request); !st.ok()) return Answer(ctx, st);
+    Result<InferRequest> decoded = DecodeGrpcInferRequest(reactor->request, options_.decode);
     if (!decoded.ok()) return Answer(ctx, decoded.status());
-    auto* reactor = new DeferredReactor(ctx, context.cancelled);
-    std::shared_ptr<DeferredReactor::Claim> claim = reactor->claim();
-    core_.Infer(std::move(decoded).value(), std::move(context), [claim, response](Result<InferResponse> result) {
-      claim->Complete([&]() -> Status {
+    InferReactor* r = reactor.release();  // gRPC owns it from here (deleted in OnDone)
+    std::shared_ptr<DeferredReactor::Claim> claim = r->claim();
+    core_.Infer(std::move(decoded).value(), std::move(context), [claim, r, response_bytes](Result<InferResponse> result) {
+      claim->Complete([&]() -> Status {  // only the winner runs this, while the call is alive
         if (!result.ok()) return result.status();
-        return EncodeGrpcInferResponse(result.value(), response);
+        IL_RETURN_IF_ERROR(EncodeGrpcInferResponse(result.value(), &r->response));
+        return SerializeResponse(r->response, response_bytes);
       });
     });
-    return reactor;
+    return r;
   }
 
   grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
@@ -348,47 +411,58 @@ class GrpcServer::Service : public inference::GRPCInferenceService::CallbackServ
     return new StreamReactor(core_, options_.decode);
   }
 
-  ServerUnaryReactor* ModelStatistics(CallbackServerContext* ctx, const inference::ModelStatisticsRequest* request,
-                                      inference::ModelStatisticsResponse* response) override {
-    auto stats = core_.GetStatistics(request->name(), request->version());
-    if (!stats.ok()) return Answer(ctx, stats.status());
-    for (const serve::ModelStatistics& s : stats.value()) FillStatistics(s, response->add_model_stats());
-    return Answer(ctx, Status::Ok());
+  ServerUnaryReactor* ModelStatistics(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                      grpc::ByteBuffer* out) override {
+    return ParsedUnary<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
+        ctx, in, out, [&](const auto& request, auto* response) -> Status {
+          IL_ASSIGN_OR_RETURN(auto stats, core_.GetStatistics(request.name(), request.version()));
+          for (const serve::ModelStatistics& s : stats) FillStatistics(s, response->add_model_stats());
+          return Status::Ok();
+        });
   }
 
-  ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const inference::RepositoryIndexRequest* request,
-                                      inference::RepositoryIndexResponse* response) override {
-    for (const serve::ModelIndexEntry& e : core_.RepositoryIndex(request->ready())) {
-      auto* model = response->add_models();
-      model->set_name(e.name);
-      model->set_version(e.version);
-      model->set_state(e.state);
-      model->set_reason(e.reason);
-    }
-    return Answer(ctx, Status::Ok());
+  ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                      grpc::ByteBuffer* out) override {
+    return ParsedUnary<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(
+        ctx, in, out, [&](const auto& request, auto* response) {
+          for (const serve::ModelIndexEntry& e : core_.RepositoryIndex(request.ready())) {
+            auto* model = response->add_models();
+            model->set_name(e.name);
+            model->set_version(e.version);
+            model->set_state(e.state);
+            model->set_reason(e.reason);
+          }
+          return Status::Ok();
+        });
   }
 
-  ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx,
-                                          const inference::RepositoryModelLoadRequest* request,
-                                          inference::RepositoryModelLoadResponse*) override {
-    if (Status st = RequireModelName(request->model_name()); !st.ok()) return Answer(ctx, st);
-    if (!request->parameters().empty()) {
+  ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                          grpc::ByteBuffer* out) override {
+    inference::RepositoryModelLoadRequest request;
+    if (Status st = ParseRequest(in, &request); !st.ok()) return Answer(ctx, st);
+    if (Status st = RequireModelName(request.model_name()); !st.ok()) return Answer(ctx, st);
+    if (!request.parameters().empty()) {
       return Answer(ctx, Status::Unimplemented("load parameters (config or file overrides) are not supported; "
                                                "the model is loaded from the repository"));
     }
     auto* reactor = new DeferredReactor(ctx, nullptr);
     std::shared_ptr<DeferredReactor::Claim> claim = reactor->claim();
-    core_.LoadModel(request->model_name(), [claim](Status status) { claim->Complete([&] { return status; }); });
+    core_.LoadModel(request.model_name(), [claim, out](Status status) {
+      claim->Complete([&] { return status.ok() ? SerializeResponse(inference::RepositoryModelLoadResponse(), out) : status; });
+    });
     return reactor;
   }
 
-  ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx,
-                                            const inference::RepositoryModelUnloadRequest* request,
-                                            inference::RepositoryModelUnloadResponse*) override {
-    if (Status st = RequireModelName(request->model_name()); !st.ok()) return Answer(ctx, st);
+  ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
+                                            grpc::ByteBuffer* out) override {
+    inference::RepositoryModelUnloadRequest request;
+    if (Status st = ParseRequest(in, &request); !st.ok()) return Answer(ctx, st);
+    if (Status st = RequireModelName(request.model_name()); !st.ok()) return Answer(ctx, st);
     auto* reactor = new DeferredReactor(ctx, nullptr);
     std::shared_ptr<DeferredReactor::Claim> claim = reactor->claim();
-    core_.UnloadModel(request->model_name(), [claim](Status status) { claim->Complete([&] { return status; }); });
+    core_.UnloadModel(request.model_name(), [claim, out](Status status) {
+      claim->Complete([&] { return status.ok() ? SerializeResponse(inference::RepositoryModelUnloadResponse(), out) : status; });
+    });
     return reactor;
   }
 

@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <deque>
 #include <future>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <strings.h>
@@ -45,6 +46,16 @@ const std::string* FindHttpHeader(const HttpHeaders& headers, std::string_view n
     if (n.size() == name.size() && strncasecmp(n.data(), name.data(), n.size()) == 0) return &v;
   }
   return nullptr;
+}
+
+std::string_view HttpLimitCloseName(HttpLimitClose reason) {
+  switch (reason) {
+    case HttpLimitClose::kHeaderTimeout:
+      return "header_timeout";
+    case HttpLimitClose::kHeaderWaitingLimit:
+      return "header_waiting_limit";
+  }
+  return "unknown";
 }
 
 namespace http_internal {
@@ -81,6 +92,8 @@ struct HttpServer::Core {
   mutable std::mutex mu;
   std::condition_variable cv;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
+  // Sessions waiting for a request header, longest waiting first (see Session::EnterWaiting).
+  std::list<Session*> waiting;
   bool draining = false;
 
   asio::io_context io;
@@ -100,11 +113,11 @@ struct HttpServer::Core {
   std::optional<bool> shutdown_result;
 
   void DoAccept();
-  void Unregister(Session* s) {
-    std::lock_guard<std::mutex> lock(mu);
-    sessions.erase(s);
-    if (sessions.empty()) cv.notify_all();
-  }
+  void Unregister(Session* s);  // defined after Session
+  // With mu held: lists `s` as waiting for a header. Over max_header_waiting, unlists the longest
+  // waiting session and returns it (the caller closes it on its strand; null when none or gone).
+  std::shared_ptr<Session> EnterWaitingLocked(Session* s);
+  void LeaveWaiting(Session* s);
 };
 
 struct HttpResponder::State {
@@ -126,7 +139,7 @@ namespace http_internal {
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(HttpServer::Core& core, tcp::socket socket)
-      : core_(core), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
+      : core_(core), socket_(std::move(socket)), timer_(socket_.get_executor()), header_since_(Clock::now()) {}
   ~Session() {
     for (auto& slot : slots_) slot.cancelled->store(true);
     core_.Unregister(this);
@@ -134,11 +147,24 @@ class Session : public std::enable_shared_from_this<Session> {
 
   tcp::socket::executor_type executor() { return socket_.get_executor(); }
 
+  // Starts reading; the session was listed as waiting for its first header when accepted.
   void Start() {
     if (closed_) return;
     ArmIdleTimer();
+    EnsureTimer(header_since_ + core_.options.header_timeout);
     DoRead();
   }
+
+  // Closes the connection for `reason` unless it has stopped waiting for a header meanwhile.
+  void CloseForLimit(HttpLimitClose reason) {
+    if (closed_ || !header_waiting_) return;
+    if (core_.options.on_limit_close) core_.options.on_limit_close(reason);
+    Close();
+  }
+
+  // Guarded by core_.mu: the session's place in core_.waiting, when listed.
+  std::list<Session*>::iterator waiting_it;
+  bool waiting_listed = false;
 
   // Stops reading requests; closes once the requests already received are answered.
   void BeginDrain() {
@@ -153,6 +179,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     closed_ = true;
     read_closed_ = true;
+    StopWaiting();
     for (auto& slot : slots_) slot.cancelled->store(true);
     beast::error_code ec;
     timer_.cancel();
@@ -340,6 +367,14 @@ class Session : public std::enable_shared_from_this<Session> {
     Clock::time_point due;
     if (Idle()) {
       due = idle_since_ + core_.options.read_timeout;  // idle keep-alive or a client too slow to send
+      if (!header_waiting_ && PartialHeaderBuffered()) StartWaiting(now);
+      if (header_waiting_) {
+        const Clock::time_point header_due = header_since_ + core_.options.header_timeout;
+        if (now >= header_due) return CloseForLimit(HttpLimitClose::kHeaderTimeout);
+        due = std::min(due, header_due);
+      } else {
+        due = std::min(due, now + core_.options.header_timeout);  // look for a next header then
+      }
     } else if (writing_) {
       due = write_started_ + core_.options.write_timeout;  // the client does not take its answer
     } else {
@@ -350,6 +385,37 @@ class Session : public std::enable_shared_from_this<Session> {
     SetTimer(due);
   }
 
+  // Part of a request header has arrived and waits for the rest (Beast's parser consumes nothing
+  // of a header until it is complete, so buffered bytes during a header read are that part).
+  bool PartialHeaderBuffered() const {
+    return reading_ && !lingering_ && !read_closed_ && buffer_.size() > 0 && parser_ && !parser_->is_header_done();
+  }
+
+  // A keep-alive connection's next header has started arriving.
+  void StartWaiting(Clock::time_point now) {
+    header_waiting_ = true;
+    header_since_ = now;
+    std::shared_ptr<Session> evicted;
+    {
+      std::lock_guard<std::mutex> lock(core_.mu);
+      evicted = core_.EnterWaitingLocked(this);
+    }
+    if (evicted) PostLimitClose(std::move(evicted));
+  }
+
+  void StopWaiting() {
+    if (!header_waiting_) return;  // the common case: one flag test per request
+    header_waiting_ = false;
+    core_.LeaveWaiting(this);
+  }
+
+ public:
+  static void PostLimitClose(std::shared_ptr<Session> s) {
+    auto executor = s->executor();
+    asio::post(executor, [s = std::move(s)] { s->CloseForLimit(HttpLimitClose::kHeaderWaitingLimit); });
+  }
+
+ private:
   void DoRead() {
     if (read_closed_ || reading_ || closed_ ||
         slots_.size() >= static_cast<size_t>(std::max(1, core_.options.max_pipelined))) {
@@ -367,6 +433,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     if (lingering_) return Discard();
     if (ec) return OnReadError(ec);
+    StopWaiting();
     header_time_ = Clock::now();
     auto& req = parser_->get();
     // Expect: 100-continue: tell the client to send its body, unless answers are still owed
@@ -531,6 +598,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point write_started_;
   Clock::time_point idle_since_;
   Clock::time_point timer_due_;
+  Clock::time_point header_since_;  // when the wait for the current header began
+  bool header_waiting_ = true;      // waiting for a header (listed in core_.waiting from the accept)
   uint64_t timer_gen_ = 0;
   bool timer_pending_ = false;
   bool reading_ = false;
@@ -543,6 +612,35 @@ class Session : public std::enable_shared_from_this<Session> {
 };
 
 }  // namespace http_internal
+
+void HttpServer::Core::Unregister(Session* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (s->waiting_listed) waiting.erase(s->waiting_it);
+  s->waiting_listed = false;
+  sessions.erase(s);
+  if (sessions.empty()) cv.notify_all();
+}
+
+std::shared_ptr<Session> HttpServer::Core::EnterWaitingLocked(Session* s) {
+  std::shared_ptr<Session> evicted;
+  if (waiting.size() >= options.max_header_waiting) {
+    Session* oldest = waiting.front();
+    waiting.pop_front();
+    oldest->waiting_listed = false;
+    if (auto it = sessions.find(oldest); it != sessions.end()) evicted = it->second.lock();
+  }
+  if (!s->waiting_listed) {
+    s->waiting_it = waiting.insert(waiting.end(), s);
+    s->waiting_listed = true;
+  }
+  return evicted;
+}
+
+void HttpServer::Core::LeaveWaiting(Session* s) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (s->waiting_listed) waiting.erase(s->waiting_it);
+  s->waiting_listed = false;
+}
 
 void HttpResponder::State::Deliver(HttpResponse response) {
   if (done.exchange(true)) return;
@@ -629,13 +727,16 @@ void HttpServer::Core::DoAccept() {
     beast::error_code ignored;
     socket.set_option(tcp::no_delay(true), ignored);
     std::shared_ptr<Session> session;
+    std::shared_ptr<Session> evicted;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (!draining) {
         session = std::make_shared<Session>(*this, std::move(socket));
         sessions.emplace(session.get(), session);
+        evicted = EnterWaitingLocked(session.get());
       }
     }
+    if (evicted) Session::PostLimitClose(std::move(evicted));
     if (session) {
       asio::dispatch(session->executor(), [session] { session->Start(); });
     }
@@ -651,8 +752,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options,
   if (options.io_threads < 1) return Status::InvalidArgument("http server: io_threads must be at least 1");
   if (!handler) return Status::InvalidArgument("http server: no request handler");
   if (options.max_pipelined < 1) return Status::InvalidArgument("http server: max_pipelined must be at least 1");
-  if (options.read_timeout.count() <= 0 || options.write_timeout.count() <= 0) {
-    return Status::InvalidArgument("http server: read_timeout and write_timeout must be positive");
+  if (options.read_timeout.count() <= 0 || options.write_timeout.count() <= 0 || options.header_timeout.count() <= 0) {
+    return Status::InvalidArgument("http server: read_timeout, write_timeout and header_timeout must be positive");
+  }
+  if (options.max_header_waiting < 1) {
+    return Status::InvalidArgument("http server: max_header_waiting must be at least 1");
   }
   auto core = std::make_shared<Core>();
   core->self = core;

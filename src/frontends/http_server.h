@@ -11,6 +11,16 @@
 // (an idle keep-alive connection, a slow client) is closed, and so is one that does not read an
 // answer within write_timeout.
 //
+// Slow headers (slowloris): a connection is "waiting for a header" from its accept until its first
+// request header is complete, and a keep-alive connection that owes nothing is too once the server
+// sees part of a next header buffered (it looks every header_timeout while the connection is idle,
+// so such a header gets between one and two header_timeouts). A connection waiting longer than
+// header_timeout is closed (no answer: the request never arrived). At most max_header_waiting
+// connections wait at once: accepting one more closes the one that has waited longest, so a
+// flood of half-sent headers holds a bounded number of descriptors while new clients still get
+// in. Idle keep-alive connections that have sent nothing of a next request are not waiting (only
+// read_timeout bounds them). Each such close is reported through on_limit_close.
+//
 // Shutdown: StopAccepting() closes the listening socket, and from then on a connection closes
 // after its next answer that leaves no request unanswered on it (`Connection: close`), so keep-alive
 // clients reconnect elsewhere; Shutdown(deadline) also stops reading new requests, waits until
@@ -97,6 +107,15 @@ class HttpResponder {
 // and answer through the responder later).
 using HttpHandler = std::function<void(HttpRequest request, HttpResponder respond)>;
 
+// Why the server closed a connection on its own (see the header comment).
+enum class HttpLimitClose {
+  kHeaderTimeout,       // its request header did not arrive within header_timeout
+  kHeaderWaitingLimit,  // the oldest of more than max_header_waiting connections waiting for a header
+};
+
+// "header_timeout", "header_waiting_limit" (metric label values).
+std::string_view HttpLimitCloseName(HttpLimitClose reason);
+
 struct HttpServerOptions {
   std::string host = "0.0.0.0";  // address to bind (IPv4 or IPv6 literal, or "localhost")
   uint16_t port = 8000;          // 0: an ephemeral port (see HttpServer::port())
@@ -108,6 +127,13 @@ struct HttpServerOptions {
   std::chrono::milliseconds read_timeout{60'000};
   // A connection whose client has not taken an answer within this time is closed.
   std::chrono::milliseconds write_timeout{60'000};
+  // A request header must be complete within this time (since the connection was accepted, or
+  // since part of a keep-alive connection's next header was seen).
+  std::chrono::milliseconds header_timeout{10'000};
+  // Connections waiting for a request header at once; one more closes the longest waiting.
+  size_t max_header_waiting = 1024;
+  // Called (on an io thread, must not block) for each connection closed by those two limits.
+  std::function<void(HttpLimitClose)> on_limit_close;
   // Requests of one connection handed to the handler but not yet answered; beyond it the
   // connection is not read until an answer is written.
   int max_pipelined = 32;
@@ -118,7 +144,7 @@ struct HttpServerOptions {
 class HttpServer {
  public:
   // Binds, listens and starts the io threads. Errors: InvalidArgument for bad options (host that
-  // is no address, io_threads < 1), Unavailable when the address cannot be bound.
+  // is no address, io_threads < 1, a timeout that is not positive, max_header_waiting 0), Unavailable when the address cannot be bound.
   static Result<std::unique_ptr<HttpServer>> Start(HttpServerOptions options, HttpHandler handler);
 
   ~HttpServer();  // Shutdown(0) unless already shut down

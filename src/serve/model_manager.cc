@@ -239,13 +239,14 @@ Status ModelManager::DoLoad(const std::string& model) {
     e.fingerprint = folder_fp;
     e.loading = true;
     if (!layout.status.ok()) {
-      e.model_reason = layout.status.message();
+      e.model_reason = WithoutRepositoryPath(layout.status.message(), options_.repository);
       e.loading = false;
     }
   }
   if (!layout.status.ok()) {
     LogError("model_load_failed", {{"model", model}, {"reason", layout.status.message()}});
-    return Status(layout.status.code(), "model '" + model + "': " + layout.status.message());
+    return Status(layout.status.code(),
+                  "model '" + model + "': " + WithoutRepositoryPath(layout.status.message(), options_.repository));
   }
   const std::string config_fp = layout.config.SerializeAsString();
   // Which versions need a (re)load: new ones, and ones whose file or config changed.
@@ -284,13 +285,14 @@ Status ModelManager::DoLoad(const std::string& model) {
     std::lock_guard<std::mutex> lock(mu_);
     ModelEntry& e = models_[model];
     if (!r.ok()) {
+      // What clients see (errors, the repository index) never names a server path; the log does.
+      const std::string reason = WithoutRepositoryPath(r.status().message(), options_.repository);
       if (e.serving.count(vf.version)) {
-        e.versions[vf.version] = {"READY", "reload failed: " + r.status().message() +
-                                               "; the previously loaded files still serve"};
+        e.versions[vf.version] = {"READY", "reload failed: " + reason + "; the previously loaded files still serve"};
       } else {
-        e.versions[vf.version] = {"UNAVAILABLE", r.status().message()};
+        e.versions[vf.version] = {"UNAVAILABLE", reason};
       }
-      if (first_error.ok()) first_error = r.status();
+      if (first_error.ok()) first_error = Status(r.status().code(), reason);
       LogError("model_load_failed", {{"model", model}, {"version", std::to_string(vf.version)},
                                      {"reason", r.status().message()}, {"ms", std::to_string(ms)}});
       continue;

@@ -180,6 +180,39 @@ std::string NameForMessage(const std::string& name) {
   return name.substr(0, kShown) + "... (" + std::to_string(name.size()) + " bytes)";
 }
 
+namespace {
+
+void ReplaceAll(std::string& text, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+}  // namespace
+
+std::string WithoutRepositoryPath(std::string message, const std::string& repository) {
+  std::vector<std::string> forms;
+  auto add = [&forms](std::string form) {
+    while (form.size() > 1 && form.back() == '/') form.pop_back();
+    if (form.empty() || form == "/" || form == ".") return;
+    forms.push_back(std::move(form));
+  };
+  if (!repository.empty() && repository.front() == '/') add(repository);  // a relative one names no server path
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(repository, ec).lexically_normal();
+  if (!ec) {
+    add(absolute.string());
+    const std::filesystem::path canonical = std::filesystem::weakly_canonical(absolute, ec);  // symlinks resolved
+    if (!ec) add(canonical.string());
+  }
+  // Longest first, so that a form that contains another is replaced whole.
+  std::sort(forms.begin(), forms.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const std::string& form : forms) ReplaceAll(message, form + "/", "");
+  for (const std::string& form : forms) ReplaceAll(message, form, "<model repository>");
+  return message;
+}
+
 std::string FileStamp(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return "";

@@ -67,6 +67,11 @@ bool ParseVersion(const std::string& s, int64_t* out);
 // error's text goes in a header that clients cap).
 std::string NameForMessage(const std::string& name);
 
+// `message` with every mention of the model repository's folder (as given, and as an absolute,
+// normalized path) taken out: "<repository>/m/1/model.onnx" becomes "m/1/model.onnx" and the folder
+// itself "<model repository>". For what clients see: error messages and reasons name no server path.
+std::string WithoutRepositoryPath(std::string message, const std::string& repository);
+
 // Size and modification time of a file ("" when absent): what poll mode compares.
 std::string FileStamp(const std::string& path);
 

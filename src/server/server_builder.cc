@@ -65,6 +65,15 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   s->adaptive_ = std::make_unique<control::AdaptiveLoop>(
       control::AdaptiveLoop::Options{.log = log, .metrics = &s->backend_metrics_});
   registry->Add(backends::MakeOnnxBackend(s->adaptive_.get()));
+  auto closes = s->backend_metrics_.AddCounter(
+      "inferloop_http_connections_closed_total",
+      "HTTP connections the server closed because of its header limits, by reason: header_timeout (no complete "
+      "request header within --http-header-timeout-secs), header_waiting_limit (the longest waiting of more than "
+      "--http-max-header-waiting connections waiting for a request header).",
+      {"reason"});
+  if (!closes.ok()) return closes.status();
+  s->http_limit_closes_[0] = closes.value()->WithLabels({"header_timeout"}).value();
+  s->http_limit_closes_[1] = closes.value()->WithLabels({"header_waiting_limit"}).value();
   serve::InferenceServerOptions io = options.inference;
   io.manager.backends = registry;
   io.fair_admission = options.fair_share;
@@ -100,6 +109,11 @@ Status Server::StartHttpServer(const char* endpoint, int port, int io_threads, s
   ho.port = static_cast<uint16_t>(port);
   ho.io_threads = io_threads;
   ho.max_body_bytes = max_body_bytes;
+  ho.header_timeout = options_.http_header_timeout;
+  ho.max_header_waiting = options_.http_max_header_waiting;
+  ho.on_limit_close = [this](frontends::HttpLimitClose reason) {
+    http_limit_closes_[reason == frontends::HttpLimitClose::kHeaderTimeout ? 0 : 1].Increment();
+  };
   auto h = frontends::HttpServer::Start(ho, std::move(handler));
   if (!h.ok()) {
     log_->Error("server_failed", {{"endpoint", endpoint}, {"reason", h.status().message()}});

@@ -43,6 +43,10 @@ struct ServerOptions {
   int metrics_port = 8002;
   int http_threads = 2;
   size_t max_request_bytes = size_t{256} << 20;
+  // HTTP ports (REST and metrics): a request header must arrive within this time, and at most
+  // this many connections wait for one (frontends/http_server.h).
+  std::chrono::milliseconds http_header_timeout{10'000};
+  size_t http_max_header_waiting = 1024;
   std::string control_mode_name = "none";  // as the user gave it, for the log
   // Fair sharing of the CPUs between models (serve/cpu_share_scheduler.h): batches of every ONNX
   // model version take execution slots in proportion to their config's adaptive { cpu_share }.
@@ -77,6 +81,7 @@ class Server {
   serve::EventLog* log_;
   int fair_share_slots_ = 0;  // 0: fair share off
   serve::MetricsRegistry backend_metrics_;
+  serve::Counter http_limit_closes_[2];  // header_timeout, header_waiting_limit
   std::unique_ptr<control::AdaptiveLoop> adaptive_;  // steps the versions it attached (weakly held)
   std::unique_ptr<serve::InferenceServer> inference_;
   std::unique_ptr<serve::TextGenerationRouter> text_;

@@ -187,5 +187,31 @@ TEST(NameForMessage, ShortNamesWholeLongOnesCut) {
   EXPECT_EQ(NameForMessage(std::string(10000, 'b')), std::string(64, 'b') + "... (10000 bytes)");
 }
 
+TEST(WithoutRepositoryPath, TakesOutTheRepositoryFolder) {
+  EXPECT_EQ(WithoutRepositoryPath("cannot open /srv/models/m/1/model.onnx: No such file", "/srv/models"),
+            "cannot open m/1/model.onnx: No such file");
+  EXPECT_EQ(WithoutRepositoryPath("cannot open /srv/models/m/1/model.onnx", "/srv/models/"), "cannot open m/1/model.onnx");
+  EXPECT_EQ(WithoutRepositoryPath("model repository /srv/models is not a folder", "/srv/models"),
+            "model repository <model repository> is not a folder");
+  EXPECT_EQ(WithoutRepositoryPath("a /srv/models/a and /srv/models/b", "/srv/models"), "a a and b");
+  EXPECT_EQ(WithoutRepositoryPath("nothing to hide", "/srv/models"), "nothing to hide");
+}
+
+TEST(WithoutRepositoryPath, RelativeRepositoryByItsAbsolutePath) {
+  const std::string absolute = (fs::current_path() / "repo").lexically_normal().string();
+  EXPECT_EQ(WithoutRepositoryPath("cannot open " + absolute + "/m/1/model.onnx", "repo"), "cannot open m/1/model.onnx");
+  // The relative form itself names no server path and is left as it is (it may be any word).
+  EXPECT_EQ(WithoutRepositoryPath("repo/m: bad", "repo"), "repo/m: bad");
+}
+
+TEST(WithoutRepositoryPath, SymlinkedRepositoryByItsRealPath) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "real");
+  fs::create_directory_symlink(dir.path() / "real", dir.path() / "link");
+  const std::string real = fs::canonical(dir.path() / "real").string();
+  EXPECT_EQ(WithoutRepositoryPath("cannot open " + real + "/m/1/model.onnx", (dir.path() / "link").string()),
+            "cannot open m/1/model.onnx");
+}
+
 }  // namespace
 }  // namespace inferloop::serve
