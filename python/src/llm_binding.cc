@@ -236,7 +236,10 @@ class PyLLM {
     if (const auto* text = std::get_if<std::string>(&prompt)) job.prompt = Tokenize(*text, add_bos, /*parse_special=*/true);
     else job.prompt = std::get<std::vector<int32_t>>(prompt);
     job.options.max_tokens = max_tokens;
-    job.options.sampling = {static_cast<float>(temperature), top_k, static_cast<float>(top_p), seed};
+    job.options.sampling.temperature = static_cast<float>(temperature);
+    job.options.sampling.top_k = top_k;
+    job.options.sampling.top_p = static_cast<float>(top_p);
+    job.options.sampling.seed = seed;
     job.options.stop_at_eog = !ignore_eos;
     job.options.threads = threads_;
     job.options.kv_type = kv_type_;

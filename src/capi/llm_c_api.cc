@@ -104,7 +104,10 @@ int il_llm_generate(const il_llm* llm, const char* prompt, const il_llm_params* 
     const inferloop::llm::Tokenizer& tok = llm->model->tokenizer();
     inferloop::llm::GenerationOptions o;
     o.max_tokens = p.max_tokens;
-    o.sampling = {p.temperature, p.top_k, p.top_p, p.seed};
+    o.sampling.temperature = p.temperature;
+  o.sampling.top_k = p.top_k;
+  o.sampling.top_p = p.top_p;
+  o.sampling.seed = p.seed;
     o.stop_at_eog = p.stop_at_eos != 0;
     o.threads = llm->options.threads;
     auto st = inferloop::llm::Generate(*llm->model, tok.Encode(prompt, p.add_bos != 0), o, [&](int32_t id) {

@@ -50,7 +50,10 @@ int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_
     llm::EngineRequest r;
     r.prompt = prompt;
     r.max_tokens = a.n;
-    r.sampling = {a.temp, a.top_k, a.top_p, a.seed + static_cast<uint64_t>(i)};
+    r.sampling.temperature = a.temp;
+    r.sampling.top_k = a.top_k;
+    r.sampling.top_p = a.top_p;
+    r.sampling.seed = a.seed + static_cast<uint64_t>(i);
     r.stop_at_eog = !a.ignore_eos;
     r.on_token = [&](int, const llm::GeneratedToken&) {
       std::lock_guard<std::mutex> l(mu);
@@ -168,7 +171,10 @@ Runner AddGenerateCommand(CLI::App& app) {
     if (a->parallel > 0) return RunParallel(std::move(*model), prompt, *a, *kv_type);
     llm::GenerationOptions o;
     o.max_tokens = a->n;
-    o.sampling = {a->temp, a->top_k, a->top_p, a->seed};
+    o.sampling.temperature = a->temp;
+  o.sampling.top_k = a->top_k;
+  o.sampling.top_p = a->top_p;
+  o.sampling.seed = a->seed;
     o.threads = a->threads;
     o.stop_at_eog = !a->ignore_eos;
     o.kv_type = *kv_type;

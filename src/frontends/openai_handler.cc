@@ -3,8 +3,10 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cctype>
 #include <cmath>
 #include <mutex>
 #include <random>
@@ -69,11 +71,23 @@ HttpResponse Error(int status, const std::string& message, const std::string& pa
   return r;
 }
 
+// The field a service error names first ("'max_tokens' is too large: ..." -> "max_tokens"), or "".
+std::string QuotedField(const std::string& message) {
+  if (message.empty() || message[0] != '\'') return "";
+  const size_t end = message.find('\'', 1);
+  if (end == std::string::npos) return "";
+  const std::string field = message.substr(1, end - 1);
+  for (char c : field) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '[' || c == ']')) return "";
+  }
+  return field;
+}
+
 HttpResponse FromStatus(const Status& s) {
   switch (s.code()) {
     case StatusCode::kNotFound: return Error(404, s.message(), "model", "model_not_found");
     case StatusCode::kResourceExhausted: return Error(429, s.message());
-    case StatusCode::kInvalidArgument: return Error(400, s.message());
+    case StatusCode::kInvalidArgument: return Error(400, s.message(), QuotedField(s.message()));
     case StatusCode::kUnimplemented: return Error(400, s.message());
     case StatusCode::kUnavailable: return Error(503, s.message());
     default: return Error(500, s.message());
@@ -413,13 +427,7 @@ void OpenAiHandler::Handle(HttpRequest request, HttpResponder respond) {
   OpenAiRequest p;
   OpenAiFieldError err;
   if (!ParseOpenAiRequest(request.body, chat, &p, &err)) return respond(Error(400, err.message, err.field));
-  if (p.gen.max_tokens < 0) {
-    // Chat without a limit: up to the model's context (the engine refuses what cannot fit).
-    for (const auto& m : service_.ListModels()) {
-      if (m.name == p.gen.model) p.gen.max_tokens = static_cast<int>(std::max<int64_t>(1, m.context_length / 2));
-    }
-    if (p.gen.max_tokens < 0) p.gen.max_tokens = 16;
-  }
+  // (Chat without max_tokens: max_tokens < 0, the service generates up to the model's context.)
   p.gen.cancelled = request.cancelled;
 
   auto ex = std::make_shared<Exchange>(respond);
@@ -430,10 +438,11 @@ void OpenAiHandler::Handle(HttpRequest request, HttpResponder respond) {
   ex->id = NewId(chat ? "chatcmpl" : "cmpl");
   ex->model = p.gen.model;
   ex->created = UnixNow();
-  ex->text.resize(p.gen.n);
-  ex->tokens.resize(p.gen.n);
-  ex->role_sent.assign(p.gen.n, false);
-  ex->text_offset.assign(p.gen.n, 0);
+  const size_t choices = std::max<size_t>(1, p.gen.prompts.size()) * static_cast<size_t>(p.gen.n);
+  ex->text.resize(choices);
+  ex->tokens.resize(choices);
+  ex->role_sent.assign(choices, false);
+  ex->text_offset.assign(choices, 0);
   std::unique_lock<std::mutex> hold(ex->mu);  // the first piece waits until the stream is open
   Status st = service_.Generate(
       std::move(p.gen), [ex](const serve::TextPiece& piece) { ex->OnPiece(piece); },

@@ -4,6 +4,8 @@
 #include <rapidjson/error/en.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <set>
 
@@ -80,17 +82,108 @@ bool ReadBool(Fields& f, const char* name, bool* out, OpenAiFieldError* err) {
   return true;
 }
 
-// Fields a client may send with a value that changes nothing; any other value is refused.
-bool RequireNeutral(Fields& f, const char* name, double neutral, OpenAiFieldError* err) {
-  const rapidjson::Value* v = f.Get(name);
-  if (v == nullptr) return true;
-  if (!v->IsNumber() || v->GetDouble() != neutral) {
-    *err = {name, std::string("'") + name + "' is not supported (only " + (neutral == 0 ? "0" : "1") + " is accepted)"};
+// presence_penalty, frequency_penalty ([-2, 2]), repetition_penalty (> 0), min_p ([0, 1]).
+bool ParsePenalties(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError* err) {
+  double presence = 0, frequency = 0, repetition = 1, min_p = 0;
+  if (!ReadNumber(f, "presence_penalty", -2, 2, &presence, err)) return false;
+  if (!ReadNumber(f, "frequency_penalty", -2, 2, &frequency, err)) return false;
+  if (!ReadNumber(f, "repetition_penalty", 0, 1e6, &repetition, err)) return false;
+  if (repetition == 0) {
+    *err = {"repetition_penalty", "'repetition_penalty' must be greater than 0 (1: no penalty)"};
     return false;
+  }
+  if (!ReadNumber(f, "min_p", 0, 1, &min_p, err)) return false;
+  g->presence_penalty = static_cast<float>(presence);
+  g->frequency_penalty = static_cast<float>(frequency);
+  g->repetition_penalty = static_cast<float>(repetition);
+  g->min_p = static_cast<float>(min_p);
+  return true;
+}
+
+// logit_bias: {"<token id>": bias in [-100, 100], ...} (ids beyond the vocabulary: the service).
+bool ParseLogitBias(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError* err) {
+  const rapidjson::Value* lb = f.Get("logit_bias");
+  if (lb == nullptr) return true;
+  if (!lb->IsObject() || lb->MemberCount() > 1024) {
+    *err = {"logit_bias", "'logit_bias' must be an object of up to 1024 {\"<token id>\": bias} entries"};
+    return false;
+  }
+  for (auto it = lb->MemberBegin(); it != lb->MemberEnd(); ++it) {
+    const std::string key(it->name.GetString(), it->name.GetStringLength());
+    const bool digits = !key.empty() && key.size() <= 9 &&
+                        std::all_of(key.begin(), key.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (!digits) {
+      *err = {"logit_bias", "'logit_bias' keys must be token ids (non-negative integers as strings), got '" + key + "'"};
+      return false;
+    }
+    const double b = it->value.IsNumber() ? it->value.GetDouble() : 1e9;
+    if (!(b >= -100 && b <= 100)) {
+      *err = {"logit_bias", "'logit_bias' values must be numbers between -100 and 100 (token " + key + ")"};
+      return false;
+    }
+    g->logit_bias.emplace_back(std::stoi(key), static_cast<float>(b));
   }
   return true;
 }
 
+// One token-id prompt: a non-empty array of non-negative integers.
+bool ReadTokenPrompt(const rapidjson::Value& v, const std::string& where, serve::TextPrompt* out, OpenAiFieldError* err) {
+  if (v.Empty()) {
+    *err = {"prompt", "'" + where + "' is an empty list of token ids"};
+    return false;
+  }
+  out->is_tokens = true;
+  for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
+    if (!v[i].IsInt64() || v[i].GetInt64() < 0 || v[i].GetInt64() > INT32_MAX) {
+      *err = {"prompt", "'" + where + "[" + std::to_string(i) + "]' must be a token id (a non-negative integer)"};
+      return false;
+    }
+    out->tokens.push_back(static_cast<int32_t>(v[i].GetInt64()));
+  }
+  return true;
+}
+
+// prompt: a string, [string, ...], [id, ...] or [[id, ...], ...]; at most 256 choices in all.
+bool ParsePrompts(const rapidjson::Value& prompt, int n, std::vector<serve::TextPrompt>* out, OpenAiFieldError* err) {
+  constexpr size_t kMaxChoices = 256;
+  if (prompt.IsString()) {
+    out->push_back({std::string(prompt.GetString(), prompt.GetStringLength()), {}, false});
+    return true;
+  }
+  if (!prompt.IsArray()) {
+    *err = {"prompt", "'prompt' must be a string, a list of strings, a list of token ids or a list of lists of token ids"};
+    return false;
+  }
+  if (prompt.Empty()) {
+    *err = {"prompt", "'prompt' is an empty list: give at least one prompt"};
+    return false;
+  }
+  if (prompt[0].IsNumber()) {  // one prompt of token ids
+    out->emplace_back();
+    return ReadTokenPrompt(prompt, "prompt", &out->back(), err);
+  }
+  if (prompt.Size() * static_cast<size_t>(n) > kMaxChoices) {
+    *err = {"prompt", "'prompt' holds " + std::to_string(prompt.Size()) + " prompts: with n = " + std::to_string(n) +
+                          " that is more than " + std::to_string(kMaxChoices) + " choices"};
+    return false;
+  }
+  const bool strings = prompt[0].IsString();
+  for (rapidjson::SizeType i = 0; i < prompt.Size(); ++i) {
+    const rapidjson::Value& v = prompt[i];
+    const std::string where = "prompt[" + std::to_string(i) + "]";
+    serve::TextPrompt p;
+    if (strings && v.IsString()) {
+      p.text.assign(v.GetString(), v.GetStringLength());
+    } else if (!strings && v.IsArray()) {
+      if (!ReadTokenPrompt(v, where, &p, err)) return false;
+    } else {
+      *err = {"prompt", "'" + where + "' must be " + (strings ? "a string, like prompt[0]" : "a list of token ids, like prompt[0]")};
+      return false;
+    }
+    out->push_back(std::move(p));
+  }
+  return true;
+}
 
 bool ParseCommon(Fields& f, bool chat, OpenAiRequest* p, OpenAiFieldError* err) {
   serve::TextGenerationRequest& g = p->gen;
@@ -160,12 +253,8 @@ bool ParseCommon(Fields& f, bool chat, OpenAiRequest* p, OpenAiFieldError* err) 
       return false;
     }
   }
-  if (!RequireNeutral(f, "presence_penalty", 0, err)) return false;
-  if (!RequireNeutral(f, "frequency_penalty", 0, err)) return false;
-  if (const rapidjson::Value* lb = f.Get("logit_bias"); lb != nullptr && (!lb->IsObject() || lb->MemberCount() > 0)) {
-    *err = {"logit_bias", "'logit_bias' is not supported"};
-    return false;
-  }
+  if (!ParsePenalties(f, &g, err)) return false;
+  if (!ParseLogitBias(f, &g, err)) return false;
   if (const rapidjson::Value* u = f.Get("user"); u != nullptr && !u->IsString()) {
     *err = {"user", "'user' must be a string"};
     return false;
@@ -181,21 +270,13 @@ bool ParseCompletion(const rapidjson::Value& body, OpenAiRequest* p, OpenAiField
     *err = {"prompt", "'prompt' is required"};
     return false;
   }
-  if (prompt->IsString()) {
-    p->gen.prompt.assign(prompt->GetString(), prompt->GetStringLength());
-  } else if (prompt->IsArray() && prompt->Size() == 1 && (*prompt)[0].IsString()) {
-    p->gen.prompt.assign((*prompt)[0].GetString(), (*prompt)[0].GetStringLength());
-  } else {
-    *err = {"prompt", "'prompt' must be a string or an array of one string (token-id prompts and batches of prompts are not supported)"};
-    return false;
-  }
+  if (!ParsePrompts(*prompt, p->gen.n, &p->gen.prompts, err)) return false;
   int64_t logprobs = -1;
   if (!ReadInt(f, "logprobs", 0, 5, &logprobs, err)) return false;
   p->gen.logprobs = static_cast<int>(logprobs);
-  bool echo = false;
-  if (!ReadBool(f, "echo", &echo, err)) return false;
-  if (echo) {
-    *err = {"echo", "'echo' is not supported"};
+  if (!ReadBool(f, "echo", &p->gen.echo, err)) return false;
+  if (p->gen.echo && p->gen.logprobs >= 0) {
+    *err = {"echo", "'echo' together with 'logprobs' is not supported (the prompt's logprobs are not computed)"};
     return false;
   }
   int64_t best_of = p->gen.n;
@@ -204,8 +285,10 @@ bool ParseCompletion(const rapidjson::Value& body, OpenAiRequest* p, OpenAiField
     *err = {"best_of", "'best_of' is only supported equal to 'n'"};
     return false;
   }
-  if (const rapidjson::Value* suffix = f.Get("suffix"); suffix != nullptr) {
-    *err = {"suffix", "'suffix' is not supported"};
+  if (const rapidjson::Value* suffix = f.Get("suffix");
+      suffix != nullptr && !(suffix->IsString() && suffix->GetStringLength() == 0)) {
+    *err = {"suffix", "'suffix' is not supported: the served models cannot fill in text between a prompt and a "
+                      "suffix (send the text before the gap as 'prompt')"};
     return false;
   }
   if (const std::string u = f.Unknown(); !u.empty()) {

@@ -40,7 +40,7 @@ struct Sequence {
   KvSequence kv;
   Sampler sampler;
   Sequence(std::shared_ptr<RequestState> r, int idx, KvBlockPool* pool, const SamplingParams& p)
-      : rs(std::move(r)), index(idx), kv(pool), sampler(p) {}
+      : rs(std::move(r)), index(idx), kv(pool), sampler(p, rs->req.prompt) {}
 };
 
 using SeqPtr = std::unique_ptr<Sequence>;

@@ -11,9 +11,9 @@ namespace inferloop::llm {
 
 Status ValidateGeneration(const LlamaModel& model, const std::vector<int32_t>& prompt,
                           const GenerationOptions& o) {
-  IL_RETURN_IF_ERROR(ValidateSamplingParams(o.sampling));
-  if (prompt.empty()) return Status::InvalidArgument("the prompt has no tokens");
   const int32_t vocab = model.tokenizer().vocab_size();
+  IL_RETURN_IF_ERROR(ValidateSamplingParams(o.sampling, vocab));
+  if (prompt.empty()) return Status::InvalidArgument("the prompt has no tokens");
   for (size_t i = 0; i < prompt.size(); ++i)
     if (prompt[i] < 0 || prompt[i] >= vocab)
       return Status::InvalidArgument("prompt token " + std::to_string(i) + " (" + std::to_string(prompt[i]) +
@@ -23,7 +23,8 @@ Status ValidateGeneration(const LlamaModel& model, const std::vector<int32_t>& p
   const int64_t ctx = model.hparams().n_ctx_train;
   if (total > ctx) {
     return Status::InvalidArgument("prompt (" + std::to_string(prompt.size()) + " tokens) plus max_tokens (" +
-                                   std::to_string(o.max_tokens) + ") exceeds the model's context of " +
+                                   std::to_string(o.max_tokens) + ") asks for " + std::to_string(total) +
+                                   " tokens, which exceeds the model's context of " +
                                    std::to_string(ctx) + " tokens");
   }
   return Status::Ok();
@@ -55,7 +56,7 @@ Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int3
   auto t1 = Clock::now();
   st.prompt_tokens = static_cast<int>(prompt.size());
   st.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
-  Sampler sampler(o.sampling);
+  Sampler sampler(o.sampling, prompt);
   int pos = static_cast<int>(prompt.size());
   for (int n = 0; n < o.max_tokens; ++n) {
     const int32_t tok = sampler.Sample(logits);

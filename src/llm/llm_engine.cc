@@ -429,17 +429,19 @@ Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
   if (r.prompt.empty()) return Status::InvalidArgument("the prompt has no tokens");
   for (int32_t t : r.prompt) {
     if (t < 0 || t >= static_cast<int32_t>(m.hparams().n_vocab)) {
-      return Status::InvalidArgument("token id " + std::to_string(t) + " is outside the vocab");
+      return Status::InvalidArgument("token id " + std::to_string(t) + " is outside the vocab (size " +
+                                     std::to_string(m.hparams().n_vocab) + ")");
     }
   }
   if (r.n < 1 || r.n > 128) return Status::InvalidArgument("n must be in 1..128, got " + std::to_string(r.n));
   if (r.max_tokens < 1) return Status::InvalidArgument("max_tokens must be >= 1, got " + std::to_string(r.max_tokens));
   if (r.top_logprobs > 20) return Status::InvalidArgument("top_logprobs must be at most 20");
-  IL_RETURN_IF_ERROR(ValidateSamplingParams(r.sampling));
+  IL_RETURN_IF_ERROR(ValidateSamplingParams(r.sampling, m.hparams().n_vocab));
   const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.max_tokens;
   if (total > m.hparams().n_ctx_train) {
     return Status::InvalidArgument("the prompt (" + std::to_string(r.prompt.size()) + " tokens) plus max_tokens (" +
-                                   std::to_string(r.max_tokens) + ") exceeds the model's context of " +
+                                   std::to_string(r.max_tokens) + ") asks for " + std::to_string(total) +
+                                   " tokens, which exceeds the model's context of " +
                                    std::to_string(m.hparams().n_ctx_train) + " tokens");
   }
   // Blocks the request needs alone: the prompt once, each choice's own tail.

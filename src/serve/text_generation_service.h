@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "inferloop/status.h"
@@ -20,15 +21,32 @@ struct TextChatMessage {
   std::string content;
 };
 
+// One completions prompt: text (tokenized by the model, which adds its BOS) or token ids (used
+// as given).
+struct TextPrompt {
+  std::string text;
+  std::vector<int32_t> tokens;
+  bool is_tokens = false;
+};
+
 struct TextGenerationRequest {
   std::string model;
   bool chat = false;
-  std::string prompt;                     // completions
+  // Completions: one or more prompts, each generated as its own n choices (concurrently);
+  // choice index = prompt index * n + k.
+  std::vector<TextPrompt> prompts;
+  bool echo = false;                      // completions: each choice's text starts with its prompt
   std::vector<TextChatMessage> messages;  // chat completions
   int max_tokens = 16;
   float temperature = 1.0f;
   float top_p = 1.0f;
   int top_k = 0;                          // 0: no limit
+  float min_p = 0;                        // 0: off
+  // Penalties and biases as llm::SamplingParams documents them (src/llm/sampler.h).
+  float presence_penalty = 0;
+  float frequency_penalty = 0;
+  float repetition_penalty = 1;
+  std::vector<std::pair<int32_t, float>> logit_bias;
   std::optional<uint64_t> seed;           // none: a random seed
   int n = 1;
   std::vector<std::string> stop;
@@ -75,11 +93,13 @@ class TextGenerationService {
     std::string name;
     int64_t created = 0;  // unix seconds when loaded
     int64_t context_length = 0;
+    int64_t vocab_size = 0;  // token ids are 0 .. vocab_size - 1
   };
   virtual std::vector<ModelInfo> ListModels() const = 0;
 
   // Starts a generation. Errors up front: NotFound for an unknown model, InvalidArgument for a
-  // request that cannot run (naming the field), ResourceExhausted when the server's token backlog
+  // request that cannot run (its message starts with the field at fault in single quotes, e.g.
+  // "'max_tokens' ...", which the frontend reports as the error's param), ResourceExhausted when the server's token backlog
   // is over its bound (retry later). After an OK return, `on_piece` is called for each piece of
   // text and then `on_done` exactly once, from another thread; neither may block.
   virtual Status Generate(TextGenerationRequest request, std::function<void(const TextPiece&)> on_piece,

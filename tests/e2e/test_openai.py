@@ -191,8 +191,8 @@ class TestOpenAiSdk(OpenAiTestBase):
 
 class TestOpenAiErrors(OpenAiTestBase):
     def test_unsupported_fields_are_400_naming_them(self):
-        cases = [({"presence_penalty": 0.5}, "presence_penalty"), ({"logit_bias": {"1": 5}}, "logit_bias"),
-                 ({"echo": True}, "echo"), ({"bogus_field": 1}, "bogus_field"), ({"best_of": 3}, "best_of"),
+        cases = [({"presence_penalty": 2.5}, "presence_penalty"), ({"logit_bias": {"1": 500}}, "logit_bias"),
+                 ({"echo": True, "logprobs": 1}, "echo"), ({"bogus_field": 1}, "bogus_field"), ({"best_of": 3}, "best_of"),
                  ({"temperature": 5}, "temperature"), ({"n": 0}, "n"), ({"stop": [1]}, "stop")]
         for body, field in cases:
             with self.assertRaises(openai.BadRequestError) as cm:
@@ -216,6 +216,7 @@ class TestOpenAiErrors(OpenAiTestBase):
         with self.assertRaises(openai.BadRequestError) as cm:
             self.client.completions.create(model="stories", prompt="x", max_tokens=1000)
         self.assertIn("context", cm.exception.body.get("message"))
+        self.assertEqual(cm.exception.body.get("param"), "max_tokens")
 
     def test_broken_json_and_wrong_method(self):
         port = self.server.http_port

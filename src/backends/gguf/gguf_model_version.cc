@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <random>
 
@@ -39,7 +40,16 @@ struct Generation {
   int disk_cached_prompt_tokens = 0;  // of result.cached_prompt_tokens
   int remaining = 0;
   bool want_logprobs = false;
+  std::vector<std::string> echo;  // per choice: text to put before its first piece ("" once sent)
+  std::atomic<bool> abandoned{false};  // a later prompt's Submit failed: report nothing
 };
+
+// Moves the echo text of choice `index` (if not yet sent) to the front of `p`.
+void TakeEcho(Generation& g, int index, serve::TextPiece& p) {
+  if (g.echo.empty() || g.echo[index].empty()) return;
+  p.text.insert(0, g.echo[index]);
+  g.echo[index].clear();
+}
 
 void OnToken(Generation& g, const llm::Tokenizer& tok, int index, const llm::GeneratedToken& t) {
   if (g.first_token[index] == Clock::time_point{}) g.first_token[index] = Clock::now();
@@ -53,6 +63,7 @@ void OnToken(Generation& g, const llm::Tokenizer& tok, int index, const llm::Gen
   }
   llm::TextStream& s = g.streams[index];
   p.text += s.Push(piece);
+  if (!p.text.empty() || s.stopped()) TakeEcho(g, index, p);
   if (!p.text.empty() || s.stopped()) {
     if (!p.text.empty() || !p.tokens.empty()) g.on_piece(p);
     p.text.clear();
@@ -60,10 +71,13 @@ void OnToken(Generation& g, const llm::Tokenizer& tok, int index, const llm::Gen
   }
 }
 
-void OnFinish(Generation& g, const llm::SequenceResult& r) {
+// `r.index` is the choice's index in the whole request; `first_of_prompt`: it is choice 0 of its
+// prompt (whose cached prompt tokens count).
+void OnFinish(Generation& g, const llm::SequenceResult& r, bool first_of_prompt) {
   LlmModelSeries& m = *g.series;
   serve::TextPiece& p = g.pending[r.index];
   p.text += g.streams[r.index].Finish();
+  TakeEcho(g, r.index, p);
   if (!p.text.empty() || !p.tokens.empty()) g.on_piece(p);
   p.text.clear();
   p.tokens.clear();
@@ -72,9 +86,9 @@ void OnFinish(Generation& g, const llm::SequenceResult& r) {
   end.completion_tokens = r.generated_tokens;
   end.finish_reason = r.reason == llm::FinishReason::kLength ? "length" : "stop";
   g.result.completion_tokens += r.generated_tokens;
-  if (r.index == 0) {
-    g.result.cached_prompt_tokens = r.cached_prompt_tokens;
-    g.disk_cached_prompt_tokens = r.disk_cached_prompt_tokens;
+  if (first_of_prompt) {
+    g.result.cached_prompt_tokens += r.cached_prompt_tokens;
+    g.disk_cached_prompt_tokens += r.disk_cached_prompt_tokens;
   }
   switch (r.reason) {
     case llm::FinishReason::kStop: m.finished_stop.Increment(); break;
@@ -202,65 +216,159 @@ int64_t GgufModelVersion::QueueDepth() const {
 }
 
 std::vector<serve::TextGenerationService::ModelInfo> GgufModelVersion::ListModels() const {
-  return {{name_, created_, model_->hparams().n_ctx_train}};
+  return {{name_, created_, model_->hparams().n_ctx_train, static_cast<int64_t>(model_->hparams().n_vocab)}};
 }
+
+namespace {
+
+// The token ids of each prompt (chat: the rendered conversation). InvalidArgument naming the
+// field for no prompt, a prompt without tokens, or a token id outside the vocabulary.
+Result<std::vector<std::vector<int32_t>>> PromptTokens(const llm::LlamaModel& model, llm::ChatFormat chat,
+                                                       const serve::TextGenerationRequest& req) {
+  const llm::Tokenizer& tok = model.tokenizer();
+  std::vector<std::vector<int32_t>> out;
+  if (req.chat) {
+    std::vector<llm::ChatMessage> msgs;
+    for (const auto& x : req.messages) msgs.push_back({x.role, x.content});
+    bool has_bos = false;
+    IL_ASSIGN_OR_RETURN(std::string text, llm::RenderChat(chat, msgs, &has_bos));
+    out.push_back(tok.Encode(text, /*add_bos=*/!has_bos, /*parse_special=*/true));
+    if (out.back().empty()) return Status::InvalidArgument("'messages' give an empty prompt");
+    return out;
+  }
+  if (req.prompts.empty()) return Status::InvalidArgument("'prompt' must hold at least one prompt");
+  const int64_t vocab = model.hparams().n_vocab;
+  for (size_t i = 0; i < req.prompts.size(); ++i) {
+    const serve::TextPrompt& p = req.prompts[i];
+    const std::string which = req.prompts.size() > 1 ? "prompt " + std::to_string(i) : "the prompt";
+    if (!p.is_tokens) {
+      out.push_back(tok.Encode(p.text, /*add_bos=*/true, /*parse_special=*/false));
+    } else {
+      for (size_t j = 0; j < p.tokens.size(); ++j) {
+        if (p.tokens[j] < 0 || p.tokens[j] >= vocab) {
+          return Status::InvalidArgument("'prompt': token id " + std::to_string(p.tokens[j]) + " (" + which +
+                                         ", position " + std::to_string(j) + ") is not in the model's vocabulary of " +
+                                         std::to_string(vocab) + " tokens (ids 0.." + std::to_string(vocab - 1) + ")");
+        }
+      }
+      out.push_back(p.tokens);
+    }
+    if (out.back().empty()) return Status::InvalidArgument("'prompt': " + which + " has no tokens");
+  }
+  return out;
+}
+
+// max_tokens checked against the context (`room`: the most tokens one sequence may hold), or
+// resolved (asked < 0: as many as fit after the longest prompt).
+Result<int> ResolveMaxTokens(int asked, size_t longest, int64_t ctx, int64_t room, bool chat) {
+  const auto n = static_cast<int64_t>(longest);
+  if (n >= ctx) {
+    return Status::InvalidArgument(std::string("'") + (chat ? "messages" : "prompt") + "' is too long: " +
+                                   std::to_string(n) + " tokens asked for, the model's context allows " +
+                                   std::to_string(ctx) + " tokens in all (at most " + std::to_string(ctx - 1) +
+                                   " prompt tokens, to leave room for one generated token)");
+  }
+  if (asked < 0) return static_cast<int>(std::max<int64_t>(1, std::min(ctx, room) - n));
+  if (n + asked > ctx) {
+    return Status::InvalidArgument("'max_tokens' is too large: the prompt (" + std::to_string(n) + " tokens) plus max_tokens (" +
+                                   std::to_string(asked) + ") asks for " + std::to_string(n + asked) +
+                                   " tokens, the model's context allows " + std::to_string(ctx) + " (at most " +
+                                   std::to_string(ctx - n) + " new tokens after this prompt)");
+  }
+  return asked;
+}
+
+}  // namespace
 
 Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
                                   std::function<void(const serve::TextPiece&)> on_piece,
                                   std::function<void(const serve::TextGenerationResult&)> on_done) {
   if (draining_.load()) return Status::Unavailable("model '" + name_ + "' version " + std::to_string(version_) + " is draining");
   const llm::Tokenizer& tok = model_->tokenizer();
-  std::vector<int32_t> prompt;
-  if (req.chat) {
-    std::vector<llm::ChatMessage> msgs;
-    for (const auto& x : req.messages) msgs.push_back({x.role, x.content});
-    bool has_bos = false;
-    IL_ASSIGN_OR_RETURN(std::string text, llm::RenderChat(chat_, msgs, &has_bos));
-    prompt = tok.Encode(text, /*add_bos=*/!has_bos, /*parse_special=*/true);
-  } else {
-    prompt = tok.Encode(req.prompt, /*add_bos=*/true, /*parse_special=*/false);
+  IL_ASSIGN_OR_RETURN(std::vector<std::vector<int32_t>> prompts, PromptTokens(*model_, chat_, req));
+  size_t longest = 0, total_prompt = 0;
+  for (const auto& p : prompts) {
+    longest = std::max(longest, p.size());
+    total_prompt += p.size();
   }
-  if (prompt.empty()) return Status::InvalidArgument("the prompt is empty");
+  // What the KV cache holds for one sequence of n choices, roughly (the engine checks exactly).
+  const int64_t room = static_cast<int64_t>(engine_->kv_blocks() / req.n - 2) * engine_->options().block_tokens;
+  IL_ASSIGN_OR_RETURN(req.max_tokens, ResolveMaxTokens(req.max_tokens, longest, model_->hparams().n_ctx_train, room, req.chat));
+  llm::SamplingParams sp;
+  sp.temperature = req.temperature;
+  sp.top_k = req.top_k;
+  sp.top_p = req.top_p;
+  sp.min_p = req.min_p;
+  sp.presence_penalty = req.presence_penalty;
+  sp.frequency_penalty = req.frequency_penalty;
+  sp.repetition_penalty = req.repetition_penalty;
+  sp.logit_bias = req.logit_bias;
+  sp.seed = req.seed ? *req.seed : std::random_device{}();
+  if (Status st = llm::ValidateSamplingParams(sp, model_->hparams().n_vocab); !st.ok()) {
+    const std::string& m = st.message();  // "<parameter> ...": quote the parameter for the frontend
+    const size_t space = std::min(m.find(' '), m.size());
+    return Status::InvalidArgument("'" + m.substr(0, space) + "'" + m.substr(space));
+  }
   const llm::EngineStats stats = engine_->stats();
-  if (stats.token_backlog + static_cast<int64_t>(prompt.size()) > options_.max_token_backlog && stats.token_backlog > 0) {
+  if (stats.token_backlog + static_cast<int64_t>(total_prompt) > options_.max_token_backlog && stats.token_backlog > 0) {
     return Status::ResourceExhausted("the server has " + std::to_string(stats.token_backlog) +
                                      " prompt tokens waiting (limit " + std::to_string(options_.max_token_backlog) +
                                      "); retry later");
   }
+  const int choices = static_cast<int>(prompts.size()) * req.n;
   auto g = std::make_shared<Generation>();
   g->series = &series_;
   g->stats = stats_;
   g->on_piece = std::move(on_piece);
   g->on_done = std::move(on_done);
-  g->remaining = req.n;
+  g->remaining = choices;
   g->want_logprobs = req.logprobs >= 0;
-  for (int i = 0; i < req.n; ++i) {
+  for (int i = 0; i < choices; ++i) {
     g->streams.emplace_back(req.stop);
     g->pending.push_back(serve::TextPiece{i, "", {}});
+    if (req.echo) {
+      const serve::TextPrompt& p = req.prompts[i / req.n];
+      g->echo.push_back(p.is_tokens ? tok.Decode(p.tokens) : p.text);
+    }
   }
-  g->first_token.assign(req.n, Clock::time_point{});
-  g->tokens.assign(req.n, 0);
-  g->result.choices.resize(req.n);
-  g->result.prompt_tokens = static_cast<int>(prompt.size());
+  g->first_token.assign(choices, Clock::time_point{});
+  g->tokens.assign(choices, 0);
+  g->result.choices.resize(choices);
+  g->result.prompt_tokens = static_cast<int>(total_prompt);
 
-  llm::EngineRequest er;
-  er.prompt = std::move(prompt);
-  er.max_tokens = req.max_tokens;
-  er.n = req.n;
-  er.sampling.temperature = req.temperature;
-  er.sampling.top_k = req.top_k;
-  er.sampling.top_p = req.top_p;
-  er.sampling.seed = req.seed ? *req.seed : std::random_device{}();
-  er.priority = req.priority;
-  er.top_logprobs = req.logprobs;
-  er.cancel_flag = req.cancelled;
-  er.on_token = [g, &tok](int index, const llm::GeneratedToken& t) {
-    OnToken(*g, tok, index, t);
-    return !g->streams[index].stopped();
-  };
-  er.on_finish = [g](const llm::SequenceResult& r) { OnFinish(*g, r); };
-  auto h = engine_->Submit(std::move(er));
-  if (!h.ok()) return h.status();
+  // One engine request per prompt (its n choices share the prompt's blocks); all run concurrently.
+  std::vector<llm::RequestHandle> handles;
+  for (size_t pi = 0; pi < prompts.size(); ++pi) {
+    const int base = static_cast<int>(pi) * req.n;
+    llm::EngineRequest er;
+    er.prompt = std::move(prompts[pi]);
+    er.max_tokens = req.max_tokens;
+    er.n = req.n;
+    er.sampling = sp;
+    er.sampling.seed = sp.seed + static_cast<uint64_t>(base);  // choice i of the request samples with seed + i
+    er.priority = req.priority;
+    er.top_logprobs = req.logprobs;
+    er.cancel_flag = req.cancelled;
+    er.on_token = [g, &tok, base](int index, const llm::GeneratedToken& t) {
+      if (g->abandoned.load()) return false;
+      OnToken(*g, tok, base + index, t);
+      return !g->streams[base + index].stopped();
+    };
+    er.on_finish = [g, base](const llm::SequenceResult& r) {
+      if (g->abandoned.load()) return;
+      llm::SequenceResult c = r;
+      c.index += base;
+      OnFinish(*g, c, r.index == 0);
+    };
+    auto h = engine_->Submit(std::move(er));
+    if (!h.ok()) {
+      // Nothing is reported for the prompts already submitted: they are cancelled.
+      g->abandoned.store(true);
+      for (llm::RequestHandle& x : handles) x.Cancel();
+      return h.status();
+    }
+    handles.push_back(*h);
+  }
   return Status::Ok();
 }
 

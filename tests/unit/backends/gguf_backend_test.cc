@@ -60,7 +60,7 @@ class Waiter {
 void Complete(TextGenerationService& s, const std::string& prompt, Outcome* out, Waiter* w) {
   TextGenerationRequest r;
   r.model = "m";
-  r.prompt = prompt;
+  r.prompts = {serve::TextPrompt{prompt, {}, false}};
   r.max_tokens = 24;
   r.temperature = 0;
   out->submitted = s.Generate(

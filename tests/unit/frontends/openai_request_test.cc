@@ -24,7 +24,9 @@ TEST(OpenAiRequest, CompletionFields) {
       false, &r, &e))
       << e.message;
   EXPECT_EQ(r.gen.model, "m");
-  EXPECT_EQ(r.gen.prompt, "hi");
+  ASSERT_EQ(r.gen.prompts.size(), 1u);
+  EXPECT_EQ(r.gen.prompts[0].text, "hi");
+  EXPECT_FALSE(r.gen.prompts[0].is_tokens);
   EXPECT_EQ(r.gen.max_tokens, 7);
   EXPECT_FLOAT_EQ(r.gen.temperature, 0.5f);
   EXPECT_FLOAT_EQ(r.gen.top_p, 0.9f);
@@ -46,6 +48,42 @@ TEST(OpenAiRequest, CompletionFields) {
   EXPECT_FALSE(r.gen.seed.has_value());
 }
 
+TEST(OpenAiRequest, PromptFormsAndSampling) {
+  OpenAiRequest r;
+  OpenAiFieldError e;
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","prompt":["a","b",""],"echo":true,"suffix":""})", false, &r, &e))
+      << e.message;
+  ASSERT_EQ(r.gen.prompts.size(), 3u);
+  EXPECT_EQ(r.gen.prompts[1].text, "b");
+  EXPECT_TRUE(r.gen.echo);
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","prompt":[1,2,3]})", false, &r, &e)) << e.message;
+  ASSERT_EQ(r.gen.prompts.size(), 1u);
+  EXPECT_TRUE(r.gen.prompts[0].is_tokens);
+  EXPECT_EQ(r.gen.prompts[0].tokens, (std::vector<int32_t>{1, 2, 3}));
+  ASSERT_TRUE(ParseOpenAiRequest(
+      R"({"model":"m","prompt":[[1],[4,5]],"presence_penalty":-2,"frequency_penalty":1.5,"repetition_penalty":1.1,
+          "min_p":0.05,"top_k":5,"logit_bias":{"7":100,"0":-100}})",
+      false, &r, &e))
+      << e.message;
+  ASSERT_EQ(r.gen.prompts.size(), 2u);
+  EXPECT_EQ(r.gen.prompts[1].tokens, (std::vector<int32_t>{4, 5}));
+  EXPECT_FLOAT_EQ(r.gen.presence_penalty, -2);
+  EXPECT_FLOAT_EQ(r.gen.frequency_penalty, 1.5f);
+  EXPECT_FLOAT_EQ(r.gen.repetition_penalty, 1.1f);
+  EXPECT_FLOAT_EQ(r.gen.min_p, 0.05f);
+  EXPECT_EQ(r.gen.top_k, 5);
+  const std::vector<std::pair<int32_t, float>> bias = {{7, 100.0f}, {0, -100.0f}};
+  EXPECT_EQ(r.gen.logit_bias, bias);
+  // Neutral values are the defaults.
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","prompt":"x","presence_penalty":0,"frequency_penalty":0})", false, &r, &e));
+  EXPECT_EQ(r.gen.presence_penalty, 0);
+  EXPECT_EQ(r.gen.repetition_penalty, 1);
+  // Too many choices: prompts * n over 256.
+  std::string many = R"({"model":"m","n":2,"prompt":[)";
+  for (int i = 0; i < 129; ++i) many += std::string(i ? "," : "") + "\"p\"";
+  EXPECT_EQ(Refused(many + "]}").field, "prompt");
+}
+
 TEST(OpenAiRequest, ChatFields) {
   OpenAiRequest r;
   OpenAiFieldError e;
@@ -62,13 +100,18 @@ TEST(OpenAiRequest, ChatFields) {
   EXPECT_EQ(r.gen.logprobs, 3);
   EXPECT_TRUE(r.gen.chat);
   ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","messages":[{"role":"user","content":"x"}]})", true, &r, &e));
-  EXPECT_LT(r.gen.max_tokens, 0);  // no limit given: the handler decides
+  EXPECT_LT(r.gen.max_tokens, 0);  // no limit given: the service generates up to the context
 }
 
 TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(Refused(R"({"prompt":"x"})").field, "model");
   EXPECT_EQ(Refused(R"({"model":"m"})").field, "prompt");
-  EXPECT_EQ(Refused(R"({"model":"m","prompt":[1,2]})").field, "prompt");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":[]})").field, "prompt");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":[[]]})").field, "prompt");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":[1,-2]})").field, "prompt");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":["a",[1]]})").field, "prompt");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":[[1],"a"]})").field, "prompt");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":{"a":1}})").field, "prompt");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","max_tokens":0})").field, "max_tokens");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","max_tokens":"5"})").field, "max_tokens");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","temperature":-1})").field, "temperature");
@@ -77,9 +120,19 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stop":["a","b","c","d","e"]})").field, "stop");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stop":[""]})").field, "stop");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logprobs":6})").field, "logprobs");
-  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","presence_penalty":0.1})").field, "presence_penalty");
-  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logit_bias":{"5":1}})").field, "logit_bias");
-  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","echo":true})").field, "echo");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","presence_penalty":2.1})").field, "presence_penalty");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","frequency_penalty":-2.1})").field, "frequency_penalty");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","frequency_penalty":"1"})").field, "frequency_penalty");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","repetition_penalty":0})").field, "repetition_penalty");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","repetition_penalty":-1})").field, "repetition_penalty");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","min_p":1.5})").field, "min_p");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","top_k":-2})").field, "top_k");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","top_k":1.5})").field, "top_k");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logit_bias":{"5":101}})").field, "logit_bias");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logit_bias":{"-5":1}})").field, "logit_bias");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logit_bias":{"a":1}})").field, "logit_bias");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logit_bias":[1]})").field, "logit_bias");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","echo":true,"logprobs":1})").field, "echo");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","best_of":3})").field, "best_of");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","suffix":"s"})").field, "suffix");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stream_options":{"include_usage":true}})").field, "stream_options");

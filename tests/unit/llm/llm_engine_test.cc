@@ -171,7 +171,10 @@ TEST(LlmEngine, ForkedChoicesShareThePromptAndMatchAlone) {
   Collector s;
   EngineRequest r2 = s.Make(0, prompt, 20);
   r2.n = 3;
-  r2.sampling = {1.0f, 0, 1.0f, 7};
+  r2.sampling.temperature = 1.0f;
+  r2.sampling.top_k = 0;
+  r2.sampling.top_p = 1.0f;
+  r2.sampling.seed = 7;
   ASSERT_TRUE((*e)->Submit(std::move(r2)).ok());
   s.WaitFor(3);
   EXPECT_NE((s.Tok(0, 0)), (s.Tok(0, 1)));
