@@ -38,8 +38,27 @@ typedef struct il_llm_params {
   int32_t stop_at_eos; /* non-zero (default): stop at an end-of-generation token (not passed on) */
 } il_llm_params;
 
+/* More sampling parameters, for il_llm_generate_ex (a struct of its own: il_llm_params has no
+ * size field, so fields added to it would break programs built against an older header).
+ * Applied to a copy of the logits before choosing, in this order: logit_bias, then
+ * repetition_penalty over the prompt and the generated tokens, then presence and frequency
+ * penalties over the generated tokens; min_p filters like top_p. The defaults change nothing. */
+typedef struct il_llm_sampling {
+  size_t struct_size;          /* sizeof(il_llm_sampling), set by il_llm_sampling_default: later
+                                  versions add fields after the last one and read them only when
+                                  struct_size covers them */
+  float min_p;                 /* keep tokens with probability >= min_p * the top token's, in [0, 1]; 0: off */
+  float presence_penalty;      /* in [-2, 2] (OpenAI's): logit -= penalty for a token generated so far */
+  float frequency_penalty;     /* in [-2, 2] (OpenAI's): logit -= penalty * times the token was generated */
+  float repetition_penalty;    /* > 0; 1: off (llama.cpp's): positive logits / penalty, negative ones * penalty */
+  const int32_t* logit_bias_tokens; /* logit_bias_count token ids (may be NULL when the count is 0) */
+  const float* logit_bias_values;   /* their biases, each in [-100, 100], added to the logits */
+  size_t logit_bias_count;          /* read during il_llm_generate_ex only */
+} il_llm_sampling;
+
 void il_llm_options_default(il_llm_options* options);
 void il_llm_params_default(il_llm_params* params);
+void il_llm_sampling_default(il_llm_sampling* sampling);
 
 /* Loads a GGUF model file. NULL on error (unreadable file, unsupported architecture...). */
 il_llm* il_llm_create(const char* path, const il_llm_options* options, char** error);
@@ -68,6 +87,12 @@ typedef int (*il_llm_token_callback)(const char* piece, int32_t token, void* use
  * prompt, prompt plus max_tokens beyond the context), with *error set. */
 int il_llm_generate(const il_llm* llm, const char* prompt, const il_llm_params* params, il_llm_token_callback on_token,
                     void* user, char** error);
+
+/* il_llm_generate with the parameters of il_llm_sampling too (NULL: its defaults, the same as
+ * il_llm_generate). A value out of range, a logit_bias token that is not a token id of the
+ * model, or a struct_size below the first version's is an error naming it (non-zero, *error set). */
+int il_llm_generate_ex(const il_llm* llm, const char* prompt, const il_llm_params* params,
+                       const il_llm_sampling* sampling, il_llm_token_callback on_token, void* user, char** error);
 
 #ifdef __cplusplus
 }

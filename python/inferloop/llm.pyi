@@ -1,4 +1,4 @@
-from typing import Iterator, Literal, Optional, Sequence, Union, overload
+from typing import Iterator, Literal, Mapping, Optional, Sequence, Union, overload
 
 class Generation(Iterator[str]):
     """A streaming generation (LLM.generate(..., stream=True)): iterating yields text pieces (whole
@@ -42,12 +42,22 @@ class LLM:
     def generate(self, prompt: Union[str, Sequence[int]], *, max_tokens: int = 128, temperature: float = 0.8,
                  top_k: int = 40, top_p: float = 0.95, seed: int = 0,
                  stop: Union[str, Sequence[str], None] = None, stream: Literal[True] = True,
-                 add_bos: bool = True, ignore_eos: bool = False) -> Generation: ...
+                 add_bos: bool = True, ignore_eos: bool = False, min_p: float = 0.0,
+                 presence_penalty: float = 0.0, frequency_penalty: float = 0.0, repetition_penalty: float = 1.0,
+                 logit_bias: Optional[Mapping[int, float]] = None) -> Generation: ...
     @overload
     def generate(self, prompt: Union[str, Sequence[int]], *, max_tokens: int = 128, temperature: float = 0.8,
                  top_k: int = 40, top_p: float = 0.95, seed: int = 0,
                  stop: Union[str, Sequence[str], None] = None, stream: Literal[False],
-                 add_bos: bool = True, ignore_eos: bool = False) -> str: ...
+                 add_bos: bool = True, ignore_eos: bool = False, min_p: float = 0.0,
+                 presence_penalty: float = 0.0, frequency_penalty: float = 0.0, repetition_penalty: float = 1.0,
+                 logit_bias: Optional[Mapping[int, float]] = None) -> str: ...
+    # generate(): temperature 0 is greedy; min_p keeps tokens at least min_p times the top token's
+    # probability ([0, 1], 0 = off); presence_penalty / frequency_penalty ([-2, 2], OpenAI's) lower
+    # the logits of generated tokens by a constant / by their count; repetition_penalty (> 0, 1 =
+    # off, llama.cpp's) divides positive logits (multiplies negative ones) of prompt and generated
+    # tokens; logit_bias {token id: bias in [-100, 100]} is added to the logits. A bad value raises
+    # inferloop.InvalidArgument with the engine's message.
     @property
     def path(self) -> str: ...
     @property

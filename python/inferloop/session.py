@@ -6,8 +6,10 @@ get_available_providers() and get_device() behave as ONNX Runtime's do for the C
 """
 from __future__ import annotations
 
+import datetime
 import enum
 import os
+import time
 import warnings
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -56,9 +58,11 @@ class SessionOptions:
     """Session settings. Used: intra_op_num_threads (0 = the CPUs this process may use),
     graph_optimization_level, optimized_model_filepath (the optimized model is written there when
     the session is created), enable_cpu_mem_arena, and the session config entry
-    "inferloop.precision" (auto, fp32, bf16, fp16, int8). Accepted and kept, without effect:
-    inter_op_num_threads, execution_mode, log_severity_level, log_verbosity_level, logid,
-    enable_mem_pattern, enable_mem_reuse, enable_profiling, use_deterministic_compute."""
+    "inferloop.precision" (auto, fp32, bf16, fp16, int8), enable_profiling and profile_file_prefix
+    (every run's node timings, written by InferenceSession.end_profiling() to
+    <prefix>_<date>_<time>_<ms>.json in the current folder, as ONNX Runtime names it). Accepted and
+    kept, without effect: inter_op_num_threads, execution_mode, log_severity_level,
+    log_verbosity_level, logid, enable_mem_pattern, enable_mem_reuse, use_deterministic_compute."""
 
     __slots__ = ("intra_op_num_threads", "inter_op_num_threads", "graph_optimization_level",
                  "optimized_model_filepath", "log_severity_level", "log_verbosity_level", "logid",
@@ -80,7 +84,7 @@ class SessionOptions:
         self.enable_mem_pattern = True
         self.enable_mem_reuse = True
         self.enable_profiling = False
-        self.profile_file_prefix = "onnxruntime_profile_"
+        self.profile_file_prefix = "inferloop_profile_"
         self.use_deterministic_compute = False
         self._config: Dict[str, str] = {}
 
@@ -182,10 +186,19 @@ class InferenceSession:
         self._sess_options = options
         level = _engine_level(options.graph_optimization_level)
         external_dir = "" if self._model_path is not None else os.getcwd()
+        profiling = bool(options.enable_profiling)
+        # As ONNX Runtime: profiling starts with the session, and the file is named then.
+        self._profiling_start_ns = time.time_ns() if profiling else 0
+        self._profile_file = ""
+        if profiling:
+            now = datetime.datetime.fromtimestamp(self._profiling_start_ns / 1e9)
+            self._profile_file = (f"{options.profile_file_prefix}_{now:%Y-%m-%d_%H-%M-%S}_"
+                                  f"{now.microsecond // 1000:03d}.json")
         self._sess = _inferloop.Session(
             path_or_bytes, intra_op_threads=int(options.intra_op_num_threads), optimization_level=level,
             enable_memory_arena=bool(options.enable_cpu_mem_arena),
-            precision=options._config.get("inferloop.precision", ""), external_data_dir=external_dir)
+            precision=options._config.get("inferloop.precision", ""), external_data_dir=external_dir,
+            enable_profiling=profiling)
         if options.optimized_model_filepath:
             _inferloop.save_optimized_model(path_or_bytes, level, os.fspath(options.optimized_model_filepath),
                                             external_dir)
@@ -235,10 +248,18 @@ class InferenceSession:
         pass
 
     def end_profiling(self) -> str:
-        return ""
+        """With SessionOptions.enable_profiling: writes the runs profiled so far (every run's
+        node kernel times, category "Node", and one "model_run" per run, category "Session") as
+        a Chrome trace JSON in ONNX Runtime's format, stops profiling and returns the file's name.
+        "" when profiling is off (not enabled, or already ended), as in ONNX Runtime."""
+        if not self._profile_file or not self._sess.end_profiling(self._profile_file):
+            return ""
+        return self._profile_file
 
     def get_profiling_start_time_ns(self) -> int:
-        return 0
+        """When profiling started (the session's creation), in ns since the epoch; 0 without
+        enable_profiling."""
+        return self._profiling_start_ns
 
     # inferloop's own additions.
     def close(self) -> None:

@@ -10,6 +10,7 @@
 // object) stops the generation at the next token and waits for its thread. stream=False runs the
 // same generation on the calling thread (GIL released) and returns the whole text; the pieces of
 // a stream joined are that text.
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/variant.h>
@@ -19,6 +20,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,6 +41,13 @@ namespace {
 
 using Prompt = std::variant<std::string, std::vector<int32_t>>;
 using StopArg = std::optional<std::variant<std::string, std::vector<std::string>>>;
+using LogitBias = std::optional<std::map<int32_t, double>>;  // token id -> bias
+
+// generate()'s sampling keywords beyond temperature/top_k/top_p/seed (llm/sampler.h's meaning).
+struct Penalties {
+  double min_p, presence, frequency, repetition;
+  const LogitBias& logit_bias;
+};
 
 // One generation request, checked and ready to run.
 struct GenerationJob {
@@ -230,7 +239,7 @@ class PyLLM {
   }
 
   nb::object Generate(const Prompt& prompt, int max_tokens, double temperature, int top_k, double top_p, uint64_t seed,
-                      const StopArg& stop, bool stream, bool add_bos, bool ignore_eos) {
+                      const StopArg& stop, bool stream, bool add_bos, bool ignore_eos, const Penalties& pen) {
     GenerationJob job;
     job.model = model_;
     if (const auto* text = std::get_if<std::string>(&prompt)) job.prompt = Tokenize(*text, add_bos, /*parse_special=*/true);
@@ -240,6 +249,12 @@ class PyLLM {
     job.options.sampling.top_k = top_k;
     job.options.sampling.top_p = static_cast<float>(top_p);
     job.options.sampling.seed = seed;
+    job.options.sampling.min_p = static_cast<float>(pen.min_p);
+    job.options.sampling.presence_penalty = static_cast<float>(pen.presence);
+    job.options.sampling.frequency_penalty = static_cast<float>(pen.frequency);
+    job.options.sampling.repetition_penalty = static_cast<float>(pen.repetition);
+    if (pen.logit_bias)
+      for (const auto& [token, bias] : *pen.logit_bias) job.options.sampling.logit_bias.emplace_back(token, static_cast<float>(bias));
     job.options.stop_at_eog = !ignore_eos;
     job.options.threads = threads_;
     job.options.kv_type = kv_type_;
@@ -291,10 +306,20 @@ void RegisterLlm(nb::module_& m) {
       .def("tokenize", &PyLLM::Tokenize, nb::arg("text"), nb::kw_only(), nb::arg("add_bos") = true,
            nb::arg("parse_special") = false)
       .def("detokenize", &PyLLM::Detokenize, nb::arg("ids"), nb::kw_only(), nb::arg("render_special") = false)
-      .def("generate", &PyLLM::Generate, nb::arg("prompt"), nb::kw_only(), nb::arg("max_tokens") = 128,
+      .def("generate",
+           [](PyLLM& llm, const Prompt& prompt, int max_tokens, double temperature, int top_k, double top_p,
+              uint64_t seed, const StopArg& stop, bool stream, bool add_bos, bool ignore_eos, double min_p,
+              double presence_penalty, double frequency_penalty, double repetition_penalty,
+              const LogitBias& logit_bias) {
+             return llm.Generate(prompt, max_tokens, temperature, top_k, top_p, seed, stop, stream, add_bos, ignore_eos,
+                                 Penalties{min_p, presence_penalty, frequency_penalty, repetition_penalty, logit_bias});
+           },
+           nb::arg("prompt"), nb::kw_only(), nb::arg("max_tokens") = 128,
            nb::arg("temperature") = 0.8, nb::arg("top_k") = 40, nb::arg("top_p") = 0.95, nb::arg("seed") = 0,
            nb::arg("stop").none() = nb::none(), nb::arg("stream") = true, nb::arg("add_bos") = true,
-           nb::arg("ignore_eos") = false)
+           nb::arg("ignore_eos") = false, nb::arg("min_p") = 0.0, nb::arg("presence_penalty") = 0.0,
+           nb::arg("frequency_penalty") = 0.0, nb::arg("repetition_penalty") = 1.0,
+           nb::arg("logit_bias").none() = nb::none())
       .def_prop_ro("path", [](const PyLLM& l) { return l.model().path(); })
       .def_prop_ro("vocab_size", [](const PyLLM& l) { return l.model().tokenizer().vocab_size(); })
       .def_prop_ro("context_length", [](const PyLLM& l) { return l.model().hparams().n_ctx_train; })

@@ -4,9 +4,16 @@
 // Runs release the GIL, so Python threads sharing one session run in parallel (Session::Run is
 // thread-safe). close() drops the engine session; a run in flight keeps it alive until it ends,
 // and later calls raise Fail("session is closed").
+//
+// Profiling (SessionOptions.enable_profiling): each profiled run records its node timings into its
+// own vector (RunOptions::profile), then adds them to the session's RunProfile under a mutex, with
+// the calling thread's native id as the trace's tid; end_profiling writes the Chrome trace
+// (ONNX Runtime's profile format, tools/run_profile.h) and stops profiling.
 #include <nanobind/stl/string.h>
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,6 +21,7 @@
 #include "errors.h"
 #include "inferloop/session.h"
 #include "numpy_convert.h"
+#include "tools/run_profile.h"
 
 namespace inferloop::py {
 namespace {
@@ -49,7 +57,8 @@ nb::tuple DescribeValue(const ValueInfo& vi) {
 class PySession {
  public:
   PySession(nb::handle model, int intra_op_threads, int optimization_level, bool enable_memory_arena,
-            const std::string& precision, const std::string& external_data_dir) {
+            const std::string& precision, const std::string& external_data_dir, bool enable_profiling)
+      : profiling_(enable_profiling) {
     SessionOptions opts;
     opts.intra_op_threads = intra_op_threads;
     opts.optimization_level = optimization_level;
@@ -110,16 +119,36 @@ class PySession {
       Value v = FeedToValue(value, name, declared, token_, hold, counts_);
       inputs.emplace_back(std::move(name), std::move(v));
     }
+    std::vector<NodeTiming> timings;  // this run's own: runs on other threads record into theirs
+    const int thread = static_cast<int>(PyThread_get_thread_native_id());
+    if (profiling_.load()) ro.profile = &timings;
     Result<std::vector<NamedValue>> r = Status::Internal("not run");
     {
       nb::gil_scoped_release nogil;
       r = s->Run(inputs, ro);
+      if (ro.profile && r.ok()) {
+        std::lock_guard<std::mutex> lock(profile_mu_);
+        if (profiling_.load()) profile_.AddRun(timings, thread);
+      }
     }
     std::vector<NamedValue> outputs = ValueOrThrow(std::move(r));
     nb::list result;
     for (NamedValue& nv : outputs) result.append(ValueToPython(std::move(nv.second), hold, counts_));
     return result;
   }
+
+  // Writes the runs profiled so far to `path` as a Chrome trace and stops profiling; false (and
+  // nothing written) when profiling is off (never enabled, or already ended).
+  bool EndProfiling(const std::string& path) {
+    nb::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(profile_mu_);
+    if (!profiling_.load()) return false;
+    ThrowIfError(profile_.WriteChromeTrace(path));
+    profiling_.store(false);
+    profile_ = RunProfile();
+    return true;
+  }
+  bool profiling() const { return profiling_.load(); }
 
   void Close() { session_.reset(); }
   bool closed() const { return session_ == nullptr; }
@@ -155,19 +184,26 @@ class PySession {
   // Keep-alive of the feeds' views: the arrays themselves are held by the run's FeedHold.
   std::shared_ptr<void> token_{static_cast<void*>(nullptr), [](void*) {}};
   CopyCounts counts_;
+  std::atomic<bool> profiling_;
+  std::mutex profile_mu_;  // guards profile_
+  RunProfile profile_;
 };
 
 }  // namespace
 
 void RegisterSession(nb::module_& m) {
   nb::class_<PySession>(m, "Session", "An engine session (inferloop.InferenceSession wraps it).")
-      .def(nb::init<nb::handle, int, int, bool, const std::string&, const std::string&>(), nb::arg("model"),
+      .def(nb::init<nb::handle, int, int, bool, const std::string&, const std::string&, bool>(), nb::arg("model"),
            nb::arg("intra_op_threads") = 0, nb::arg("optimization_level") = 2, nb::arg("enable_memory_arena") = true,
-           nb::arg("precision") = "", nb::arg("external_data_dir") = "")
+           nb::arg("precision") = "", nb::arg("external_data_dir") = "", nb::arg("enable_profiling") = false)
       .def("inputs", [](const PySession& s) { return s.Describe(true); }, "[(name, type, shape)] of the inputs to feed")
       .def("outputs", [](const PySession& s) { return s.Describe(false); }, "[(name, type, shape)] of the outputs")
       .def("run", &PySession::Run, nb::arg("output_names").none(), nb::arg("input_feed"),
            "Runs the model (GIL released); returns the outputs as a list")
+      .def("end_profiling", &PySession::EndProfiling, nb::arg("path"),
+           "Writes the profiled runs to path (Chrome trace, ONNX Runtime's format) and stops profiling; "
+           "False when profiling is off")
+      .def_prop_ro("profiling", &PySession::profiling)
       .def("close", &PySession::Close, "Frees the engine session; later calls raise Fail")
       .def_prop_ro("closed", &PySession::closed)
       .def_prop_ro("intra_op_threads", &PySession::intra_op_threads)

@@ -2,6 +2,7 @@
 // llm::Generate, as `inferloop generate` runs them.
 #include "inferloop/inferloop_llm_c.h"
 
+#include <cstddef>
 #include <exception>
 #include <memory>
 #include <string>
@@ -34,6 +35,27 @@ R NoThrow(char** error, R on_error, const Fn& fn) {
   return on_error;
 }
 
+// The first il_llm_sampling's size: structs at least this big are read; later fields only when
+// struct_size covers them.
+constexpr size_t kSamplingV1Size = offsetof(il_llm_sampling, logit_bias_count) + sizeof(size_t);
+
+// Copies the il_llm_sampling fields into SamplingParams (validation: llm::Generate).
+Status ReadSampling(const il_llm_sampling& s, inferloop::llm::SamplingParams* p) {
+  if (s.struct_size < kSamplingV1Size)
+    return Status::InvalidArgument("il_llm_sampling.struct_size is " + std::to_string(s.struct_size) +
+                                   ": set it with il_llm_sampling_default (sizeof(il_llm_sampling))");
+  if (s.logit_bias_count > 0 && (!s.logit_bias_tokens || !s.logit_bias_values))
+    return Status::InvalidArgument("il_llm_sampling.logit_bias_count is " + std::to_string(s.logit_bias_count) +
+                                   " but logit_bias_tokens or logit_bias_values is NULL");
+  p->min_p = s.min_p;
+  p->presence_penalty = s.presence_penalty;
+  p->frequency_penalty = s.frequency_penalty;
+  p->repetition_penalty = s.repetition_penalty;
+  p->logit_bias.clear();
+  for (size_t i = 0; i < s.logit_bias_count; ++i) p->logit_bias.emplace_back(s.logit_bias_tokens[i], s.logit_bias_values[i]);
+  return Status::Ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -47,6 +69,13 @@ void il_llm_params_default(il_llm_params* p) {
   const inferloop::llm::GenerationOptions g;
   *p = il_llm_params{g.max_tokens, g.sampling.temperature, g.sampling.top_k, g.sampling.top_p, g.sampling.seed, 1,
                      g.stop_at_eog ? 1 : 0};
+}
+
+void il_llm_sampling_default(il_llm_sampling* s) {
+  if (!s) return;
+  const inferloop::llm::SamplingParams d;
+  *s = il_llm_sampling{sizeof(il_llm_sampling), d.min_p, d.presence_penalty, d.frequency_penalty, d.repetition_penalty,
+                       nullptr, nullptr, 0};
 }
 
 il_llm* il_llm_create(const char* path, const il_llm_options* options, char** error) {
@@ -93,6 +122,11 @@ int64_t il_llm_tokenize(const il_llm* llm, const char* text, int32_t add_bos, in
 
 int il_llm_generate(const il_llm* llm, const char* prompt, const il_llm_params* params, il_llm_token_callback on_token,
                     void* user, char** error) {
+  return il_llm_generate_ex(llm, prompt, params, nullptr, on_token, user, error);
+}
+
+int il_llm_generate_ex(const il_llm* llm, const char* prompt, const il_llm_params* params,
+                       const il_llm_sampling* sampling, il_llm_token_callback on_token, void* user, char** error) {
   if (!llm || !prompt) {
     SetCError(error, Status::InvalidArgument(!llm ? "llm is NULL" : "prompt is NULL"));
     return 1;
@@ -105,9 +139,15 @@ int il_llm_generate(const il_llm* llm, const char* prompt, const il_llm_params* 
     inferloop::llm::GenerationOptions o;
     o.max_tokens = p.max_tokens;
     o.sampling.temperature = p.temperature;
-  o.sampling.top_k = p.top_k;
-  o.sampling.top_p = p.top_p;
-  o.sampling.seed = p.seed;
+    o.sampling.top_k = p.top_k;
+    o.sampling.top_p = p.top_p;
+    o.sampling.seed = p.seed;
+    if (sampling) {
+      if (Status st = ReadSampling(*sampling, &o.sampling); !st.ok()) {
+        SetCError(error, st);
+        return 1;
+      }
+    }
     o.stop_at_eog = p.stop_at_eos != 0;
     o.threads = llm->options.threads;
     auto st = inferloop::llm::Generate(*llm->model, tok.Encode(prompt, p.add_bos != 0), o, [&](int32_t id) {

@@ -1,9 +1,12 @@
-// inferloop generate MODEL.gguf -p PROMPT -n N [--temp T --top-k K --top-p P --seed S --kv-type f16|q8_0]:
+// inferloop generate MODEL.gguf -p PROMPT -n N [--temp T --top-k K --top-p P --min-p P --seed S
+//   --presence-penalty A --frequency-penalty F --repeat-penalty R --logit-bias TOKEN=BIAS...
+//   --kv-type f16|q8_0]:
 // streams a llama-family model's continuation of a prompt to stdout, then prints prompt and
 // generation speed (tokens/s) on stderr.
 #include <unistd.h>
 
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -12,19 +15,72 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 #include "llm/generation.h"
 #include "llm/llm_engine.h"
 #include "llm/llama_model.h"
+#include "llm/sampler.h"
 
 namespace inferloop::cli {
 namespace {
 
+// The sampling flags, as given.
+struct SamplingFlags {
+  float temp = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  uint64_t seed = 0;
+  float min_p = 0;
+  float presence_penalty = 0;
+  float frequency_penalty = 0;
+  float repeat_penalty = 1;
+  std::vector<std::string> logit_bias;  // "TOKEN=BIAS" each
+};
+
+// The flags as SamplingParams for a model of `vocab` tokens: InvalidArgument naming the flag
+// (ValidateSamplingParams' message after it) for a value out of range or a malformed --logit-bias.
+Result<llm::SamplingParams> SamplingFromFlags(const SamplingFlags& f, int64_t vocab) {
+  llm::SamplingParams p;
+  p.temperature = f.temp;
+  p.top_k = f.top_k;
+  p.top_p = f.top_p;
+  p.seed = f.seed;
+  p.min_p = f.min_p;
+  p.presence_penalty = f.presence_penalty;
+  p.frequency_penalty = f.frequency_penalty;
+  p.repetition_penalty = f.repeat_penalty;
+  for (const std::string& item : f.logit_bias) {
+    const size_t eq = item.find('=');
+    try {
+      if (eq == std::string::npos) throw std::invalid_argument(item);
+      size_t used_t = 0, used_b = 0;
+      const long token = std::stol(item.substr(0, eq), &used_t);
+      const float bias = std::stof(item.substr(eq + 1), &used_b);
+      if (used_t != eq || used_b != item.size() - eq - 1 || token < 0 || token > INT32_MAX) throw std::invalid_argument(item);
+      p.logit_bias.emplace_back(static_cast<int32_t>(token), bias);
+    } catch (const std::exception&) {
+      return Status::InvalidArgument("--logit-bias: '" + item + "' is not TOKEN=BIAS (a token id and a number in [-100, 100])");
+    }
+  }
+  if (Status st = llm::ValidateSamplingParams(p, vocab); !st.ok()) {
+    static const std::pair<const char*, const char*> kFlags[] = {
+        {"temperature", "--temp"}, {"top_k", "--top-k"}, {"top_p", "--top-p"}, {"min_p", "--min-p"},
+        {"presence_penalty", "--presence-penalty"}, {"frequency_penalty", "--frequency-penalty"},
+        {"repetition_penalty", "--repeat-penalty"}, {"logit_bias", "--logit-bias"}};
+    for (const auto& [param, flag] : kFlags)
+      if (st.message().rfind(param, 0) == 0) return Status::InvalidArgument(std::string(flag) + ": " + st.message());
+    return st;
+  }
+  return p;
+}
+
 // N sequences through LlmEngine (the server's scheduler): prefill and decode batched together.
 template <typename Args>
 int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_t>& prompt, const Args& a,
-                llm::KvType kv_type) {
+                const llm::SamplingParams& sampling, llm::KvType kv_type) {
   std::shared_ptr<const llm::LlamaModel> m = std::move(model);
   llm::EngineOptions eo;
   eo.threads = a.threads;
@@ -50,10 +106,8 @@ int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_
     llm::EngineRequest r;
     r.prompt = prompt;
     r.max_tokens = a.n;
-    r.sampling.temperature = a.temp;
-    r.sampling.top_k = a.top_k;
-    r.sampling.top_p = a.top_p;
-    r.sampling.seed = a.seed + static_cast<uint64_t>(i);
+    r.sampling = sampling;
+    r.sampling.seed = sampling.seed + static_cast<uint64_t>(i);
     r.stop_at_eog = !a.ignore_eos;
     r.on_token = [&](int, const llm::GeneratedToken&) {
       std::lock_guard<std::mutex> l(mu);
@@ -95,10 +149,7 @@ Runner AddGenerateCommand(CLI::App& app) {
     std::string model;
     std::string prompt;
     int n = 128;
-    float temp = 0.8f;
-    int top_k = 40;
-    float top_p = 0.95f;
-    uint64_t seed = 0;
+    SamplingFlags s;
     int threads = 0;
     bool ids = false;
     bool no_bos = false;
@@ -116,10 +167,23 @@ Runner AddGenerateCommand(CLI::App& app) {
   auto* ids_opt = cmd->add_option("--prompt-ids", a->prompt_ids, "The prompt as token ids, comma-separated (instead of -p)");
   text_opt->excludes(ids_opt);
   cmd->add_option("-n,--max-tokens", a->n, "Tokens to generate (default 128)")->check(CLI::Range(0, 1 << 20));
-  cmd->add_option("--temp", a->temp, "Sampling temperature; 0 = greedy (default 0.8)");
-  cmd->add_option("--top-k", a->top_k, "Keep the K most likely tokens; 0 = all (default 40)");
-  cmd->add_option("--top-p", a->top_p, "Keep the most likely tokens up to this probability mass (default 0.95)");
-  cmd->add_option("--seed", a->seed, "Random seed for sampling (default 0)");
+  cmd->add_option("--temp", a->s.temp, "Sampling temperature; 0 = greedy (default 0.8)");
+  cmd->add_option("--top-k", a->s.top_k, "Keep the K most likely tokens; 0 = all (default 40)");
+  cmd->add_option("--top-p", a->s.top_p, "Keep the most likely tokens up to this probability mass (default 0.95)");
+  cmd->add_option("--min-p", a->s.min_p,
+                  "Keep tokens at least this fraction of the top token's probability, in [0, 1]; 0 = off (default)");
+  cmd->add_option("--seed", a->s.seed, "Random seed for sampling (default 0)");
+  cmd->add_option("--presence-penalty", a->s.presence_penalty,
+                  "Subtract A from the logit of every token generated so far, in [-2, 2] (OpenAI's; default 0)");
+  cmd->add_option("--frequency-penalty", a->s.frequency_penalty,
+                  "Subtract F times its count from the logit of every token generated so far, in [-2, 2] "
+                  "(OpenAI's; default 0)");
+  cmd->add_option("--repeat-penalty", a->s.repeat_penalty,
+                  "Repetition penalty over the prompt and the generated tokens, > 0: positive logits divided by R, "
+                  "negative ones multiplied (llama.cpp's; default 1 = off)");
+  cmd->add_option("--logit-bias", a->s.logit_bias,
+                  "TOKEN=BIAS: add BIAS (in [-100, 100]) to the token's logit; repeatable")
+      ->allow_extra_args(false);
   cmd->add_option("-t,--threads", a->threads, "Threads; 0 (default) = the CPUs this process may use")->check(CLI::Range(0, 4096));
   cmd->add_flag("--print-token-ids", a->ids, "Also print the prompt's and the generated token ids on stderr");
   cmd->add_flag("--no-bos", a->no_bos, "Do not put the BOS token before the prompt");
@@ -147,6 +211,11 @@ Runner AddGenerateCommand(CLI::App& app) {
       return 2;
     }
     const llm::Tokenizer& tok = (*model)->tokenizer();
+    auto sampling = SamplingFromFlags(a->s, tok.vocab_size());
+    if (!sampling.ok()) {
+      std::cerr << "error: " << sampling.status().message() << "\n";  // before any output
+      return 2;
+    }
     std::vector<int32_t> prompt;
     if (!a->prompt_ids.empty()) {
       std::stringstream ss(a->prompt_ids);
@@ -168,13 +237,10 @@ Runner AddGenerateCommand(CLI::App& app) {
       std::cerr << "error: give the prompt with -p TEXT or --prompt-ids ID,ID,...\n";
       return 2;
     }
-    if (a->parallel > 0) return RunParallel(std::move(*model), prompt, *a, *kv_type);
+    if (a->parallel > 0) return RunParallel(std::move(*model), prompt, *a, *sampling, *kv_type);
     llm::GenerationOptions o;
     o.max_tokens = a->n;
-    o.sampling.temperature = a->temp;
-  o.sampling.top_k = a->top_k;
-  o.sampling.top_p = a->top_p;
-  o.sampling.seed = a->seed;
+    o.sampling = *sampling;
     o.threads = a->threads;
     o.stop_at_eog = !a->ignore_eos;
     o.kv_type = *kv_type;

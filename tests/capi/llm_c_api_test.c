@@ -1,7 +1,8 @@
 /* The C API for LLMs (include/inferloop/inferloop_llm_c.h), from C, linked to libinferloop.so, on
  * the real stories260k model against its reference (tests/data/llm/stories260k.md: llama.cpp and
  * llama2.c agree): tokens of the prompt, 64 greedy tokens, their text; the callback stopping;
- * seeded sampling reproducible; two threads at once; bad input as errors.
+ * seeded sampling reproducible; two threads at once; bad input as errors; il_llm_generate_ex's
+ * sampling parameters (neutral defaults, logit_bias, penalties, their errors).
  * Usage: llm_c_api_test MODEL.gguf   (exit 0: every check passed) */
 #include <inferloop/inferloop_llm_c.h>
 
@@ -135,6 +136,90 @@ static void check_sampled(const il_llm* llm) {
   CHECK(generate(llm, &p, &other) == 0, "top_p 0.5, temperature 1.5");
 }
 
+static int generate_ex(const il_llm* llm, const il_llm_params* p, const il_llm_sampling* s, collected* c, char** error) {
+  c->count = 0;
+  c->text[0] = 0;
+  return il_llm_generate_ex(llm, kPrompt, p, s, collect, c, error);
+}
+
+static void expect_sampling_error(const il_llm* llm, const il_llm_sampling* s, const char* needle) {
+  il_llm_params p = greedy(16);
+  collected c = {{0}, 0, 0, ""};
+  char* error = NULL;
+  CHECK(generate_ex(llm, &p, s, &c, &error) != 0, "il_llm_generate_ex should fail with '%s'", needle);
+  CHECK(error && strstr(error, needle), "error '%s' lacks '%s'", error ? error : "(null)", needle);
+  CHECK(c.count == 0, "%d tokens before the error", c.count);
+  il_free_string(error);
+}
+
+static void check_sampling_ex(const il_llm* llm) {
+  il_llm_params p = greedy(64);
+  il_llm_sampling s;
+  il_llm_sampling_default(&s);
+  CHECK(s.struct_size == sizeof(il_llm_sampling) && s.min_p == 0 && s.presence_penalty == 0 &&
+            s.frequency_penalty == 0 && s.repetition_penalty == 1 && s.logit_bias_count == 0,
+        "defaults");
+  collected c = {{0}, 0, 0, ""};
+  char* error = NULL;
+  /* NULL and the defaults: il_llm_generate's greedy tokens. */
+  CHECK(generate_ex(llm, &p, NULL, &c, &error) == 0 && c.count == 64 && memcmp(c.ids, kGreedy64, sizeof kGreedy64) == 0,
+        "NULL sampling");
+  CHECK(generate_ex(llm, &p, &s, &c, &error) == 0 && c.count == 64 && memcmp(c.ids, kGreedy64, sizeof kGreedy64) == 0,
+        "default sampling");
+  /* A frequency penalty changes the greedy text (it repeats tokens). */
+  s.frequency_penalty = 2;
+  CHECK(generate_ex(llm, &p, &s, &c, &error) == 0 && c.count == 64, "frequency_penalty 2");
+  CHECK(memcmp(c.ids, kGreedy64, sizeof kGreedy64) != 0, "frequency_penalty 2 left the greedy tokens unchanged");
+  printf("frequency_penalty 2: %s%s\n", kPrompt, c.text);
+  s.frequency_penalty = 0;
+  s.repetition_penalty = 1.5f;
+  CHECK(generate_ex(llm, &p, &s, &c, &error) == 0 && c.count == 64, "repetition_penalty 1.5");
+  CHECK(memcmp(c.ids, kGreedy64, sizeof kGreedy64) != 0, "repetition_penalty 1.5 left the greedy tokens unchanged");
+  /* logit_bias +100 forces a token at temperature 0; -100 bans the greedy first token. */
+  il_llm_sampling_default(&s);
+  const int32_t tokens[] = {300, 432};
+  const float biases[] = {100, -100};
+  s.logit_bias_tokens = tokens;
+  s.logit_bias_values = biases;
+  s.logit_bias_count = 1;
+  p = greedy(16);
+  CHECK(generate_ex(llm, &p, &s, &c, &error) == 0 && c.count == 16, "logit_bias");
+  for (int i = 0; i < 16 && i < c.count; ++i) CHECK(c.ids[i] == 300, "token %d is %d, not the biased 300", i, c.ids[i]);
+  s.logit_bias_tokens = tokens + 1;
+  s.logit_bias_values = biases + 1;
+  CHECK(generate_ex(llm, &p, &s, &c, &error) == 0 && c.count == 16 && c.ids[0] != 432, "banned 432: first %d", c.ids[0]);
+  il_free_string(error);
+
+  il_llm_sampling bad;
+  il_llm_sampling_default(&bad);
+  bad.min_p = 2;
+  expect_sampling_error(llm, &bad, "min_p must be in [0, 1]");
+  il_llm_sampling_default(&bad);
+  bad.presence_penalty = 3;
+  expect_sampling_error(llm, &bad, "presence_penalty must be in [-2, 2]");
+  il_llm_sampling_default(&bad);
+  bad.frequency_penalty = -2.5f;
+  expect_sampling_error(llm, &bad, "frequency_penalty must be in [-2, 2]");
+  il_llm_sampling_default(&bad);
+  bad.repetition_penalty = 0;
+  expect_sampling_error(llm, &bad, "repetition_penalty must be > 0");
+  il_llm_sampling_default(&bad);
+  const int32_t beyond[] = {512};
+  const float one[] = {1}, too_big[] = {101};
+  bad.logit_bias_tokens = beyond;
+  bad.logit_bias_values = one;
+  bad.logit_bias_count = 1;
+  expect_sampling_error(llm, &bad, "logit_bias token id 512 is not a token id of this model");
+  bad.logit_bias_tokens = tokens;
+  bad.logit_bias_values = too_big;
+  expect_sampling_error(llm, &bad, "logit_bias of token 300 must be in [-100, 100]");
+  bad.logit_bias_values = NULL;
+  expect_sampling_error(llm, &bad, "logit_bias_tokens or logit_bias_values is NULL");
+  il_llm_sampling_default(&bad);
+  bad.struct_size = 0;
+  expect_sampling_error(llm, &bad, "struct_size");
+}
+
 static void check_errors(const il_llm* llm) {
   il_llm_params p = greedy(16);
   p.temperature = -1;
@@ -181,6 +266,7 @@ int main(int argc, char** argv) {
   check_greedy(llm);
   check_sampled(llm);
   check_errors(llm);
+  check_sampling_ex(llm);
   pthread_t t[2];
   for (int i = 0; i < 2; ++i) pthread_create(&t[i], NULL, greedy_thread, llm);
   for (int i = 0; i < 2; ++i) {

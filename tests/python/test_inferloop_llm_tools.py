@@ -134,6 +134,46 @@ class TestLLM(unittest.TestCase):
         for i in range(4):
             self.assertEqual(results[i], self.llm.generate("Once upon a time", max_tokens=64, seed=i, stream=False))
 
+    def test_sampling_penalties_and_logit_bias(self):
+        gen = self.llm.generate
+        greedy = gen("Once upon a time", max_tokens=64, temperature=0, stream=False)
+        neutral = gen("Once upon a time", max_tokens=64, temperature=0, stream=False, min_p=0, presence_penalty=0,
+                      frequency_penalty=0, repetition_penalty=1, logit_bias={})
+        self.assertEqual(neutral, greedy)
+        penalized = gen("Once upon a time", max_tokens=64, temperature=0, stream=False, frequency_penalty=2)
+        self.assertNotEqual(penalized, greedy)
+        repeat = gen("Once upon a time", max_tokens=64, temperature=0, stream=False, repetition_penalty=1.5)
+        self.assertNotEqual(repeat, greedy)
+        print(f"\n  frequency_penalty=2: {penalized!r}\n  repetition_penalty=1.5: {repeat!r}")
+        # min_p=1 keeps only the most likely token: sampling at any temperature is greedy.
+        self.assertEqual(gen("Once upon a time", max_tokens=64, temperature=1.5, top_k=0, top_p=1, seed=3,
+                             stream=False, min_p=1), greedy)
+        # +100 forces a token at temperature 0; -100 bans the greedy choice.
+        with gen("Once upon a time", max_tokens=8, temperature=0, logit_bias={300: 100.0}) as g:
+            "".join(g)
+            self.assertEqual(g.token_ids, [300] * 8)
+        with gen("Once upon a time", max_tokens=1, temperature=0, logit_bias={self.greedy_ids[0]: -100}) as g:
+            "".join(g)
+            self.assertNotEqual(g.token_ids, self.greedy_ids[:1])
+        cases = [
+            (dict(min_p=2), r"min_p must be in \[0, 1\], got 2"),
+            (dict(presence_penalty=3), r"presence_penalty must be in \[-2, 2\], got 3"),
+            (dict(frequency_penalty=-2.5), r"frequency_penalty must be in \[-2, 2\], got -2.5"),
+            (dict(repetition_penalty=0), "repetition_penalty must be > 0, got 0"),
+            (dict(repetition_penalty=float("nan")), "repetition_penalty must be > 0"),
+            (dict(logit_bias={512: 1}), r"logit_bias token id 512 is not a token id of this model \(vocabulary size 512\)"),
+            (dict(logit_bias={-1: 1}), "logit_bias token id -1 is not a token id"),
+            (dict(logit_bias={3: 101}), r"logit_bias of token 3 must be in \[-100, 100\], got 101"),
+        ]
+        for kw, msg in cases:
+            for stream in (True, False):
+                with self.assertRaisesRegex(inferloop.InvalidArgument, msg, msg=str(kw)):
+                    gen("Once upon a time", stream=stream, **kw)
+        with self.assertRaises(TypeError):
+            gen("x", logit_bias={"300": 1})
+        with self.assertRaises(TypeError):
+            gen("x", logit_bias=[(300, 1)])
+
     def test_bad_input_raises_clear_errors(self):
         with self.assertRaises(inferloop.NoSuchFile) as cm:
             inferloop.LLM("/nonexistent/model.gguf")
