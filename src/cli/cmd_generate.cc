@@ -174,13 +174,13 @@ Runner AddGenerateCommand(CLI::App& app) {
                   "Keep tokens at least this fraction of the top token's probability, in [0, 1]; 0 = off (default)");
   cmd->add_option("--seed", a->s.seed, "Random seed for sampling (default 0)");
   cmd->add_option("--presence-penalty", a->s.presence_penalty,
-                  "Subtract A from the logit of every token generated so far, in [-2, 2] (OpenAI's; default 0)");
+                  "Lower the logit of every token generated so far by this, in [-2, 2] (OpenAI's; default 0)");
   cmd->add_option("--frequency-penalty", a->s.frequency_penalty,
-                  "Subtract F times its count from the logit of every token generated so far, in [-2, 2] "
+                  "Lower the logit of every token generated so far by this times its count, in [-2, 2] "
                   "(OpenAI's; default 0)");
   cmd->add_option("--repeat-penalty", a->s.repeat_penalty,
-                  "Repetition penalty over the prompt and the generated tokens, > 0: positive logits divided by R, "
-                  "negative ones multiplied (llama.cpp's; default 1 = off)");
+                  "Repetition penalty over the prompt and the generated tokens, > 0: positive logits are divided by "
+                  "it, negative ones multiplied (llama.cpp's; default 1 = off)");
   cmd->add_option("--logit-bias", a->s.logit_bias,
                   "TOKEN=BIAS: add BIAS (in [-100, 100]) to the token's logit; repeatable")
       ->allow_extra_args(false);

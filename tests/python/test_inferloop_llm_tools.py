@@ -355,10 +355,11 @@ class TestQuantizeCompare(unittest.TestCase):
 
 
 def runtime_params(fn):
-    """[(name, default or NO_DEFAULT, keyword-only)] of a nanobind function, from its signature."""
+    """[(name, default or NO_DEFAULT, keyword-only)] of a nanobind function, from its signature (a type's
+    [...] may hold commas: Mapping[int, float])."""
     sig, _, defaults = fn.__nb_signature__[0]
     params, kw_only = [], False
-    for part in re.findall(r"[(,]\s*(\*|\w+)(?=\s*[:,)=])(?:[^,=)]*= \\(\d+))?", sig.split(" -> ")[0]):
+    for part in re.findall(r"[(,]\s*(\*|\w+)(?=\s*[:,)=])(?:(?:\[[^\]]*\]|[^,=)\[])*= \\(\d+))?", sig.split(" -> ")[0]):
         name, default = part
         if name == "*":
             kw_only = True
