@@ -238,12 +238,15 @@ AuthVerdict ApiKeys::Check(const std::string* authorization, Access needed) {
     // than keys also makes the work independent of the keys' lengths). A digest-keyed map would
     // leak only digest prefixes, useless to an attacker, but with a handful of keys the scan is
     // as fast and simpler to reason about.
+    // The match is selected with a mask rather than a branch (at most one digest is equal: the
+    // parser refuses duplicate keys).
     const Digest presented = Sha256(token);
-    Entry* match = nullptr;
+    uintptr_t found = 0;
     for (const auto& e : entries_) {
-      const bool equal = CRYPTO_memcmp(e->digest.data(), presented.data(), presented.size()) == 0;
-      match = equal ? e.get() : match;
+      const uintptr_t equal = CRYPTO_memcmp(e->digest.data(), presented.data(), presented.size()) == 0;
+      found |= (uintptr_t{0} - equal) & reinterpret_cast<uintptr_t>(e.get());
     }
+    Entry* match = reinterpret_cast<Entry*>(found);
     if (match == nullptr) {
       verdict.result = AuthResult::kInvalid;
     } else if ((match->permissions & AccessBit(needed)) != AccessBit(needed)) {

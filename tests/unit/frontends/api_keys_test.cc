@@ -2,7 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace inferloop::frontends {
@@ -182,6 +188,62 @@ TEST(ApiKeysTest, RefusalsNeverEchoTheKeyAndUseEachProtocolsShape) {
   r = AuthRefusalResponse({AuthResult::kMissing, 0}, "/v2");
   EXPECT_EQ(r.status, 401);
   EXPECT_NE(r.body.find("Authorization: Bearer"), std::string::npos);
+}
+
+// Two-sided p-value of the Mann-Whitney U test (normal approximation, tie-corrected ranks).
+double MannWhitneyP(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<std::pair<double, int>> all;
+  for (double x : a) all.push_back({x, 0});
+  for (double x : b) all.push_back({x, 1});
+  std::sort(all.begin(), all.end());
+  const double n1 = static_cast<double>(a.size()), n2 = static_cast<double>(b.size()), n = n1 + n2;
+  double rank_sum_a = 0, ties = 0;
+  for (size_t i = 0; i < all.size();) {
+    size_t j = i;
+    while (j < all.size() && all[j].first == all[i].first) ++j;
+    const double rank = (static_cast<double>(i + 1) + static_cast<double>(j)) / 2, t = static_cast<double>(j - i);
+    for (size_t k = i; k < j; ++k) rank_sum_a += all[k].second == 0 ? rank : 0;
+    ties += t * t * t - t;
+    i = j;
+  }
+  const double u = rank_sum_a - n1 * (n1 + 1) / 2;
+  const double sigma = std::sqrt(n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))));
+  return sigma > 0 ? std::erfc(std::fabs(u - n1 * n2 / 2) / sigma / std::sqrt(2.0)) : 1.0;
+}
+
+double Median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// The check's own time (no network): interleaved calls with the 1st and the 2nd stored key (both
+// refused: forbidden), a wrong key of the same length sharing nothing, and one sharing all but the
+// last character with a stored key; the distributions compared with a rank test. Figures are
+// printed, not asserted (no timing threshold in a test). Stored vs wrong may differ by the branch
+// on the outcome (which the answer's status says anyway); near vs wrong and 1st vs 2nd must not.
+TEST(ApiKeysTest, CheckTimeDoesNotTellKeysApart) {
+  const std::string other_key = "other-key-0123456789abcdef";  // kInferKey's length
+  auto keys = ParseOk(kInferKey + " infer\n" + other_key + " control\n" + kAllKey + " infer,control,metrics\n");
+  ASSERT_NE(keys, nullptr);
+  const std::string headers[4] = {"Bearer " + kInferKey, "Bearer " + std::string(kInferKey.size(), 'x'),
+                                  "Bearer " + kInferKey.substr(0, kInferKey.size() - 1) + "!", "Bearer " + other_key};
+  const AuthResult expected[4] = {AuthResult::kForbidden, AuthResult::kInvalid, AuthResult::kInvalid,
+                                  AuthResult::kForbidden};
+  std::vector<int> order;
+  for (int i = 0; i < 40000; ++i) order.push_back(i % 4);
+  std::shuffle(order.begin(), order.end(), std::mt19937(7));
+  std::vector<double> ns[4];
+  for (int kind : order) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const AuthResult r = keys->Check(&headers[kind], Access::kMetrics).result;
+    const auto t1 = std::chrono::steady_clock::now();
+    ASSERT_EQ(r, expected[kind]);
+    ns[kind].push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  std::printf("Check() medians (n=%zu each): 1st stored key %.0f ns, 2nd stored key %.0f ns, wrong key %.0f ns, near "
+              "key %.0f ns; Mann-Whitney U p: near vs wrong %.3g, 2nd vs 1st stored %.3g, stored vs wrong %.3g\n",
+              ns[0].size(), Median(ns[0]), Median(ns[3]), Median(ns[1]), Median(ns[2]), MannWhitneyP(ns[2], ns[1]),
+              MannWhitneyP(ns[3], ns[0]), MannWhitneyP(ns[0], ns[1]));
 }
 
 }  // namespace
