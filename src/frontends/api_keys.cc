@@ -6,10 +6,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <utility>
 
@@ -37,11 +39,11 @@ namespace {
 constexpr size_t kMinKeyLength = 16, kMaxKeyLength = 256;
 constexpr long kMaxRate = 1'000'000;
 
-Digest Sha256(std::string_view data) {
-  Digest d{};
+// SHA-256 of `data` into `out`; false when OpenSSL fails (never in practice).
+bool Sha256(std::string_view data, Digest* out) {
   unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), d.data(), &length, EVP_sha256(), nullptr);
-  return d;
+  return EVP_Digest(data.data(), data.size(), out->data(), &length, EVP_sha256(), nullptr) == 1 &&
+         length == out->size();
 }
 
 std::vector<std::string_view> Fields(std::string_view line) {
@@ -126,7 +128,7 @@ std::string ParseLine(const std::vector<std::string_view>& fields, ApiKeys::Entr
     entry->tokens = entry->rate;
     entry->refilled = std::chrono::steady_clock::now();
   }
-  entry->digest = Sha256(key);
+  if (!Sha256(key, &entry->digest)) return "OpenSSL cannot compute SHA-256";
   return "";
 }
 
@@ -240,13 +242,14 @@ AuthVerdict ApiKeys::Check(const std::string* authorization, Access needed) {
     // as fast and simpler to reason about.
     // The match is selected with a mask rather than a branch (at most one digest is equal: the
     // parser refuses duplicate keys).
-    const Digest presented = Sha256(token);
+    Digest presented{};
+    const bool hashed = Sha256(token, &presented);
     uintptr_t found = 0;
     for (const auto& e : entries_) {
       const uintptr_t equal = CRYPTO_memcmp(e->digest.data(), presented.data(), presented.size()) == 0;
       found |= (uintptr_t{0} - equal) & reinterpret_cast<uintptr_t>(e.get());
     }
-    Entry* match = reinterpret_cast<Entry*>(found);
+    Entry* match = hashed ? reinterpret_cast<Entry*>(found) : nullptr;
     if (match == nullptr) {
       verdict.result = AuthResult::kInvalid;
     } else if ((match->permissions & AccessBit(needed)) != AccessBit(needed)) {

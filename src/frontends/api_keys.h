@@ -23,11 +23,9 @@
 // KEY`. Keys are never logged nor put in any answer or error.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
