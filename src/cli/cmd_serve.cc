@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/precision_option.h"
 #include "control/idle_policy.h"
+#include "frontends/api_keys.h"
 #include "serve/event_log.h"
 #include "serve/model_repository_layout.h"
 #include "server/server_builder.h"
@@ -58,6 +59,7 @@ struct ServeArgs {
   std::string llm_prefix_cache_dir;
   int64_t llm_prefix_cache_disk_mb = 4096;
   double idle_release_after_seconds = 30;
+  std::string api_keys;  // --api-keys FILE ("": no keys needed)
   std::string memory_budget = "0";
   std::string response_cache_bytes = "256MiB";
   std::string response_cache_dir;
@@ -172,6 +174,14 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
   o.control_mode_name = a.control_mode;
   o.fair_share = a.fair_share == "on";
   o.fair_share_slots = a.fair_share_slots;
+  if (!a.api_keys.empty()) {
+    auto keys = frontends::ApiKeys::Load(a.api_keys);  // its errors never quote a key
+    if (!keys.ok()) {
+      std::cerr << "error: --api-keys: " << keys.status().message() << "\n";
+      return std::nullopt;
+    }
+    o.api_keys = std::shared_ptr<frontends::ApiKeys>(std::move(keys).value());
+  }
   return o;
 }
 
@@ -216,6 +226,9 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--grpc-port", a->grpc_port, "gRPC port (0: any free port, -1: off)")->capture_default_str();
   cmd->add_option("--metrics-port", a->metrics_port, "Prometheus /metrics port (0: any, -1: off)")->capture_default_str();
   cmd->add_option("--host", a->host, "Address to bind")->capture_default_str();
+  cmd->add_option("--api-keys", a->api_keys,
+                  "File of API keys, one per line: KEY PERMISSIONS[,...] [rate=N/s] (permissions: infer, control, "
+                  "metrics); requests then need 'Authorization: Bearer KEY' (health checks excepted)");
   cmd->add_option("--model-control-mode", a->control_mode, "none | poll | explicit")->capture_default_str();
   cmd->add_option("--load-model", a->load_models, "Model to load at start in explicit mode ('*': all); repeatable");
   cmd->add_option("--repository-poll-secs", a->poll_seconds, "Poll mode: seconds between repository scans")

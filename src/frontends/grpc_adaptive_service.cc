@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "adaptive_service.grpc.pb.h"
+#include "frontends/api_keys.h"
 #include "frontends/grpc_status.h"
 
 namespace inferloop::frontends {
@@ -71,16 +72,18 @@ Status StateInto(serve::InferenceService& core, const std::string& model, const 
 
 class Service final : public pb::AdaptiveService::CallbackService {
  public:
-  explicit Service(serve::InferenceService& core) : core_(core) {}
+  Service(serve::InferenceService& core, ApiKeys* api_keys) : core_(core), api_keys_(api_keys) {}
 
   ServerUnaryReactor* ModelAdaptiveState(CallbackServerContext* ctx, const pb::ModelAdaptiveStateRequest* request,
                                          pb::ModelAdaptiveStateResponse* response) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ModelAdaptiveState")) return refused;
     if (Status st = RequireModelName(request->name()); !st.ok()) return AnswerUnary(ctx, st);
     return AnswerUnary(ctx, StateInto(core_, request->name(), request->version(), response->mutable_state()));
   }
 
   ServerUnaryReactor* ModelPin(CallbackServerContext* ctx, const pb::ModelPinRequest* request,
                                pb::ModelPinResponse* response) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ModelPin")) return refused;
     if (Status st = RequireModelName(request->name()); !st.ok()) return AnswerUnary(ctx, st);
     if (request->variant().empty()) {
       return AnswerUnary(ctx, Status::InvalidArgument("variant is required (ModelFree lets the controller choose again)"));
@@ -92,6 +95,7 @@ class Service final : public pb::AdaptiveService::CallbackService {
 
   ServerUnaryReactor* ModelFree(CallbackServerContext* ctx, const pb::ModelFreeRequest* request,
                                 pb::ModelFreeResponse* response) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ModelFree")) return refused;
     if (Status st = RequireModelName(request->name()); !st.ok()) return AnswerUnary(ctx, st);
     Status freed = core_.PinVariant(request->name(), request->version(), "");
     if (!freed.ok()) return AnswerUnary(ctx, freed);
@@ -99,13 +103,23 @@ class Service final : public pb::AdaptiveService::CallbackService {
   }
 
  private:
+  // nullptr when the call may go on (api_keys.h); otherwise the reactor answering its refusal.
+  ServerUnaryReactor* Refused(CallbackServerContext* ctx, std::string_view method) {
+    grpc::Status refusal;
+    if (AuthorizeGrpc(api_keys_, *ctx, method, &refusal)) return nullptr;
+    ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(refusal);
+    return reactor;
+  }
+
   serve::InferenceService& core_;
+  ApiKeys* api_keys_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeGrpcAdaptiveService(serve::InferenceService& core) {
-  return std::make_unique<Service>(core);
+std::unique_ptr<grpc::Service> MakeGrpcAdaptiveService(serve::InferenceService& core, ApiKeys* api_keys) {
+  return std::make_unique<Service>(core, api_keys);
 }
 
 }  // namespace inferloop::frontends

@@ -15,7 +15,10 @@ class Service;
 
 namespace inferloop::frontends {
 
-// The service to register with a grpc::ServerBuilder; `core` must outlive it.
-std::unique_ptr<grpc::Service> MakeGrpcAdaptiveService(serve::InferenceService& core);
+class ApiKeys;
+
+// The service to register with a grpc::ServerBuilder; `core` (and `api_keys` when set: every call
+// is checked against them first, api_keys.h) must outlive it.
+std::unique_ptr<grpc::Service> MakeGrpcAdaptiveService(serve::InferenceService& core, ApiKeys* api_keys = nullptr);
 
 }  // namespace inferloop::frontends

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "base/status_macros.h"
+#include "frontends/api_keys.h"
 #include "frontends/grpc_adaptive_service.h"
 #include "frontends/grpc_status.h"
 #include "grpc_service.grpc.pb.h"
@@ -274,6 +275,13 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
 
 }  // namespace
 
+// A ModelStreamInfer call refused by the API keys: ends at once with the refusal.
+class RefusedStream : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+ public:
+  explicit RefusedStream(const grpc::Status& refusal) { Finish(refusal); }
+  void OnDone() override { delete this; }
+};
+
 // Every unary method takes its request's bytes and parses them itself: gRPC's generated handler
 // answers a message it cannot parse UNIMPLEMENTED with no details; these answer INVALID_ARGUMENT
 // saying so. The parse and the response's serialization are the ones the generated code does.
@@ -319,6 +327,7 @@ class GrpcServer::Service : public raw::Base {
   Service(serve::InferenceService& core, const GrpcServerOptions& options) : core_(core), options_(options) {}
 
   ServerUnaryReactor* ServerLive(CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ServerLive")) return refused;
     return ParsedUnary<inference::ServerLiveRequest, inference::ServerLiveResponse>(
         ctx, in, out, [&](const auto&, auto* response) {
           response->set_live(core_.Live());
@@ -327,6 +336,7 @@ class GrpcServer::Service : public raw::Base {
   }
 
   ServerUnaryReactor* ServerReady(CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ServerReady")) return refused;
     return ParsedUnary<inference::ServerReadyRequest, inference::ServerReadyResponse>(
         ctx, in, out, [&](const auto&, auto* response) {
           response->set_ready(core_.Ready());
@@ -336,6 +346,7 @@ class GrpcServer::Service : public raw::Base {
 
   ServerUnaryReactor* ServerMetadata(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                      grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ServerMetadata")) return refused;
     return ParsedUnary<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
         ctx, in, out, [&](const auto&, auto* response) {
           serve::ServerMetadata metadata = core_.GetServerMetadata();
@@ -347,6 +358,7 @@ class GrpcServer::Service : public raw::Base {
   }
 
   ServerUnaryReactor* ModelReady(CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ModelReady")) return refused;
     return ParsedUnary<inference::ModelReadyRequest, inference::ModelReadyResponse>(
         ctx, in, out, [&](const auto& request, auto* response) -> Status {
           IL_RETURN_IF_ERROR(RequireModelName(request.name()));
@@ -358,6 +370,7 @@ class GrpcServer::Service : public raw::Base {
 
   ServerUnaryReactor* ModelMetadata(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                     grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ModelMetadata")) return refused;
     return ParsedUnary<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
         ctx, in, out, [&](const auto& request, auto* response) -> Status {
           IL_RETURN_IF_ERROR(RequireModelName(request.name()));
@@ -372,6 +385,7 @@ class GrpcServer::Service : public raw::Base {
   }
 
   ServerUnaryReactor* ModelConfig(CallbackServerContext* ctx, const grpc::ByteBuffer* in, grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ModelConfig")) return refused;
     return ParsedUnary<inference::ModelConfigRequest, inference::ModelConfigResponse>(
         ctx, in, out, [&](const auto& request, auto* response) -> Status {
           IL_RETURN_IF_ERROR(RequireModelName(request.name()));
@@ -389,6 +403,7 @@ class GrpcServer::Service : public raw::Base {
 
   ServerUnaryReactor* ModelInfer(CallbackServerContext* ctx, const grpc::ByteBuffer* request_bytes,
                                  grpc::ByteBuffer* response_bytes) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ModelInfer")) return refused;
     serve::RequestContext context = MakeContext(request_bytes->Length());
     auto reactor = std::make_unique<InferReactor>(ctx, context.cancelled);
     if (Status st = ParseRequest(request_bytes, &reactor->request); !st.ok()) return Answer(ctx, st);
@@ -407,12 +422,15 @@ class GrpcServer::Service : public raw::Base {
   }
 
   grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
-      CallbackServerContext*) override {
+      CallbackServerContext* ctx) override {
+    grpc::Status refusal;
+    if (!AuthorizeGrpc(options_.api_keys, *ctx, "ModelStreamInfer", &refusal)) return new RefusedStream(refusal);
     return new StreamReactor(core_, options_.decode);
   }
 
   ServerUnaryReactor* ModelStatistics(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                       grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "ModelStatistics")) return refused;
     return ParsedUnary<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
         ctx, in, out, [&](const auto& request, auto* response) -> Status {
           IL_ASSIGN_OR_RETURN(auto stats, core_.GetStatistics(request.name(), request.version()));
@@ -423,6 +441,7 @@ class GrpcServer::Service : public raw::Base {
 
   ServerUnaryReactor* RepositoryIndex(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                       grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "RepositoryIndex")) return refused;
     return ParsedUnary<inference::RepositoryIndexRequest, inference::RepositoryIndexResponse>(
         ctx, in, out, [&](const auto& request, auto* response) {
           for (const serve::ModelIndexEntry& e : core_.RepositoryIndex(request.ready())) {
@@ -438,6 +457,7 @@ class GrpcServer::Service : public raw::Base {
 
   ServerUnaryReactor* RepositoryModelLoad(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                           grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "RepositoryModelLoad")) return refused;
     inference::RepositoryModelLoadRequest request;
     if (Status st = ParseRequest(in, &request); !st.ok()) return Answer(ctx, st);
     if (Status st = RequireModelName(request.model_name()); !st.ok()) return Answer(ctx, st);
@@ -455,6 +475,7 @@ class GrpcServer::Service : public raw::Base {
 
   ServerUnaryReactor* RepositoryModelUnload(CallbackServerContext* ctx, const grpc::ByteBuffer* in,
                                             grpc::ByteBuffer* out) override {
+    if (ServerUnaryReactor* refused = Refused(ctx, "RepositoryModelUnload")) return refused;
     inference::RepositoryModelUnloadRequest request;
     if (Status st = ParseRequest(in, &request); !st.ok()) return Answer(ctx, st);
     if (Status st = RequireModelName(request.model_name()); !st.ok()) return Answer(ctx, st);
@@ -467,6 +488,15 @@ class GrpcServer::Service : public raw::Base {
   }
 
  private:
+  // nullptr when the call may go on (api_keys.h); otherwise the reactor answering its refusal.
+  ServerUnaryReactor* Refused(CallbackServerContext* ctx, std::string_view method) {
+    grpc::Status refusal;
+    if (AuthorizeGrpc(options_.api_keys, *ctx, method, &refusal)) return nullptr;
+    ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    reactor->Finish(refusal);
+    return reactor;
+  }
+
   serve::InferenceService& core_;
   const GrpcServerOptions& options_;
 };
@@ -491,7 +521,7 @@ Status GrpcServer::Start() {
   const std::string address = host + ":" + std::to_string(options_.port);
 
   service_ = std::make_unique<Service>(core_, options_);
-  adaptive_service_ = MakeGrpcAdaptiveService(core_);
+  adaptive_service_ = MakeGrpcAdaptiveService(core_, options_.api_keys);
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);

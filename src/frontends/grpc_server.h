@@ -31,12 +31,17 @@ class Service;
 
 namespace inferloop::frontends {
 
+class ApiKeys;
+
 struct GrpcServerOptions {
   std::string host = "0.0.0.0";  // an IPv6 address may be given bare ("::")
   int port = 8001;               // 0: an ephemeral port (GrpcServer::port() says which)
   // Largest request message; gRPC itself answers larger ones with RESOURCE_EXHAUSTED.
   int max_receive_message_bytes = 64 << 20;
   GrpcDecodeOptions decode;
+  // When set (must outlive the server), every call is checked against these API keys first
+  // (api_keys.h: UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED); null: no keys needed.
+  ApiKeys* api_keys = nullptr;
 };
 
 class GrpcServer {

@@ -174,6 +174,8 @@ Result<std::string> UrlDecode(std::string_view s) {
   return out;
 }
 
+}  // namespace
+
 // The URL-decoded segments of the target's path ("/v2/models/m" -> {"v2", "models", "m"}).
 Result<std::vector<std::string>> PathSegments(std::string_view target) {
   size_t end = target.find_first_of("?#");
@@ -192,6 +194,8 @@ Result<std::vector<std::string>> PathSegments(std::string_view target) {
   }
   return segments;
 }
+
+namespace {
 
 // The Inference-Header-Content-Length value; 0 when absent.
 Result<size_t> JsonHeaderLength(const HttpRequest& request) {

@@ -23,6 +23,8 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <cstddef>
 #include <memory>
@@ -32,6 +34,10 @@
 #include "serve/inference_service.h"
 
 namespace inferloop::frontends {
+
+// The URL-decoded segments of a request target's path ("/v2/models/m?x" -> {"v2", "models", "m"});
+// InvalidArgument for a target that is no absolute path or has bad percent-encoding.
+Result<std::vector<std::string>> PathSegments(std::string_view target);
 
 struct RestHandlerOptions {
   JsonDecodeOptions decode;

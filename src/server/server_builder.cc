@@ -74,6 +74,23 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   if (!closes.ok()) return closes.status();
   s->http_limit_closes_[0] = closes.value()->WithLabels({"header_timeout"}).value();
   s->http_limit_closes_[1] = closes.value()->WithLabels({"header_waiting_limit"}).value();
+  if (options.api_keys) {
+    auto refused = s->backend_metrics_.AddCounter(
+        "inferloop_auth_refused_total",
+        "Requests refused by the API keys (--api-keys), by reason: missing (no 'Authorization: Bearer' key), invalid "
+        "(an unknown key), forbidden (a key without the permission), rate_limited (a key over its rate=N/s).",
+        {"reason"});
+    if (!refused.ok()) return refused.status();
+    const frontends::AuthResult reasons[] = {frontends::AuthResult::kMissing, frontends::AuthResult::kInvalid,
+                                             frontends::AuthResult::kForbidden, frontends::AuthResult::kRateLimited};
+    for (int i = 0; i < 4; ++i) {
+      s->auth_refused_[i] = refused.value()->WithLabels({std::string(frontends::AuthResultName(reasons[i]))}).value();
+    }
+    Server* raw = s.get();
+    options.api_keys->set_on_refused([raw](frontends::AuthResult r) {
+      raw->auth_refused_[static_cast<int>(r) - static_cast<int>(frontends::AuthResult::kMissing)].Increment();
+    });
+  }
   serve::InferenceServerOptions io = options.inference;
   io.manager.backends = registry;
   io.fair_admission = options.fair_share;
@@ -128,6 +145,7 @@ Status Server::StartGrpc() {
   frontends::GrpcServerOptions go;
   go.host = options_.host;
   go.port = options_.grpc_port;
+  go.api_keys = options_.api_keys.get();
   go.max_receive_message_bytes = static_cast<int>(std::min<size_t>(options_.max_request_bytes, size_t{2000} << 20));
   grpc_ = std::make_unique<frontends::GrpcServer>(*inference_, go);
   if (Status st = grpc_->Start(); !st.ok()) {
@@ -140,9 +158,10 @@ Status Server::StartGrpc() {
 Status Server::Start() {
   // Frontends first: liveness answers while models load (ready stays false until they are).
   Status st = StartHttpServer("http", options_.http_port, options_.http_threads, options_.max_request_bytes,
-                              frontends::RestRouter(*rest_, openai_.get()), http_);
+                              frontends::WithApiKeys(options_.api_keys.get(), frontends::RestRouter(*rest_, openai_.get())),
+                              http_);
   if (!st.ok()) return st;
-  st = StartHttpServer("metrics", options_.metrics_port, 1, 4096, MetricsPortHandler(inference_.get(), &backend_metrics_),
+  st = StartHttpServer("metrics", options_.metrics_port, 1, 4096, frontends::WithApiKeys(options_.api_keys.get(), MetricsPortHandler(inference_.get(), &backend_metrics_)),
                        metrics_http_);
   if (!st.ok()) return st;
   st = StartGrpc();
@@ -154,6 +173,7 @@ Status Server::Start() {
                                   {"metrics_port", metrics_http_ ? std::to_string(metrics_http_->port()) : "off"},
                                   {"model_repository", options_.inference.manager.repository},
                                   {"model_control_mode", options_.control_mode_name},
+                                  {"api_keys", options_.api_keys ? std::to_string(options_.api_keys->size()) : "off"},
                                   {"fair_share_slots", fair_share_slots_ > 0 ? std::to_string(fair_share_slots_) : "off"},
                                   // Intra-op threads per model (--threads, or 0 resolved from the affinity mask
                                   // and the cgroup CPU quota): what a Kubernetes CPU limit became.

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "control/idle_policy.h"
+#include "frontends/api_keys.h"
 #include "frontends/grpc_server.h"
 #include "frontends/http_server.h"
 #include "frontends/openai_handler.h"
@@ -53,6 +54,9 @@ struct ServerOptions {
   bool fair_share = true;
   int fair_share_slots = 0;  // batches running at once; 0: the server's intra-op thread count
   control::IdlePolicyOptions idle;  // idle models: memory released, LRU unloaded over a budget
+  // When set, every endpoint but health needs one of these API keys (frontends/api_keys.h);
+  // refusals are counted in inferloop_auth_refused_total{reason}.
+  std::shared_ptr<frontends::ApiKeys> api_keys;
 };
 
 class Server {
@@ -82,6 +86,7 @@ class Server {
   int fair_share_slots_ = 0;  // 0: fair share off
   serve::MetricsRegistry backend_metrics_;
   serve::Counter http_limit_closes_[2];  // header_timeout, header_waiting_limit
+  serve::Counter auth_refused_[4];       // missing, invalid, forbidden, rate_limited
   std::unique_ptr<control::AdaptiveLoop> adaptive_;  // steps the versions it attached (weakly held)
   std::unique_ptr<serve::InferenceServer> inference_;
   std::unique_ptr<serve::TextGenerationRouter> text_;
