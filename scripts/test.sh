@@ -3,7 +3,7 @@
 #   1. unit tests + ONNX conformance suite (Release build, build/)
 #   2. unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/, clang)
 #   3. the fuzzers (model loader, KServe v2 REST and gRPC request decoders, config.pbtxt parser,
-#      GGUF reader, prefix cache block files, ...),
+#      GGUF reader, prefix cache block files, API key files, ...),
 #      bounded runs from a fixed seed (libFuzzer, same build-asan/ build)
 # The serve end-to-end tests (tests/e2e) use the project venv, made here by scripts/setup_venv.sh.
 # Ends with a line "skipped: NAME (reason)" for every skipped test (a missing prerequisite, or a
@@ -109,7 +109,7 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
               "v2_grpc_fuzzer tests/fuzz/corpus/v2_grpc 3" "model_config_fuzzer tests/fuzz/corpus_config 3" \
               "gguf_fuzzer tests/fuzz/corpus_gguf 3" "openai_request_fuzzer tests/fuzz/corpus_openai 3" \
               "image_decode_fuzzer tests/fuzz/corpus_image 3" "response_cache_fuzzer tests/fuzz/corpus_response_cache 3" \
-              "kv_block_file_fuzzer tests/fuzz/corpus_kv_block 3" \
+              "kv_block_file_fuzzer tests/fuzz/corpus_kv_block 3" "api_keys_fuzzer tests/fuzz/corpus_api_keys 3" \
               "dicom_fuzzer tests/fuzz/corpus_dicom 3 -malloc_limit_mb=4200"; do
     # (DCMTK 3.6.7 asks for the length a bad DICOM element declares, up to 4 GiB, with
     # new(nothrow) before it finds the data short: refused, never touched, but over libFuzzer's
