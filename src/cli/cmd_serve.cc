@@ -2,7 +2,8 @@
 //                 [--host 127.0.0.1] [--model-control-mode none|poll|explicit] [--load-model NAME ...]
 // Serves a model repository over KServe v2 REST and gRPC (docs/SERVING.md). Ports: 0 picks a free
 // one (the "server_listening" log line says which), -1 turns that endpoint off.
-// SIGTERM / SIGINT: stop accepting, answer what is in flight, exit 0.
+// SIGTERM / SIGINT: stop accepting, answer what is in flight, exit 0. SIGHUP: re-read the TLS
+// certificate and key (--tls-cert/--tls-key/--tls-client-ca) for new connections.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "cli/precision_option.h"
 #include "control/idle_policy.h"
 #include "frontends/api_keys.h"
+#include "frontends/tls.h"
 #include "serve/event_log.h"
 #include "serve/model_repository_layout.h"
 #include "server/server_builder.h"
@@ -60,6 +62,7 @@ struct ServeArgs {
   int64_t llm_prefix_cache_disk_mb = 4096;
   double idle_release_after_seconds = 30;
   std::string api_keys;  // --api-keys FILE ("": no keys needed)
+  std::string tls_cert, tls_key, tls_client_ca;  // --tls-cert/--tls-key/--tls-client-ca FILE ("": none)
   std::string memory_budget = "0";
   std::string response_cache_bytes = "256MiB";
   std::string response_cache_dir;
@@ -182,6 +185,25 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
     }
     o.api_keys = std::shared_ptr<frontends::ApiKeys>(std::move(keys).value());
   }
+  if (a.tls_cert.empty() != a.tls_key.empty()) {
+    std::cerr << "error: " << (a.tls_cert.empty() ? "--tls-key needs --tls-cert" : "--tls-cert needs --tls-key")
+              << " (TLS takes both a certificate and its private key)\n";
+    return std::nullopt;
+  }
+  if (!a.tls_client_ca.empty() && a.tls_cert.empty()) {
+    std::cerr << "error: --tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)\n";
+    return std::nullopt;
+  }
+  if (!a.tls_cert.empty()) {
+    frontends::TlsFiles files{.cert_file = a.tls_cert, .key_file = a.tls_key, .client_ca_file = a.tls_client_ca,
+                              .cert_name = "--tls-cert", .key_name = "--tls-key", .client_ca_name = "--tls-client-ca"};
+    auto tls = frontends::TlsCredentials::Load(std::move(files));
+    if (!tls.ok()) {
+      std::cerr << "error: " << tls.status().message() << "\n";
+      return std::nullopt;
+    }
+    o.tls = std::move(tls).value();
+  }
   return o;
 }
 
@@ -194,6 +216,7 @@ int RunServe(const ServeArgs& a) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -205,7 +228,11 @@ int RunServe(const ServeArgs& a) {
   if (!(*server)->Start().ok()) return 1;  // logged as server_failed
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  for (;;) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    (*server)->ReloadTls();  // logged: tls_reloaded, tls_reload_failed or tls_reload_skipped
+  }
   log.Info("signal", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
                       {"inflight", std::to_string((*server)->InflightRequests())}});
   const auto deadline =
@@ -229,6 +256,12 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--api-keys", a->api_keys,
                   "File of API keys, one per line: KEY PERMISSIONS[,...] [rate=N/s] (permissions: infer, control, "
                   "metrics); requests then need 'Authorization: Bearer KEY' (health checks excepted)");
+  cmd->add_option("--tls-cert", a->tls_cert,
+                  "PEM certificate (chain) for TLS on the HTTP, metrics and gRPC ports; needs --tls-key; "
+                  "re-read on SIGHUP");
+  cmd->add_option("--tls-key", a->tls_key, "PEM private key of --tls-cert");
+  cmd->add_option("--tls-client-ca", a->tls_client_ca,
+                  "PEM CA certificate(s): clients must present a certificate signed by one (mutual TLS)");
   cmd->add_option("--model-control-mode", a->control_mode, "none | poll | explicit")->capture_default_str();
   cmd->add_option("--load-model", a->load_models, "Model to load at start in explicit mode ('*': all); repeatable");
   cmd->add_option("--repository-poll-secs", a->poll_seconds, "Poll mode: seconds between repository scans")

@@ -2,7 +2,11 @@
 
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <mutex>
@@ -273,6 +277,24 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
   inference::ModelInferRequest request_;
 };
 
+// Insecure without options.tls; else TLS from the files, which gRPC re-reads every
+// tls_refresh_seconds (a changed pair applies to new connections).
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const GrpcServerOptions& options) {
+  if (!options.tls) return grpc::InsecureServerCredentials();
+  const TlsFiles& f = options.tls->files();
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      f.key_file, f.cert_file, f.client_ca_file, std::max(1u, options.tls_refresh_seconds));
+  grpc::experimental::TlsServerCredentialsOptions o(provider);
+  o.watch_identity_key_cert_pairs();
+  if (options.tls->mutual()) {
+    o.watch_root_certs();
+    o.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  } else {
+    o.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  }
+  return grpc::experimental::TlsServerCredentials(o);
+}
+
 }  // namespace
 
 // A ModelStreamInfer call refused by the API keys: ends at once with the refusal.
@@ -524,7 +546,7 @@ Status GrpcServer::Start() {
   adaptive_service_ = MakeGrpcAdaptiveService(core_, options_.api_keys);
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(address, ServerCredentials(options_), &bound_port);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   // A second server on a busy port must fail, not share it.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);

@@ -21,6 +21,7 @@
 #include <string>
 
 #include "frontends/v2_grpc_codec.h"
+#include "frontends/tls.h"
 #include "inferloop/status.h"
 #include "serve/inference_service.h"
 
@@ -42,6 +43,11 @@ struct GrpcServerOptions {
   // When set (must outlive the server), every call is checked against these API keys first
   // (api_keys.h: UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED); null: no keys needed.
   ApiKeys* api_keys = nullptr;
+  // When set, the port speaks TLS only, with tls's files (mutual TLS when it has a client CA:
+  // GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY). gRPC watches the files itself and
+  // applies changed certificates to new connections within tls_refresh_seconds (no SIGHUP needed).
+  std::shared_ptr<TlsCredentials> tls;
+  unsigned tls_refresh_seconds = 5;
 };
 
 class GrpcServer {

@@ -9,6 +9,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -80,6 +81,47 @@ HttpResponse ErrorResponse(int status, std::string_view message) {
   return r;
 }
 
+// A connection's byte stream: the TCP socket itself, or TLS over it. An AsyncReadStream and
+// AsyncWriteStream for Beast and Asio; the plain path costs one pointer test per operation.
+class ConnStream {
+ public:
+  using executor_type = tcp::socket::executor_type;
+  using TlsStream = beast::ssl_stream<tcp::socket>;
+
+  explicit ConnStream(tcp::socket socket) : plain_(std::move(socket)) {}
+  // TLS over `socket` with `context` (kept alive as long as the connection).
+  ConnStream(tcp::socket socket, std::shared_ptr<TlsContext> context)
+      : plain_(socket.get_executor()),
+        context_(std::move(context)),
+        tls_(std::make_unique<TlsStream>(std::move(socket), AsioSslContext(*context_))) {}
+
+  executor_type get_executor() { return plain_.get_executor(); }
+  bool tls() const { return tls_ != nullptr; }
+  // The TCP socket underneath (for shutdown, close and draining raw bytes).
+  tcp::socket& socket() { return tls_ ? tls_->next_layer() : plain_; }
+
+  template <typename MutableBuffers, typename Handler>
+  void async_read_some(const MutableBuffers& buffers, Handler&& handler) {
+    if (tls_) return tls_->async_read_some(buffers, std::forward<Handler>(handler));
+    plain_.async_read_some(buffers, std::forward<Handler>(handler));
+  }
+  template <typename ConstBuffers, typename Handler>
+  void async_write_some(const ConstBuffers& buffers, Handler&& handler) {
+    if (tls_) return tls_->async_write_some(buffers, std::forward<Handler>(handler));
+    plain_.async_write_some(buffers, std::forward<Handler>(handler));
+  }
+  // The server side of the TLS handshake (only when tls()).
+  template <typename Handler>
+  void async_handshake(Handler&& handler) {
+    tls_->async_handshake(asio::ssl::stream_base::server, std::forward<Handler>(handler));
+  }
+
+ private:
+  tcp::socket plain_;  // the socket, or (TLS) an empty one holding the executor
+  std::shared_ptr<TlsContext> context_;
+  std::unique_ptr<TlsStream> tls_;
+};
+
 }  // namespace
 
 struct HttpServer::Core {
@@ -138,21 +180,33 @@ namespace http_internal {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(HttpServer::Core& core, tcp::socket socket)
-      : core_(core), socket_(std::move(socket)), timer_(socket_.get_executor()), header_since_(Clock::now()) {}
+  Session(HttpServer::Core& core, ConnStream stream)
+      : core_(core), stream_(std::move(stream)), timer_(stream_.get_executor()), header_since_(Clock::now()) {}
   ~Session() {
     for (auto& slot : slots_) slot.cancelled->store(true);
     core_.Unregister(this);
   }
 
-  tcp::socket::executor_type executor() { return socket_.get_executor(); }
+  tcp::socket::executor_type executor() { return stream_.get_executor(); }
 
-  // Starts reading; the session was listed as waiting for its first header when accepted.
+  // Starts reading (after the TLS handshake, when TLS); the session was listed as waiting for its
+  // first header when accepted, so header_timeout bounds the handshake too.
   void Start() {
     if (closed_) return;
     ArmIdleTimer();
     EnsureTimer(header_since_ + core_.options.header_timeout);
-    DoRead();
+    if (!stream_.tls()) return DoRead();
+    stream_.async_handshake([self = shared_from_this()](beast::error_code ec) {
+      if (self->closed_) return;  // timed out, evicted or shut down meanwhile
+      if (ec) {
+        if (ec != asio::error::eof && self->core_.options.on_tls_handshake_failure) {
+          self->core_.options.on_tls_handshake_failure();
+        }
+        return self->Close();
+      }
+      self->DoRead();
+      self->MaybeClose();  // draining began during the handshake
+    });
   }
 
   // Closes the connection for `reason` unless it has stopped waiting for a header meanwhile.
@@ -183,8 +237,8 @@ class Session : public std::enable_shared_from_this<Session> {
     for (auto& slot : slots_) slot.cancelled->store(true);
     beast::error_code ec;
     timer_.cancel();
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
   }
 
   // The start, pieces and end of a streamed answer for request `seq`.
@@ -271,7 +325,7 @@ class Session : public std::enable_shared_from_this<Session> {
     slot.stream_pending.clear();
     writing_ = true;
     StartWriteTimer();
-    asio::async_write(socket_, asio::buffer(slot.stream_writing), [self = shared_from_this()](beast::error_code ec, size_t) {
+    asio::async_write(stream_, asio::buffer(slot.stream_writing), [self = shared_from_this()](beast::error_code ec, size_t) {
       self->writing_ = false;
       if (self->closed_) return;
       if (ec) return self->Close();
@@ -425,7 +479,7 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(static_cast<uint32_t>(std::min<size_t>(core_.options.max_header_bytes, UINT32_MAX)));
     parser_->body_limit(static_cast<uint64_t>(core_.options.max_body_bytes));
     reading_ = true;
-    http::async_read_header(socket_, buffer_, *parser_,
+    http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
   }
 
@@ -443,7 +497,7 @@ class Session : public std::enable_shared_from_this<Session> {
       static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
       writing_ = true;
       StartWriteTimer();
-      asio::async_write(socket_, asio::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, size_t) {
+      asio::async_write(stream_, asio::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, size_t) {
         self->writing_ = false;
         if (self->closed_) return;
         if (ec) return self->Close();
@@ -467,7 +521,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (n == 0) break;
     }
     if (parser_->is_done()) return OnBody({});
-    http::async_read(socket_, buffer_, *parser_,
+    http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnBody(ec); });
   }
 
@@ -548,7 +602,7 @@ class Session : public std::enable_shared_from_this<Session> {
     slot.response->keep_alive(!close_after_write_);
     writing_ = true;
     StartWriteTimer();
-    http::async_write(socket_, *slot.response,
+    http::async_write(stream_, *slot.response,
                       [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); });
   }
 
@@ -570,7 +624,7 @@ class Session : public std::enable_shared_from_this<Session> {
     lingering_ = true;
     read_closed_ = true;
     beast::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
     SetTimer(Clock::now() + kLingerTime);
     if (!reading_) Discard();
   }
@@ -578,7 +632,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void Discard() {
     reading_ = true;
     scratch_.resize(4096);
-    socket_.async_read_some(asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t) {
+    // Raw bytes off the socket (TLS records included): they are dropped anyway.
+    stream_.socket().async_read_some(asio::buffer(scratch_), [self = shared_from_this()](beast::error_code ec, size_t) {
       self->reading_ = false;
       if (self->closed_) return;
       if (ec) return self->Close();
@@ -587,7 +642,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   HttpServer::Core& core_;
-  tcp::socket socket_;
+  ConnStream stream_;
   asio::steady_timer timer_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
@@ -731,7 +786,8 @@ void HttpServer::Core::DoAccept() {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (!draining) {
-        session = std::make_shared<Session>(*this, std::move(socket));
+        session = options.tls ? std::make_shared<Session>(*this, ConnStream(std::move(socket), options.tls->Current()))
+                              : std::make_shared<Session>(*this, ConnStream(std::move(socket)));
         sessions.emplace(session.get(), session);
         evicted = EnterWaitingLocked(session.get());
       }

@@ -21,6 +21,12 @@
 // in. Idle keep-alive connections that have sent nothing of a next request are not waiting (only
 // read_timeout bounds them). Each such close is reported through on_limit_close.
 //
+// TLS: with options.tls, every connection is TLS (the handshake must complete within
+// header_timeout, like a first request header: a client that stalls in it is closed the same way
+// and counts against max_header_waiting); each takes tls->Current() when accepted, so a reload
+// applies to new connections only. A failed handshake closes the connection and is reported through
+// on_tls_handshake_failure. Without it, the connection's bytes go straight to the socket.
+//
 // Shutdown: StopAccepting() closes the listening socket, and from then on a connection closes
 // after its next answer that leaves no request unanswered on it (`Connection: close`), so keep-alive
 // clients reconnect elsewhere; Shutdown(deadline) also stops reading new requests, waits until
@@ -39,6 +45,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontends/tls.h"
 #include "inferloop/status.h"
 
 namespace inferloop::frontends {
@@ -137,6 +144,11 @@ struct HttpServerOptions {
   // Requests of one connection handed to the handler but not yet answered; beyond it the
   // connection is not read until an answer is written.
   int max_pipelined = 32;
+  // TLS on every connection (see the header comment); null: plain HTTP.
+  std::shared_ptr<TlsCredentials> tls;
+  // Called (on an io thread, must not block) for each TLS handshake that fails (not for a client
+  // that closes before sending anything).
+  std::function<void()> on_tls_handshake_failure;
   // Value of the Server header ("" for none).
   std::string server_name = "inferloop";
 };

@@ -74,6 +74,17 @@ Result<std::unique_ptr<Server>> Server::Create(const ServerOptions& options, ser
   if (!closes.ok()) return closes.status();
   s->http_limit_closes_[0] = closes.value()->WithLabels({"header_timeout"}).value();
   s->http_limit_closes_[1] = closes.value()->WithLabels({"header_waiting_limit"}).value();
+  if (options.tls) {
+    auto failures = s->backend_metrics_.AddCounter(
+        "inferloop_tls_handshake_failures_total",
+        "TLS handshakes that failed (--tls-cert), by port: http, metrics (a client that does not speak TLS, does not "
+        "trust the certificate, presents no or a wrong client certificate under --tls-client-ca, or stalls past "
+        "--http-header-timeout-secs).",
+        {"endpoint"});
+    if (!failures.ok()) return failures.status();
+    s->tls_handshake_failures_[0] = failures.value()->WithLabels({"http"}).value();
+    s->tls_handshake_failures_[1] = failures.value()->WithLabels({"metrics"}).value();
+  }
   if (options.api_keys) {
     auto refused = s->backend_metrics_.AddCounter(
         "inferloop_auth_refused_total",
@@ -131,6 +142,11 @@ Status Server::StartHttpServer(const char* endpoint, int port, int io_threads, s
   ho.on_limit_close = [this](frontends::HttpLimitClose reason) {
     http_limit_closes_[reason == frontends::HttpLimitClose::kHeaderTimeout ? 0 : 1].Increment();
   };
+  if (options_.tls) {
+    ho.tls = options_.tls;
+    serve::Counter* failures = &tls_handshake_failures_[std::string_view(endpoint) == "metrics" ? 1 : 0];
+    ho.on_tls_handshake_failure = [failures] { failures->Increment(); };
+  }
   auto h = frontends::HttpServer::Start(ho, std::move(handler));
   if (!h.ok()) {
     log_->Error("server_failed", {{"endpoint", endpoint}, {"reason", h.status().message()}});
@@ -146,6 +162,7 @@ Status Server::StartGrpc() {
   go.host = options_.host;
   go.port = options_.grpc_port;
   go.api_keys = options_.api_keys.get();
+  go.tls = options_.tls;
   go.max_receive_message_bytes = static_cast<int>(std::min<size_t>(options_.max_request_bytes, size_t{2000} << 20));
   grpc_ = std::make_unique<frontends::GrpcServer>(*inference_, go);
   if (Status st = grpc_->Start(); !st.ok()) {
@@ -174,6 +191,7 @@ Status Server::Start() {
                                   {"model_repository", options_.inference.manager.repository},
                                   {"model_control_mode", options_.control_mode_name},
                                   {"api_keys", options_.api_keys ? std::to_string(options_.api_keys->size()) : "off"},
+                                  {"tls", !options_.tls ? "off" : options_.tls->mutual() ? "mutual" : "on"},
                                   {"fair_share_slots", fair_share_slots_ > 0 ? std::to_string(fair_share_slots_) : "off"},
                                   // Intra-op threads per model (--threads, or 0 resolved from the affinity mask
                                   // and the cgroup CPU quota): what a Kubernetes CPU limit became.
@@ -197,6 +215,19 @@ Status Server::Start() {
     log_->Error("server_not_ready", {{"reason", loaded.message()}});
   }
   return Status::Ok();
+}
+
+void Server::ReloadTls() {
+  if (!options_.tls) {
+    log_->Info("tls_reload_skipped", {{"reason", "TLS is off (no --tls-cert)"}});
+    return;
+  }
+  Status st = options_.tls->Reload();
+  if (!st.ok()) {
+    log_->Error("tls_reload_failed", {{"reason", st.message()}, {"kept", options_.tls->Describe()}});
+    return;
+  }
+  log_->Info("tls_reloaded", {{"certificate", options_.tls->Describe()}});
 }
 
 bool Server::Shutdown(std::chrono::steady_clock::time_point deadline) {

@@ -57,6 +57,9 @@ struct ServerOptions {
   // When set, every endpoint but health needs one of these API keys (frontends/api_keys.h);
   // refusals are counted in inferloop_auth_refused_total{reason}.
   std::shared_ptr<frontends::ApiKeys> api_keys;
+  // When set, the HTTP, metrics and gRPC ports speak TLS only (frontends/tls.h); failed handshakes
+  // (HTTP and metrics ports) are counted in inferloop_tls_handshake_failures_total{endpoint}.
+  std::shared_ptr<frontends::TlsCredentials> tls;
 };
 
 class Server {
@@ -73,6 +76,10 @@ class Server {
   // Returns true when everything in flight was answered by `deadline`.
   bool Shutdown(std::chrono::steady_clock::time_point deadline);
   int64_t InflightRequests() const { return inference_ ? inference_->InflightRequests() : 0; }
+  // SIGHUP: re-reads the TLS files for the HTTP and metrics ports' new connections (open ones keep
+  // theirs), logged as "tls_reloaded" or, keeping the old certificate, "tls_reload_failed". gRPC
+  // follows the files by itself. Without TLS: logs "tls_reload_skipped".
+  void ReloadTls();
 
  private:
   Server(const ServerOptions& options, serve::EventLog* log);
@@ -87,6 +94,7 @@ class Server {
   serve::MetricsRegistry backend_metrics_;
   serve::Counter http_limit_closes_[2];  // header_timeout, header_waiting_limit
   serve::Counter auth_refused_[4];       // missing, invalid, forbidden, rate_limited
+  serve::Counter tls_handshake_failures_[2];  // http, metrics
   std::unique_ptr<control::AdaptiveLoop> adaptive_;  // steps the versions it attached (weakly held)
   std::unique_ptr<serve::InferenceServer> inference_;
   std::unique_ptr<serve::TextGenerationRouter> text_;
