@@ -10,7 +10,8 @@ PACKAGES=(
   rapidjson-dev                 # KServe v2 REST JSON codec (src/frontends)
   libboost1.81-dev              # Boost.Beast/Asio: the KServe v2 REST server (src/frontends)
   libgrpc++-dev protobuf-compiler-grpc  # KServe v2 gRPC service stubs
-  libssl-dev                    # OpenSSL libcrypto: SHA-256 + constant-time compare of API keys (src/frontends/api_keys.cc)
+  libssl-dev                    # OpenSSL: SHA-256 + constant-time compare of API keys (api_keys.cc), TLS (tls.cc)
+  openssl                       # the openssl CLI: test certificates (tests/e2e/test_serve_tls.py)
   libjpeg-dev libpng-dev        # ImageDecoder (JPEG, PNG)
   libdcmtk-dev                  # DCMTK: DICOM parsing + JPEG/JPEG-LS/RLE pixel decoders (src/imaging/dicom_*)
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target

@@ -92,16 +92,18 @@ Result<std::shared_ptr<TlsContext>> BuildContext(const TlsFiles& f) {
   if (ec || SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1) {
     return Status::Internal("TLS: cannot set up the OpenSSL context: " + OpenSslReason(ec, "unknown error"));
   }
-  t->ctx.use_certificate_chain(boost::asio::buffer(cert.value()), ec);
-  if (ec) {
-    return Status::InvalidArgument(f.cert_name + " '" + f.cert_file +
-                                   "': not a PEM certificate: " + OpenSslReason(ec, "no certificate found"));
-  }
+  // The key first: a certificate then set that does not match it unsets it (checked below).
   t->ctx.use_private_key(boost::asio::buffer(key.value()), ssl::context::pem, ec);
   if (ec) {
     return Status::InvalidArgument(f.key_name + " '" + f.key_file +
-                                   "': not a PEM private key: " + OpenSslReason(ec, "no key found"));
+                                   "': no PEM private key in it (OpenSSL: " + OpenSslReason(ec, "none found") + ")");
   }
+  t->ctx.use_certificate_chain(boost::asio::buffer(cert.value()), ec);
+  if (ec) {
+    return Status::InvalidArgument(f.cert_name + " '" + f.cert_file +
+                                   "': no PEM certificate in it (OpenSSL: " + OpenSslReason(ec, "none found") + ")");
+  }
+  ERR_clear_error();
   if (SSL_CTX_check_private_key(native) != 1) {
     return Status::InvalidArgument(f.key_name + " '" + f.key_file + "' does not match the certificate in " +
                                    f.cert_name + " '" + f.cert_file + "'");
@@ -110,7 +112,7 @@ Result<std::shared_ptr<TlsContext>> BuildContext(const TlsFiles& f) {
     t->ctx.add_certificate_authority(boost::asio::buffer(ca), ec);
     if (ec) {
       return Status::InvalidArgument(f.client_ca_name + " '" + f.client_ca_file +
-                                     "': not a PEM certificate: " + OpenSslReason(ec, "no certificate found"));
+                                     "': no PEM certificate in it (OpenSSL: " + OpenSslReason(ec, "none found") + ")");
     }
     // Tell clients which CA to present a certificate from.
     if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(f.client_ca_file.c_str())) {
