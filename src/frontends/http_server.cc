@@ -10,6 +10,8 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -198,14 +200,32 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!stream_.tls()) return DoRead();
     stream_.async_handshake([self = shared_from_this()](beast::error_code ec) {
       if (self->closed_) return;  // timed out, evicted or shut down meanwhile
-      if (ec) {
-        if (ec != asio::error::eof && self->core_.options.on_tls_handshake_failure) {
-          self->core_.options.on_tls_handshake_failure();
-        }
-        return self->Close();
+      if (!ec) {
+        self->DoRead();
+        return self->MaybeClose();  // draining began during the handshake
       }
-      self->DoRead();
-      self->MaybeClose();  // draining began during the handshake
+      if (ec != asio::error::eof && self->core_.options.on_tls_handshake_failure) {
+        self->core_.options.on_tls_handshake_failure();
+      }
+      if (ec.category() == asio::error::get_ssl_category() && ERR_GET_REASON(ec.value()) == SSL_R_HTTP_REQUEST) {
+        return self->AnswerPlainHttp();
+      }
+      self->Close();
+    });
+  }
+
+  // A plain HTTP request on the TLS port: a plaintext 400 saying so, then close (as nginx does).
+  void AnswerPlainHttp() {
+    static const std::string kAnswer = [] {
+      const std::string body = "{\"error\":\"this port speaks TLS only: use https://\"}";
+      return "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: " +
+             std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    }();
+    writing_ = true;
+    StartWriteTimer();
+    asio::async_write(stream_.socket(), asio::buffer(kAnswer), [self = shared_from_this()](beast::error_code, size_t) {
+      self->writing_ = false;
+      if (!self->closed_) self->Linger();
     });
   }
 
