@@ -3,7 +3,8 @@
 // Serves a model repository over KServe v2 REST and gRPC (docs/SERVING.md). Ports: 0 picks a free
 // one (the "server_listening" log line says which), -1 turns that endpoint off.
 // SIGTERM / SIGINT: stop accepting, answer what is in flight, exit 0. SIGHUP: re-read the TLS
-// certificate and key (--tls-cert/--tls-key/--tls-client-ca) for new connections.
+// certificate and key (--tls-cert/--tls-key/--tls-client-ca) for new connections, and the
+// --api-keys file.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -232,6 +233,7 @@ int RunServe(const ServeArgs& a) {
     sigwait(&signals, &sig);
     if (sig != SIGHUP) break;
     (*server)->ReloadTls();  // logged: tls_reloaded, tls_reload_failed or tls_reload_skipped
+    (*server)->ReloadApiKeys();  // with --api-keys: api_keys_reloaded or api_keys_reload_failed
   }
   log.Info("signal", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"},
                       {"inflight", std::to_string((*server)->InflightRequests())}});
@@ -255,7 +257,7 @@ Runner AddServeCommand(CLI::App& app) {
   cmd->add_option("--host", a->host, "Address to bind")->capture_default_str();
   cmd->add_option("--api-keys", a->api_keys,
                   "File of API keys, one per line: KEY PERMISSIONS[,...] [rate=N/s] (permissions: infer, control, "
-                  "metrics); requests then need 'Authorization: Bearer KEY' (health checks excepted)");
+                  "metrics); requests then need 'Authorization: Bearer KEY' (health checks excepted); re-read on SIGHUP");
   cmd->add_option("--tls-cert", a->tls_cert,
                   "PEM certificate (chain) for TLS on the HTTP, metrics and gRPC ports; needs --tls-key; "
                   "re-read on SIGHUP");

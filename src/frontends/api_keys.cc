@@ -15,6 +15,7 @@
 #include <sstream>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "frontends/openai_handler.h"
 #include "frontends/rest_handler.h"
 
@@ -190,10 +191,16 @@ std::string_view AuthResultName(AuthResult result) {
 ApiKeys::ApiKeys() = default;
 ApiKeys::~ApiKeys() = default;
 
-size_t ApiKeys::size() const { return entries_.size(); }
+std::shared_ptr<const ApiKeys::EntryList> ApiKeys::entries() const {
+  std::lock_guard<std::mutex> lock(entries_mu_);
+  return entries_;
+}
+
+size_t ApiKeys::size() const { return entries()->size(); }
 
 Result<std::unique_ptr<ApiKeys>> ApiKeys::Parse(std::string_view text, const std::string& source) {
   std::unique_ptr<ApiKeys> keys(new ApiKeys());
+  auto list = std::make_shared<EntryList>();
   int line_number = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -207,15 +214,16 @@ Result<std::unique_ptr<ApiKeys>> ApiKeys::Parse(std::string_view text, const std
     entry->line = line_number;
     std::string error = ParseLine(fields, entry.get());
     if (!error.empty()) return Status::InvalidArgument(source + " line " + std::to_string(line_number) + ": " + error);
-    for (const auto& other : keys->entries_) {
+    for (const auto& other : *list) {
       if (other->digest == entry->digest) {
         return Status::InvalidArgument(source + " line " + std::to_string(line_number) + ": the key of line " +
                                        std::to_string(other->line) + " again (each key once)");
       }
     }
-    keys->entries_.push_back(std::move(entry));
+    list->push_back(std::move(entry));
   }
-  if (keys->entries_.empty()) return Status::InvalidArgument(source + ": no key (lines 'KEY PERMISSIONS [rate=N/s]')");
+  if (list->empty()) return Status::InvalidArgument(source + ": no key (lines 'KEY PERMISSIONS [rate=N/s]')");
+  keys->entries_ = std::move(list);
   return keys;
 }
 
@@ -224,7 +232,18 @@ Result<std::unique_ptr<ApiKeys>> ApiKeys::Load(const std::string& path) {
   if (!in) return Status::NotFound("cannot read the API key file " + path);
   std::ostringstream text;
   text << in.rdbuf();
-  return Parse(text.str(), path);
+  IL_ASSIGN_OR_RETURN(std::unique_ptr<ApiKeys> keys, Parse(text.str(), path));
+  keys->path_ = path;
+  return keys;
+}
+
+Status ApiKeys::Reload() {
+  if (path_.empty()) return Status::FailedPrecondition("these API keys were not read from a file");
+  IL_ASSIGN_OR_RETURN(std::unique_ptr<ApiKeys> fresh, Load(path_));
+  std::shared_ptr<const EntryList> list = fresh->entries();
+  std::lock_guard<std::mutex> lock(entries_mu_);
+  entries_ = std::move(list);
+  return Status::Ok();
 }
 
 AuthVerdict ApiKeys::Check(const std::string* authorization, Access needed) {
@@ -245,7 +264,8 @@ AuthVerdict ApiKeys::Check(const std::string* authorization, Access needed) {
     Digest presented{};
     const bool hashed = Sha256(token, &presented);
     uintptr_t found = 0;
-    for (const auto& e : entries_) {
+    const std::shared_ptr<const EntryList> list = entries();  // keeps `match` alive across a Reload
+    for (const auto& e : *list) {
       const uintptr_t equal = CRYPTO_memcmp(e->digest.data(), presented.data(), presented.size()) == 0;
       found |= (uintptr_t{0} - equal) & reinterpret_cast<uintptr_t>(e.get());
     }

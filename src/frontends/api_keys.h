@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,6 +65,11 @@ class ApiKeys {
   static Result<std::unique_ptr<ApiKeys>> Parse(std::string_view text, const std::string& source);
   // Reads and parses the file at `path` (NotFound when it cannot be read).
   static Result<std::unique_ptr<ApiKeys>> Load(const std::string& path);
+  // Reads the file Load read again (SIGHUP): on success every later Check uses the new keys (their
+  // rate buckets start full; a Check already running finishes with the old ones); on failure,
+  // with Load's errors (which never quote a key), the old keys stay. FailedPrecondition for keys
+  // made by Parse. Thread-safe.
+  Status Reload();
 
   ~ApiKeys();
   ApiKeys(const ApiKeys&) = delete;
@@ -84,8 +90,13 @@ class ApiKeys {
   struct Entry;  // defined in api_keys.cc
 
  private:
+  using EntryList = std::vector<std::unique_ptr<Entry>>;
   ApiKeys();
-  std::vector<std::unique_ptr<Entry>> entries_;
+  std::shared_ptr<const EntryList> entries() const;
+
+  std::string path_;  // the file Load read ("" for Parse)
+  mutable std::mutex entries_mu_;  // guards the pointer only (copied per Check, swapped by Reload)
+  std::shared_ptr<const EntryList> entries_;
   std::function<void(AuthResult)> on_refused_;
 };
 

@@ -230,6 +230,16 @@ void Server::ReloadTls() {
   log_->Info("tls_reloaded", {{"certificate", options_.tls->Describe()}});
 }
 
+void Server::ReloadApiKeys() {
+  if (!options_.api_keys) return;
+  Status st = options_.api_keys->Reload();
+  if (!st.ok()) {
+    log_->Error("api_keys_reload_failed", {{"reason", st.message()}, {"kept", std::to_string(options_.api_keys->size())}});
+    return;
+  }
+  log_->Info("api_keys_reloaded", {{"keys", std::to_string(options_.api_keys->size())}});
+}
+
 bool Server::Shutdown(std::chrono::steady_clock::time_point deadline) {
   idle_.reset();  // no unload starts while requests drain
   if (http_) http_->StopAccepting();

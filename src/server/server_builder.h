@@ -80,6 +80,9 @@ class Server {
   // theirs), logged as "tls_reloaded" or, keeping the old certificate, "tls_reload_failed". gRPC
   // follows the files by itself. Without TLS: logs "tls_reload_skipped".
   void ReloadTls();
+  // SIGHUP too: re-reads the --api-keys file (logged as api_keys_reloaded with the count, or
+  // api_keys_reload_failed with the reason, the old keys kept); nothing without --api-keys.
+  void ReloadApiKeys();
 
  private:
   Server(const ServerOptions& options, serve::EventLog* log);

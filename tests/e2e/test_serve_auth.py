@@ -18,6 +18,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import socket
@@ -305,6 +306,53 @@ class AuthTest(unittest.TestCase):
             print(f"timing {a} ({expected[a]}) vs {b} ({expected[b]}): median {np.median(times[a]) / 1e3:.2f} us vs "
                   f"{np.median(times[b]) / 1e3:.2f} us, n={len(times[a])} each, Mann-Whitney U p={p:.3g}",
                   file=sys.stderr)
+
+
+class KeyReloadTest(unittest.TestCase):
+    """SIGHUP reads the key file again: a key removed from it is refused at once, a new one
+    accepted; a bad file keeps the old keys; connections in between are not dropped."""
+
+    def test_sighup_reloads_the_key_file(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = os.path.join(tmp, "repo")
+            for_root = os.path.join(repo, "simple")
+            mtr.save(mtr.simple_model(), os.path.join(for_root, "1", "model.onnx"))
+            mtr.write(os.path.join(for_root, "config.pbtxt"), mtr.SIMPLE_CONFIG)
+            path = os.path.join(tmp, "keys.txt")
+            with open(path, "w") as f:
+                f.write(f"{INFER} infer\n")
+            with h.Server(INFERLOOP, repo, "--api-keys", path) as server:
+                def status(key):
+                    return h.request(server.http_port, "POST", "/v2/models/simple/infer", infer_body(),
+                                     {**bearer(key), "Content-Type": "application/json"})[0]
+
+                def reload():
+                    before = len(server.events)
+                    server.proc.send_signal(signal.SIGHUP)
+                    return server.wait_event(("api_keys_reloaded", "api_keys_reload_failed"), after=before)
+
+                self.assertEqual(status(INFER), 200)
+                self.assertEqual(status(CONTROL), 401)
+                with open(path + ".new", "w") as f:
+                    f.write(f"{CONTROL} infer\n{METRICS} metrics\n")
+                os.replace(path + ".new", path)
+                e = reload()
+                self.assertEqual(e["event"], "api_keys_reloaded")
+                self.assertEqual(e["keys"], "2")
+                self.assertEqual(status(INFER), 401)
+                self.assertEqual(status(CONTROL), 200)
+                self.assertEqual(status(METRICS), 403)
+                # A bad file: refused with the line, without the key; the last good keys serve on.
+                with open(path, "w") as f:
+                    f.write(f"{INFER} infer,admin\n")
+                e = reload()
+                self.assertEqual(e["event"], "api_keys_reload_failed")
+                self.assertIn("line 1: unknown permission 'admin'", e["reason"])
+                self.assertEqual(status(CONTROL), 200)
+                self.assertEqual(status(INFER), 401)
+                self.assertIsNone(server.proc.poll(), "SIGHUP must not stop the server")
+                for key in KEYS:
+                    self.assertNotIn(key, server.log_text())
 
 
 class KeyFileErrorTest(unittest.TestCase):

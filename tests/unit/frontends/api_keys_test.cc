@@ -117,6 +117,45 @@ TEST(ApiKeysTest, ChecksKeysAndPermissions) {
   EXPECT_EQ(refused, expected);
 }
 
+TEST(ApiKeysTest, ReloadSwapsTheKeysAndKeepsThemWhenTheNewFileIsBad) {
+  const std::string path = ::testing::TempDir() + "api_keys_reload_test.txt";
+  auto write = [&](const std::string& text) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  };
+  write(kInferKey + " infer\n");
+  auto loaded = ApiKeys::Load(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  ApiKeys& keys = **loaded;
+  EXPECT_EQ(Check(keys, "Bearer " + kInferKey, Access::kInfer), AuthResult::kAllowed);
+  EXPECT_EQ(Check(keys, "Bearer " + kControlKey, Access::kControl), AuthResult::kInvalid);
+
+  // The infer key replaced by the control key, which also gains infer.
+  write(kControlKey + " control,infer\n" + kAllKey + " metrics\n");
+  ASSERT_TRUE(keys.Reload().ok());
+  EXPECT_EQ(keys.size(), 2u);
+  EXPECT_EQ(Check(keys, "Bearer " + kInferKey, Access::kInfer), AuthResult::kInvalid);
+  EXPECT_EQ(Check(keys, "Bearer " + kControlKey, Access::kInfer), AuthResult::kAllowed);
+  EXPECT_EQ(Check(keys, "Bearer " + kAllKey, Access::kInfer), AuthResult::kForbidden);
+
+  // A bad file: the error names the line, not the key, and the keys of the last good file stay.
+  write(kInferKey + " infer\n" + kInferKey + " control\n");
+  Status st = keys.Reload();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("line 2"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find(kInferKey), std::string::npos) << st.message();
+  EXPECT_EQ(Check(keys, "Bearer " + kControlKey, Access::kInfer), AuthResult::kAllowed);
+  EXPECT_EQ(Check(keys, "Bearer " + kInferKey, Access::kInfer), AuthResult::kInvalid);
+  std::remove(path.c_str());
+  EXPECT_EQ(keys.Reload().code(), StatusCode::kNotFound);
+  EXPECT_EQ(keys.size(), 2u);
+
+  // Keys from text have no file to read again.
+  EXPECT_EQ(ThreeKeys()->Reload().code(), StatusCode::kFailedPrecondition);
+}
+
 TEST(ApiKeysTest, RateLimitIsATokenBucketPerKey) {
   auto keys = ParseOk(kInferKey + " infer rate=3/s\n" + kAllKey + " infer\n");
   ASSERT_NE(keys, nullptr);
