@@ -1,5 +1,6 @@
 #include "inferloop/tensor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -7,6 +8,7 @@
 #include <sstream>
 
 #include "base/status_macros.h"
+#include "base/uninitialized_tensor.h"
 
 namespace inferloop {
 
@@ -91,24 +93,50 @@ struct Tensor::Buffer {
   }
 };
 
-Result<Tensor> Tensor::Create(DataType dtype, Shape shape, size_t max_bytes) {
+namespace {
+
+// What a new tensor needs: its element count and the bytes to allocate (the data rounded up to
+// 64, at least 64); Tensor::Create's argument errors otherwise.
+struct TensorBlock {
+  int64_t elements;
+  size_t bytes;  // elements * element size
+  size_t alloc;
+};
+
+Result<TensorBlock> PlanTensorBlock(DataType dtype, const Shape& shape, size_t max_bytes) {
   if (dtype == DataType::kUndefined) return Status::InvalidArgument("cannot create a tensor of undefined dtype");
-  int64_t n = ShapeElementCount(shape);
+  const int64_t n = ShapeElementCount(shape);
   if (n == -1) return Status::InvalidArgument("negative dimension in shape " + ShapeToString(shape));
-  size_t esize = DataTypeSize(dtype);
+  const size_t esize = DataTypeSize(dtype);
   if (n == -2 || static_cast<uint64_t>(n) > max_bytes / esize) {
     return Status::ResourceExhausted("tensor of shape " + ShapeToString(shape) + " and dtype " +
                                      DataTypeName(dtype) + " would exceed the per-tensor limit of " +
                                      std::to_string(max_bytes) + " bytes");
   }
+  const size_t bytes = static_cast<size_t>(n) * esize;
+  const size_t alloc = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+  return TensorBlock{n, bytes, alloc};
+}
+
+}  // namespace
+
+Result<Tensor> CreateUninitializedTensor(DataType dtype, Shape shape, size_t max_bytes) {
+  if (dtype == DataType::kString) return Tensor::Create(dtype, std::move(shape), max_bytes);
+  IL_ASSIGN_OR_RETURN(TensorBlock b, PlanTensorBlock(dtype, shape, max_bytes));
+  void* data = std::aligned_alloc(64, b.alloc);
+  if (!data) return Status::ResourceExhausted("out of memory allocating " + std::to_string(b.bytes) + " bytes");
+  return Tensor::View(dtype, std::move(shape), data, std::shared_ptr<void>(data, [](void* p) { std::free(p); }));
+}
+
+Result<Tensor> Tensor::Create(DataType dtype, Shape shape, size_t max_bytes) {
+  IL_ASSIGN_OR_RETURN(TensorBlock b, PlanTensorBlock(dtype, shape, max_bytes));
+  const int64_t n = b.elements;
+  const size_t bytes = b.bytes, alloc = b.alloc;
   Tensor t;
   t.dtype_ = dtype;
   t.shape_ = std::move(shape);
   t.size_ = n;
   auto buf = std::make_shared<Buffer>();
-  size_t bytes = static_cast<size_t>(n) * esize;
-  size_t alloc = ((bytes + 63) / 64) * 64;
-  if (alloc == 0) alloc = 64;
   if (dtype == DataType::kString) {
     buf->strings = static_cast<std::string*>(std::aligned_alloc(64, alloc));
     if (!buf->strings) return Status::ResourceExhausted("out of memory allocating " + std::to_string(bytes) + " bytes");

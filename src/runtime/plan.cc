@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <optional>
 #include <set>
 
 #include "base/status_macros.h"
+#include "base/uninitialized_tensor.h"
 #include "graph/topological_sort.h"
 #include "inferloop/session.h"
 
@@ -126,28 +124,12 @@ class ExecutionPlan::ContextImpl : public KernelContext {
         return t;
       }
     }
-    if (!zero) {
-      if (std::optional<Tensor> t = UninitializedHeapTensor(dtype, shape)) return std::move(*t);
-    }
-    auto r = Tensor::Create(dtype, std::move(shape), plan_.opts_.max_tensor_bytes);
+    // Off the arena (a graph output, a shape the plan did not foresee): AllocateUninit's block is
+    // not zero-filled either.
+    auto r = zero ? Tensor::Create(dtype, std::move(shape), plan_.opts_.max_tensor_bytes)
+                  : CreateUninitializedTensor(dtype, std::move(shape), plan_.opts_.max_tensor_bytes);
     if (!r.ok()) return r.status().WithContext(pn_.node->Describe());
     return r;
-  }
-
-  // A heap block for AllocateUninit that escapes the arena (a graph output, a shape the plan did
-  // not foresee): left as malloc gives it, where Tensor::Create would zero it first. On a 4 MiB
-  // Relu output that memset was a third of the run (bench/python_overhead.py: 713 us per run
-  // against 410 us through the C++ API, 25% of the samples in memset). nullopt for what
-  // Tensor::Create must handle: strings, bad shapes, sizes over the limit, a failed allocation.
-  std::optional<Tensor> UninitializedHeapTensor(DataType dtype, const Shape& shape) const {
-    if (dtype == DataType::kString || dtype == DataType::kUndefined) return std::nullopt;
-    const int64_t n = ShapeElementCount(shape);
-    const size_t esize = DataTypeSize(dtype);
-    if (n < 0 || esize == 0 || static_cast<uint64_t>(n) > plan_.opts_.max_tensor_bytes / esize) return std::nullopt;
-    const size_t alloc = std::max<size_t>(64, (static_cast<size_t>(n) * esize + 63) / 64 * 64);
-    void* data = std::aligned_alloc(64, alloc);
-    if (!data) return std::nullopt;
-    return Tensor::View(dtype, shape, data, std::shared_ptr<void>(data, [](void* p) { std::free(p); }));
   }
 
   // True when t's bytes lie in the block the layout gave `slot` (its own, or the one it views).

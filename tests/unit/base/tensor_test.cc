@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "base/float_types.h"
+#include "base/uninitialized_tensor.h"
 
 namespace inferloop {
 
@@ -14,6 +15,24 @@ TEST(Tensor, CreateIsZeroFilled) {
   EXPECT_EQ(t->size(), 6);
   EXPECT_EQ(t->nbytes(), 24u);
   for (int i = 0; i < 6; ++i) EXPECT_EQ(t->data<float>()[i], 0.0f);
+}
+
+TEST(Tensor, UninitializedHasCreatesLimitsAlignmentAndErrors) {
+  auto t = CreateUninitializedTensor(DataType::kFloat, {2, 3});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->size(), 6);
+  EXPECT_EQ(t->nbytes(), 24u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw_data()) % 64, 0u);
+  EXPECT_EQ(t->buffer_use_count(), 1);  // owned by the tensor alone: a bound output may reuse it
+  auto big = CreateUninitializedTensor(DataType::kFloat, {int64_t{1} << 40}, size_t{1} << 30);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(big.status().message(), Tensor::Create(DataType::kFloat, {int64_t{1} << 40}, size_t{1} << 30).status().message());
+  EXPECT_EQ(CreateUninitializedTensor(DataType::kFloat, {2, -1}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CreateUninitializedTensor(DataType::kUndefined, {2}).status().code(), StatusCode::kInvalidArgument);
+  auto s = CreateUninitializedTensor(DataType::kString, {3});  // strings are constructed, empty
+  ASSERT_TRUE(s.ok());
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(s->strings()[i], "");
 }
 
 TEST(Tensor, RefusesOversizedAllocationBeforeAllocating) {
