@@ -57,13 +57,13 @@ Sampler::Sampler(const SamplingParams& p, std::span<const int32_t> prompt) : p_(
   penalizes_ = p.presence_penalty != 0 || p.frequency_penalty != 0 || p.repetition_penalty != 1;
   adjusts_ = penalizes_ || !p.logit_bias.empty();
   if (p.repetition_penalty != 1) {
-    for (int32_t t : prompt) Touch(t).in_prompt = true;
+    for (int32_t t : prompt) Touch(t);
   }
 }
 
 Sampler::Seen& Sampler::Touch(int32_t token) {
   auto [it, added] = seen_at_.try_emplace(token, seen_.size());
-  if (added) seen_.push_back(Seen{token, 0, false});
+  if (added) seen_.push_back(Seen{token, 0});
   return seen_[it->second];
 }
 
@@ -88,60 +88,56 @@ int32_t Sampler::Sample(std::span<const float> logits) {
     Adjust(scratch_);
     logits = scratch_;
   }
-  int32_t chosen;
-  if (p_.temperature == 0 || logits.size() <= 1) {
-    chosen = ArgMax(logits);
+  const int32_t chosen = p_.temperature == 0 || logits.size() <= 1 ? ArgMax(logits) : Draw(logits);
+  if (penalizes_) ++Touch(chosen).generated;
+  return chosen;
+}
+
+int32_t Sampler::Draw(std::span<const float> logits) {
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  size_t k = ids.size();
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < k) {
+    k = static_cast<size_t>(p_.top_k);
+    std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), by_logit);
   } else {
-    std::vector<int32_t> ids(logits.size());
-    std::iota(ids.begin(), ids.end(), 0);
-    auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-    size_t k = ids.size();
-    if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < k) {
-      k = static_cast<size_t>(p_.top_k);
-      std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), by_logit);
-    } else {
-      std::sort(ids.begin(), ids.end(), by_logit);
-    }
-    std::vector<double> prob(k);
-    const double mx = logits[ids[0]];
-    double sum = 0;
-    for (size_t i = 0; i < k; ++i) {
-      prob[i] = std::exp((logits[ids[i]] - mx) / p_.temperature);
-      sum += prob[i];
-    }
-    // Nucleus: the smallest prefix (by probability) whose mass reaches top_p.
-    size_t keep = k;
-    if (p_.top_p < 1) {
-      double acc = 0;
-      for (size_t i = 0; i < k; ++i) {
-        acc += prob[i] / sum;
-        if (acc >= p_.top_p) {
-          keep = i + 1;
-          break;
-        }
-      }
-    }
-    // Min-p: prob[i] is already relative to the top token's (prob[0] = 1).
-    if (p_.min_p > 0) {
-      size_t m = 1;
-      while (m < keep && prob[m] >= p_.min_p) ++m;
-      keep = m;
-    }
-    double kept = 0;
-    for (size_t i = 0; i < keep; ++i) kept += prob[i];
-    const double u = std::uniform_real_distribution<double>(0.0, kept)(rng_);
+    std::sort(ids.begin(), ids.end(), by_logit);
+  }
+  std::vector<double> prob(k);
+  const double mx = logits[ids[0]];
+  double sum = 0;
+  for (size_t i = 0; i < k; ++i) {
+    prob[i] = std::exp((logits[ids[i]] - mx) / p_.temperature);
+    sum += prob[i];
+  }
+  // Nucleus: the smallest prefix (by probability) whose mass reaches top_p.
+  size_t keep = k;
+  if (p_.top_p < 1) {
     double acc = 0;
-    chosen = ids[keep - 1];
-    for (size_t i = 0; i < keep; ++i) {
-      acc += prob[i];
-      if (u < acc) {
-        chosen = ids[i];
+    for (size_t i = 0; i < k; ++i) {
+      acc += prob[i] / sum;
+      if (acc >= p_.top_p) {
+        keep = i + 1;
         break;
       }
     }
   }
-  if (penalizes_) ++Touch(chosen).generated;
-  return chosen;
+  // Min-p: prob[i] is already relative to the top token's (prob[0] = 1).
+  if (p_.min_p > 0) {
+    size_t m = 1;
+    while (m < keep && prob[m] >= p_.min_p) ++m;
+    keep = m;
+  }
+  double kept = 0;
+  for (size_t i = 0; i < keep; ++i) kept += prob[i];
+  const double u = std::uniform_real_distribution<double>(0.0, kept)(rng_);
+  double acc = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += prob[i];
+    if (u < acc) return ids[i];
+  }
+  return ids[keep - 1];
 }
 
 }  // namespace inferloop::llm

@@ -55,10 +55,11 @@ class Sampler {
  private:
   struct Seen {
     int32_t token = 0;
-    int generated = 0;      // times generated
-    bool in_prompt = false;
+    int generated = 0;  // times generated (0 for a token only in the prompt)
   };
   Seen& Touch(int32_t token);
+  // Temperature, top-k, top-p and min-p over `logits` (already adjusted), from rng_.
+  int32_t Draw(std::span<const float> logits);
 
   SamplingParams p_;
   std::mt19937_64 rng_;
