@@ -21,5 +21,6 @@ Runner AddCompareCommand(CLI::App& app);
 Runner AddQuantizeCommand(CLI::App& app);
 Runner AddGenerateCommand(CLI::App& app);
 Runner AddTokenizeCommand(CLI::App& app);
+Runner AddChatTemplateCommand(CLI::App& app);
 
 }  // namespace inferloop::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add(inferloop::cli::AddQuantizeCommand);
   add(inferloop::cli::AddGenerateCommand);
   add(inferloop::cli::AddTokenizeCommand);
+  add(inferloop::cli::AddChatTemplateCommand);
   add(inferloop::cli::AddTestOnnxCommand);
   try {
     app.parse(argc, argv);

@@ -16,9 +16,14 @@
 
 namespace inferloop::serve {
 
+// One chat message, as the model's chat template sees it (llm::ChatMessage documents the fields).
 struct TextChatMessage {
-  std::string role;
+  std::string role;     // system, user, assistant, tool
   std::string content;
+  bool content_is_null = false;  // an assistant message with tool calls and content null
+  std::string tool_calls_json;   // assistant: OpenAI's tool_calls array as JSON text; "" for none
+  std::string tool_call_id;      // tool: the call this message answers
+  std::string name;              // tool: the function's name (optional)
 };
 
 // One completions prompt: text (tokenized by the model, which adds its BOS) or token ids (used
@@ -37,6 +42,7 @@ struct TextGenerationRequest {
   std::vector<TextPrompt> prompts;
   bool echo = false;                      // completions: each choice's text starts with its prompt
   std::vector<TextChatMessage> messages;  // chat completions
+  std::string tools_json;                 // chat completions: OpenAI's tools array as JSON text; "" for none
   int max_tokens = 16;
   float temperature = 1.0f;
   float top_p = 1.0f;

@@ -35,9 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)DequantizeRow(t.type, t.data.first(*row_bytes), row);
   }
   (void)ReadLlamaHparams(*file);
-  (void)ChatFormatOf(*file);
   auto tok = Tokenizer::FromGguf(*file);
   if (tok.ok()) {
+    (void)ChatTemplate::FromGguf(*file, *tok);
     const auto ids = tok->Encode("Hello w\xC3\xB6rld <s></s><|eot_id|> 123\n\t  x\xFF", true, true);
     (void)tok->Decode(ids, true);
     for (int32_t id = -1; id < 8; ++id) (void)tok->Piece(id);

@@ -147,9 +147,10 @@ Result<std::shared_ptr<GgufModelVersion>> GgufModelVersion::Load(const serve::Ve
   v->options_ = options;
   v->created_ = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   v->file_bytes_ = FileBytes(r.model_path);
-  auto chat = llm::ChatFormatOf(model->file());
+  auto chat = llm::ChatTemplate::FromGguf(model->file(), model->tokenizer());
   if (!chat.ok()) return chat.status().WithContext("'" + r.model_path + "'");
-  v->chat_ = *chat;
+  v->chat_ = std::move(*chat);
+  if (options.log) options.log->Info("chat_template", {{"model", r.model_name}, {"prompt_format", v->chat_.description()}});
   v->model_ = std::move(model);
   llm::EngineOptions eo = options.engine;
   const llm::KvCacheShape shape = v->model_->kv_shape(eo.block_tokens, eo.kv_type);
@@ -223,16 +224,19 @@ namespace {
 
 // The token ids of each prompt (chat: the rendered conversation). InvalidArgument naming the
 // field for no prompt, a prompt without tokens, or a token id outside the vocabulary.
-Result<std::vector<std::vector<int32_t>>> PromptTokens(const llm::LlamaModel& model, llm::ChatFormat chat,
+Result<std::vector<std::vector<int32_t>>> PromptTokens(const llm::LlamaModel& model, const llm::ChatTemplate& chat,
                                                        const serve::TextGenerationRequest& req) {
   const llm::Tokenizer& tok = model.tokenizer();
   std::vector<std::vector<int32_t>> out;
   if (req.chat) {
-    std::vector<llm::ChatMessage> msgs;
-    for (const auto& x : req.messages) msgs.push_back({x.role, x.content});
-    bool has_bos = false;
-    IL_ASSIGN_OR_RETURN(std::string text, llm::RenderChat(chat, msgs, &has_bos));
-    out.push_back(tok.Encode(text, /*add_bos=*/!has_bos, /*parse_special=*/true));
+    llm::ChatInput input;
+    for (const auto& x : req.messages) {
+      input.messages.push_back({x.role, x.content, x.content_is_null, x.tool_calls_json, x.tool_call_id, x.name});
+    }
+    input.tools_json = req.tools_json;
+    bool add_bos = false;
+    IL_ASSIGN_OR_RETURN(std::string text, chat.Render(input, &add_bos));
+    out.push_back(tok.Encode(text, add_bos, /*parse_special=*/true));
     if (out.back().empty()) return Status::InvalidArgument("'messages' give an empty prompt");
     return out;
   }

@@ -60,7 +60,7 @@ class GgufModelVersion final : public serve::ModelVersion, public serve::TextGen
   LlmMetrics* metrics_ = nullptr;
   LlmModelSeries series_;
   std::shared_ptr<const llm::LlamaModel> model_;
-  llm::ChatFormat chat_ = llm::ChatFormat::kPlain;
+  llm::ChatTemplate chat_;  // the model's prompt format (its Jinja chat template, or a fallback)
   std::shared_ptr<Stats> stats_;
   std::atomic<bool> draining_{false};
   std::unique_ptr<llm::LlmEngine> engine_;  // last: stopped first, its callbacks use the members above
