@@ -68,6 +68,7 @@ struct Stmt {
   std::vector<Body> bodies;
   Body body, else_body;
   std::vector<std::pair<std::string, ExprPtr>> params;  // macro parameters (default may be null)
+  bool uses_loop = true;  // for: the body names `loop` (else no loop object is made)
 };
 
 }  // namespace inferloop::llm::jinja

@@ -62,7 +62,7 @@ class Parser {
       if (tok.type == T::kEnd) {
         --depth_;
         if (ends.size() == 0) return true;
-        return Fail(std::string("unexpected end of template: missing '{% ") + *ends.begin() + " %}'");
+        return Fail(std::string("unexpected end of template: missing '{% ") + *(ends.end() - 1) + " %}'");
       }
       if (tok.type == T::kText) {
         auto s = std::make_unique<Stmt>();
@@ -173,8 +173,10 @@ class Parser {
     if (IsName("recursive")) return FailE("recursive loops are not supported");
     if (!ExpectBlockEnd()) return nullptr;
     ++loop_depth_;
+    const int loop_names = loop_names_;
     std::string end;
     if (!ParseBody(&s->body, {"else", "endfor"}, &end)) return nullptr;
+    s->uses_loop = loop_names_ != loop_names;
     --loop_depth_;
     if (end == "else") {
       if (!ExpectBlockEnd() || !ParseBody(&s->else_body, {"endfor"}, &end)) return nullptr;
@@ -558,6 +560,7 @@ class Parser {
         else {
           e->kind = Expr::Kind::kName;
           e->name = tok.text;
+          if (e->name == "loop") ++loop_names_;
         }
         ++p_;
         return e;
@@ -617,6 +620,7 @@ class Parser {
   size_t p_ = 0;
   int depth_ = 0;
   int loop_depth_ = 0;
+  int loop_names_ = 0;  // `loop` names parsed so far
   Status status_;
 };
 

@@ -230,6 +230,7 @@ class Renderer {
     List items;
     if (s.filter) {
       for (const Value& item : *all) {
+        IL_RETURN_IF_ERROR(Step());
         frame_ = std::make_shared<Frame>(Frame{{}, outer});
         Status st = Assign(s.targets, item, s.line);
         Result<Value> keep = st.ok() ? Eval(*s.filter) : Result<Value>(st);
@@ -242,8 +243,10 @@ class Renderer {
     }
     Status st;
     for (size_t i = 0; i < items.size() && st.ok(); ++i) {
+      st = Step();
+      if (!st.ok()) break;
       frame_ = std::make_shared<Frame>(Frame{{}, outer});
-      frame_->vars["loop"] = LoopObject(items, i);
+      if (s.uses_loop) frame_->vars["loop"] = LoopObject(items, i);
       st = Assign(s.targets, items[i], s.line);
       Flow inner = Flow::kNormal;
       if (st.ok()) st = Exec(s.body, &inner);

@@ -15,7 +15,7 @@ namespace inferloop::llm::jinja {
 // What one render may use (a template comes from a model file: it may be hostile).
 struct RenderLimits {
   int64_t max_output_bytes = 16 << 20;
-  int64_t max_steps = 20'000'000;  // expressions evaluated and statements run
+  int64_t max_steps = 5'000'000;    // expressions evaluated and statements run
   int max_call_depth = 64;         // nested macro calls
 };
 

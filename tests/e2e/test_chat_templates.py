@@ -62,7 +62,16 @@ def transformers_env():
     def strftime_now(fmt):
         return datetime.now().strftime(fmt)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    class Generation(jinja2.ext.Extension):
+        """transformers' {% generation %} tag (AssistantTracker): renders its body."""
+        tags = {"generation"}
+
+        def parse(self, parser):
+            next(parser.stream)
+            return parser.parse_statements(["name:endgeneration"], drop_needle=True)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[Generation, jinja2.ext.loopcontrols])
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = strftime_now
@@ -79,6 +88,8 @@ def render_jinja2(template_text, context):
     except jinja2.exceptions.TemplateError as e:
         raised = type(e) is jinja2.exceptions.TemplateError
         return ("error", str(e), raised)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:  # Python errors inside a template
+        return ("error", str(e), False)
 
 
 def msg(role, content, **extra):
