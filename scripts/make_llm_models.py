@@ -225,7 +225,9 @@ def field_value(f):
     return f.parts[f.data[0]].tolist()[0]
 
 
-def requantize(src, out, type_name):
+def requantize(src, out, type_name, chat_template=None):
+    """A copy of `src` with its tensors in `type_name`; with `chat_template` (a file), that text as
+    its tokenizer.chat_template."""
     qtype = TYPES[type_name]
     r = gguf.GGUFReader(src)
     arch = field_value(r.fields["general.architecture"])
@@ -233,7 +235,7 @@ def requantize(src, out, type_name):
     for name, f in r.fields.items():
         if name.startswith("GGUF.") or name == "general.architecture":
             continue
-        if name == "general.file_type":
+        if name == "general.file_type" or (chat_template and name == "tokenizer.chat_template"):
             continue
         t = f.types[0]
         v = field_value(f)
@@ -242,6 +244,9 @@ def requantize(src, out, type_name):
         else:
             w.add_key_value(name, v, t)
     w.add_file_type(FILE_TYPES[type_name])
+    if chat_template:
+        with open(chat_template, encoding="utf-8") as f:
+            w.add_chat_template(f.read())
     for t in r.tensors:
         if t.tensor_type != QT.F32:
             sys.exit(f"requantize: {src} tensor {t.name} is {t.tensor_type.name}; only F32 sources are supported")
@@ -269,12 +274,13 @@ def main():
     b = sub.add_parser("requantize")
     b.add_argument("src")
     b.add_argument("out")
-    b.add_argument("--type", choices=["Q4_0", "Q8_0", "F16"], required=True)
+    b.add_argument("--type", choices=["Q4_0", "Q8_0", "F16", "F32"], required=True)
+    b.add_argument("--chat-template", help="a Jinja file: the copy's tokenizer.chat_template")
     args = ap.parse_args()
     if args.cmd == "random":
         write_random(args.out, args.shape, args.type, args.arch, args.seed, args.vocab, args.std, args.rope_freqs)
     else:
-        requantize(args.src, args.out, args.type)
+        requantize(args.src, args.out, args.type, args.chat_template)
     print(f"wrote {args.out}")
 
 

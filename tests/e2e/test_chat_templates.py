@@ -22,6 +22,7 @@ import argparse
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,12 @@ import jinja2.ext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import serve_harness as h  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
 TEMPLATES = os.path.join(HERE, "..", "data", "chat_templates")
+STORIES = os.path.join(ROOT, "tests", "data", "llm", "stories260k.gguf")
 INFERLOOP = None
 
 # Each template's BOS/EOS text (from its model's tokenizer_config.json); None: the model has none.
@@ -352,6 +358,62 @@ class ChatTemplateTest(unittest.TestCase):
         self.assertEqual(got[0]["text"], "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
 
 
+class ServeChatTemplateTest(unittest.TestCase):
+    """inferloop serve's /v1/chat/completions on stories260k given Gemma 2's chat template."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="inferloop_chat_template_")
+        os.makedirs(os.path.join(cls.tmp, "repo", "gemma_stories", "1"))
+        cls.model = os.path.join(cls.tmp, "repo", "gemma_stories", "1", "model.gguf")
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_llm_models.py"), "requantize", STORIES, cls.model,
+                        "--type", "F32", "--chat-template", os.path.join(TEMPLATES, "gemma-2.jinja")],
+                       check=True, stdout=subprocess.DEVNULL)
+        cls.server = h.Server(INFERLOOP, os.path.join(cls.tmp, "repo"))
+
+    @classmethod
+    def tearDownClass(cls):
+        if hasattr(cls, "server"):
+            cls.server.terminate()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def prompt_tokens(self, messages):
+        """The token count of the prompt `inferloop chat-template` renders (no BOS added: the
+        template writes it)."""
+        path = os.path.join(self.tmp, "messages.json")
+        with open(path, "w") as f:
+            json.dump(messages, f)
+        text = subprocess.run([INFERLOOP, "chat-template", "--model", self.model, "--messages", path],
+                              check=True, capture_output=True).stdout
+        ids = subprocess.run([INFERLOOP, "tokenize", self.model, "--stdin", "--no-bos", "--parse-special", "--ids-only"],
+                             input=text, check=True, capture_output=True).stdout.split()
+        return text.decode(), len(ids)
+
+    def test_the_models_template_makes_the_prompt(self):
+        messages = [msg("user", "Once upon a time")]
+        text, n = self.prompt_tokens(messages)
+        self.assertEqual(text, "<s><start_of_turn>user\nOnce upon a time<end_of_turn>\n<start_of_turn>model\n")
+        status, _, body = h.post_json(self.server.http_port, "/v1/chat/completions",
+                                      {"model": "gemma_stories", "messages": messages, "max_tokens": 4, "temperature": 0})
+        self.assertEqual(status, 200, body)
+        self.assertEqual(body["usage"]["prompt_tokens"], n)
+        ev = [e for e in self.server.find_events("chat_template") if e.get("model") == "gemma_stories"]
+        self.assertEqual(ev[0]["prompt_format"], "jinja")
+
+    def test_a_refused_conversation_is_a_400_with_the_templates_message(self):
+        for messages, words in (([SYSTEM, msg("user", "hi")], "System role not supported"),
+                                ([msg("user", "a"), msg("user", "b")], "Conversation roles must alternate")):
+            status, _, body = h.post_json(self.server.http_port, "/v1/chat/completions",
+                                          {"model": "gemma_stories", "messages": messages, "max_tokens": 4})
+            self.assertEqual(status, 400, body)
+            self.assertIn(words, body["error"]["message"])
+            self.assertEqual(body["error"]["type"], "invalid_request_error")
+            self.assertEqual(body["error"]["param"], "messages")
+        status, _, body = h.post_json(self.server.http_port, "/v1/chat/completions",
+                                      {"model": "gemma_stories", "messages": [msg("user", "hi")], "max_tokens": 2})
+        self.assertEqual(status, 200, body)
+
+
 def write_fixtures(directory):
     os.makedirs(directory, exist_ok=True)
     sources = {t: open(os.path.join(TEMPLATES, t), encoding="utf-8").read() for t in TOKENS}
@@ -365,13 +427,13 @@ def write_fixtures(directory):
     print(f"wrote {len(out)} renderings to {directory}/renderings.json")
 
 
+def set_inferloop(path):
+    global INFERLOOP
+    INFERLOOP = os.path.abspath(path)
+
+
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--inferloop")
-    ap.add_argument("--write-fixtures")
-    args, rest = ap.parse_known_args()
-    if args.write_fixtures:
-        write_fixtures(args.write_fixtures)
+    if "--write-fixtures" in sys.argv:
+        write_fixtures(sys.argv[sys.argv.index("--write-fixtures") + 1])
         sys.exit(0)
-    INFERLOOP = os.path.abspath(args.inferloop)
-    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+    h.run_tests(set_inferloop, skipped_is_failure=True)
