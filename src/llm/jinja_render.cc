@@ -70,7 +70,6 @@ Value Globals() {
   Dict g;
   g.Set("range", Value::Callable("range", RangeGlobal));
   g.Set("dict", Value::Callable("dict", [](const Args& a) { return DictGlobal(a, false); }));
-  g.Set("namespace", Value::Callable("namespace", [](const Args& a) { return DictGlobal(a, true); }));
   g.Set("raise_exception", Value::Callable("raise_exception", [](const Args& a) -> Result<Value> {
           const Value* m = a.Get(0, "message");
           return Status::FailedPrecondition(m ? m->ToString() : "");
@@ -81,7 +80,21 @@ Value Globals() {
 
 class Renderer {
  public:
-  Renderer(const RenderLimits& limits, std::string* out) : limits_(limits), out_(out), globals_(Globals()) {}
+  Renderer(const RenderLimits& limits, std::string* out) : limits_(limits), out_(out), globals_(Globals()) {
+    // namespace(): made here so that the render can empty them at its end (a namespace may
+    // hold itself, `set ns.x = ns`: a reference cycle that would leak).
+    globals_.mutable_dict().Set("namespace", Value::Callable("namespace", [this](const Args& a) -> Result<Value> {
+      Result<Value> ns = DictGlobal(a, true);
+      if (ns.ok()) namespaces_.push_back(*ns);
+      return ns;
+    }));
+  }
+  ~Renderer() {
+    frame_.reset();
+    for (const Value& ns : namespaces_) ns.mutable_dict().items.clear();
+  }
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
 
   Status Run(const Body& body, const Value& context) {
     frame_ = std::make_shared<Frame>();
@@ -420,6 +433,7 @@ class Renderer {
   std::string* out_;
   Value globals_;
   std::shared_ptr<Frame> frame_;
+  std::vector<Value> namespaces_;  // every namespace() this render made
   int64_t steps_ = 0;
   int depth_ = 0;
 };

@@ -73,7 +73,7 @@ class Value {
   const std::string& str() const { return s_; }  // string; undefined: its name
   const List& list() const { return *list_; }
   const Dict& dict() const { return *dict_; }
-  Dict& mutable_dict() const { return *dict_; }  // namespace() objects only
+  Dict& mutable_dict() const { return *dict_; }  // namespace() objects (and the renderer's own globals)
   const Function& function() const { return *fn_; }
 
   bool Truthy() const;

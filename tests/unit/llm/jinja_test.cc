@@ -91,7 +91,8 @@ TEST(ChatTemplateTest, ToolCallArgumentsBecomeObjects) {
   auto v = MessagesValue(msgs);
   ASSERT_TRUE(v.ok());
   auto out = jinja::RenderTemplate(
-      "{% for m in messages %}{{ m.content }}|{{ m.tool_calls | tojson }}|{{ m.tool_call_id }}|{{ m.name }}\n{% endfor %}",
+      "{% for m in messages %}{{ m.content }}|{% if m.tool_calls is defined %}{{ m.tool_calls | tojson }}{% endif %}|"
+      "{{ m.tool_call_id }}|{{ m.name }}\n{% endfor %}",
       Ctx({{"messages", *v}}));
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(*out,
