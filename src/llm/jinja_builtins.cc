@@ -313,7 +313,7 @@ Result<List> Iterate(const Value& v) {
       }
       return chars;
     }
-    default: return Err("'" + TypeName(v) + "' object is not iterable");
+    default: return Err(std::string("'") + TypeName(v) + "' object is not iterable");
   }
 }
 
@@ -337,7 +337,7 @@ Result<Value> GetAttr(const Value& obj, const std::string& name) {
                         name == "clear" || name == "sort" || name == "reverse")) {
     return Value::Undefined("access to attribute '" + name + "' of 'list' object is unsafe");
   }
-  return Value::Undefined("'" + TypeName(obj) + " object' has no attribute '" + name + "'");
+  return Value::Undefined(std::string("'") + TypeName(obj) + " object' has no attribute '" + name + "'");
 }
 
 Result<Value> GetItem(const Value& obj, const Value& key) {
@@ -367,7 +367,7 @@ Result<Value> GetItem(const Value& obj, const Value& key) {
     return Value::String(one);
   }
   if (key.is_string()) return GetAttr(obj, key.str());
-  return Value::Undefined("'" + TypeName(obj) + " object' has no item " + key.Repr());
+  return Value::Undefined(std::string("'") + TypeName(obj) + " object' has no item " + key.Repr());
 }
 
 Result<Value> GetSlice(const Value& obj, const Value* start, const Value* stop, const Value* step) {
@@ -391,7 +391,7 @@ Result<Value> GetSlice(const Value& obj, const Value* start, const Value* stop, 
     cps = DecodeUtf8(obj.str());
     n = static_cast<int64_t>(cps.size());
   } else {
-    return Err("'" + TypeName(obj) + "' object is not subscriptable");
+    return Err(std::string("'") + TypeName(obj) + "' object is not subscriptable");
   }
   auto clamp = [&](int64_t i, bool present, int64_t def) {
     if (!present) return def;

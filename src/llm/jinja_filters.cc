@@ -242,7 +242,10 @@ Result<Value> Indent(const Value& v, const Args& a) {
   const std::vector<std::string> lines = SplitLines(v.ToString() + "\n");
   std::string rv;
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (i > 0) rv += "\n" + ((blank || !lines[i].empty()) ? unit : "");
+    if (i > 0) {
+      rv += '\n';
+      if (blank || !lines[i].empty()) rv += unit;
+    }
     rv += lines[i];
     if (static_cast<int64_t>(rv.size()) > kMaxStringBytes) return Err("indent: the result is too long");
   }

@@ -365,7 +365,7 @@ class Renderer {
         Args args;
         IL_RETURN_IF_ERROR(EvalArgs(e, &args));
         if (fn.is_undefined()) return Status::InvalidArgument(fn.str().empty() ? "an undefined value is not callable" : fn.str());
-        if (!fn.is_callable()) return Status::InvalidArgument("'" + TypeName(fn) + "' object is not callable");
+        if (!fn.is_callable()) return Status::InvalidArgument(std::string("'") + TypeName(fn) + "' object is not callable");
         return fn.function()(args);
       }
       case Expr::Kind::kFilter: {
