@@ -35,6 +35,7 @@ struct Sequence {
   int disk_hit_tokens = 0;            // tokens the last prefix match read from the disk tier
   int preemptions = 0;
   int pending_forks = 0;        // choices still to fork off after the prefill
+  int draft = 0;                // the last `draft` tokens are a speculative draft, not yet verified
   bool counted_prompt = false;
   double queue_seconds = -1;    // set when first admitted
   KvSequence kv;

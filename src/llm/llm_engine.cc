@@ -158,7 +158,13 @@ struct LlmEngine::Impl : SchedulerEvents {
     DrainInbox();
     DropCancelled();
     if (sched.running.empty() && sched.waiting.empty()) return false;
+    ProposeDrafts();
     const std::vector<ScheduledWork> plan = sched.PlanStep();
+    // A sequence the plan left out keeps no draft (the budget ran out before it).
+    for (const SeqPtr& s : sched.running) {
+      if (s->draft > 0 && std::none_of(plan.begin(), plan.end(), [&](const ScheduledWork& p) { return p.seq == s.get(); }))
+        Scheduler::DropDraft(*s);
+    }
     if (plan.empty()) {
       PublishStats();
       return !sched.running.empty() || !sched.waiting.empty() ? WaitBriefly() : false;
@@ -179,19 +185,43 @@ struct LlmEngine::Impl : SchedulerEvents {
     return true;
   }
 
-  // One forward pass over the planned tokens; `logits` gets one row per planned logits. A step
-  // that prefills (some sequence computes more than one token) measures the prefill speed.
+  // Speculative decoding: every decoding sequence (its keys and values computed up to its last
+  // token) gets a prompt-lookup draft appended, within its max_tokens and the model's context.
+  void ProposeDrafts() {
+    if (opt.draft.max_draft <= 0) return;
+    const int64_t n_ctx = model->hparams().n_ctx_train;
+    for (const SeqPtr& sp : sched.running) {
+      Sequence& s = *sp;
+      const int len = static_cast<int>(s.tokens.size());
+      if (s.draft != 0 || s.pending_forks > 0 || s.computed != len - 1) continue;
+      // Room for the draft and the token after it.
+      const int room = static_cast<int>(std::min<int64_t>(s.rs->req.max_tokens - s.generated, n_ctx - len)) - 1;
+      if (room <= 0) continue;
+      NgramDraftOptions o = opt.draft;
+      o.max_draft = std::min(o.max_draft, room);
+      std::vector<int32_t> d = ProposeNgramDraft(s.tokens, o);
+      s.tokens.insert(s.tokens.end(), d.begin(), d.end());
+      s.draft = static_cast<int>(d.size());
+    }
+  }
+
+  // Logit rows a planned piece of work produces.
+  static int LogitRows(const ScheduledWork& p) { return p.logits ? 1 + p.seq->draft : 0; }
+
+  // One forward pass over the planned tokens; `logits` gets LogitRows rows per planned work, in
+  // plan order. A step that prefills (some sequence computes more than one token of its own, not
+  // counting a draft) measures the prefill speed.
   Status Forward(const std::vector<ScheduledWork>& plan, std::vector<float>& logits) {
     std::vector<BatchToken> batch;
     int n_logits = 0, end_pos = 0;
     bool prefills = false;
     for (const ScheduledWork& p : plan) {
+      const int rows = LogitRows(p);
       for (int j = 0; j < p.count; ++j) {
-        const bool last = j + 1 == p.count;
-        batch.push_back({&p.seq->kv, p.from + j, p.seq->tokens[p.from + j], last && p.logits});
+        batch.push_back({&p.seq->kv, p.from + j, p.seq->tokens[p.from + j], j >= p.count - rows});
       }
-      n_logits += p.logits ? 1 : 0;
-      prefills = prefills || p.count > 1;
+      n_logits += rows;
+      prefills = prefills || p.count - p.seq->draft > 1;
       end_pos = std::max(end_pos, p.from + p.count);
     }
     const int V = static_cast<int>(model->hparams().n_vocab);
@@ -233,6 +263,14 @@ struct LlmEngine::Impl : SchedulerEvents {
     std::vector<SeqPtr> forks;
     for (const ScheduledWork& p : plan) {
       Sequence& s = *p.seq;
+      if (s.draft > 0) {
+        const int rows = LogitRows(p);  // before VerifyDraft drops the draft
+        VerifyDraft(s, p.from, std::span<const float>(logits.data() + static_cast<size_t>(li) * V,
+                                                      static_cast<size_t>(rows) * V),
+                    &done_stop, &done_length);
+        li += rows;
+        continue;
+      }
       s.computed = p.from + p.count;
       sched.OfferFullBlocks(s);
       if (!p.logits) continue;
@@ -245,12 +283,11 @@ struct LlmEngine::Impl : SchedulerEvents {
       // The fork samples from its parent's logits: find them again.
       int idx = 0;
       for (const ScheduledWork& p : plan) {
-        if (!p.logits) continue;
-        if (p.seq->rs == c->rs && p.seq->index == 0) {
+        if (p.logits && p.seq->rs == c->rs && p.seq->index == 0) {
           row = std::span<const float>(logits.data() + static_cast<size_t>(idx) * V, V);
           break;
         }
-        ++idx;
+        idx += LogitRows(p);
       }
       Sequence* raw = c.get();
       sched.running.push_back(std::move(c));
@@ -258,6 +295,34 @@ struct LlmEngine::Impl : SchedulerEvents {
     }
     for (Sequence* s : done_stop) RemoveAndFinish(s, FinishReason::kStop);
     for (Sequence* s : done_length) RemoveAndFinish(s, FinishReason::kLength);
+  }
+
+  // `s` computed its pending token at `from` and its draft after it; `rows` holds the logits after
+  // each of them. The sampler chooses from row 0, 1, ... as decoding would, and the draft token
+  // at each place stands (its keys and values are then valid) while the choice equals it; the
+  // first choice that differs is emitted and ends the step for `s`, as does the end of the
+  // sequence (stop, length). The rest of the draft is dropped: its cache positions are simply
+  // written again by later steps.
+  void VerifyDraft(Sequence& s, int from, std::span<const float> rows, std::vector<Sequence*>* stop,
+                   std::vector<Sequence*>* length) {
+    const int V = static_cast<int>(model->hparams().n_vocab);
+    const int drafted = s.draft;
+    const std::vector<int32_t> draft(s.tokens.end() - drafted, s.tokens.end());
+    Scheduler::DropDraft(s);
+    s.computed = from + 1;
+    int accepted = 0;
+    for (int i = 0; i <= drafted; ++i) {
+      const size_t ends = stop->size() + length->size();
+      EmitToken(s, rows.subspan(static_cast<size_t>(i) * V, V), stop, length);
+      if (stop->size() + length->size() != ends) break;  // the sequence ended
+      if (i == drafted || s.tokens.back() != draft[i]) break;
+      ++accepted;
+      ++s.computed;
+    }
+    sched.OfferFullBlocks(s);
+    std::lock_guard<std::mutex> l(mu);
+    stats.draft_tokens += drafted;
+    stats.draft_accepted_tokens += accepted;
   }
 
   void EmitToken(Sequence& s, std::span<const float> row, std::vector<Sequence*>* stop, std::vector<Sequence*>* length) {
@@ -317,7 +382,8 @@ struct LlmEngine::Impl : SchedulerEvents {
   void PublishStats() {
     int64_t backlog = 0;
     for (const SeqPtr& s : sched.waiting) backlog += static_cast<int64_t>(s->tokens.size()) - s->computed;
-    for (const SeqPtr& s : sched.running) backlog += std::max<int64_t>(0, static_cast<int64_t>(s->tokens.size()) - s->computed - 1);
+    for (const SeqPtr& s : sched.running)
+      backlog += std::max<int64_t>(0, static_cast<int64_t>(s->tokens.size()) - s->draft - s->computed - 1);
     std::lock_guard<std::mutex> l(mu);
     stats.running = static_cast<int>(sched.running.size());
     stats.waiting = static_cast<int>(sched.waiting.size() + inbox.size());

@@ -24,6 +24,7 @@
 
 #include "inferloop/status.h"
 #include "llm/llama_model.h"
+#include "llm/ngram_draft.h"
 #include "llm/sampler.h"
 
 namespace inferloop::llm {
@@ -51,6 +52,13 @@ struct EngineOptions {
   int64_t prefix_cache_disk_bytes = int64_t{4096} << 20;
   bool prefix_cache_disk_always_read = false;
   int threads = 0;  // compute threads; 0: the CPUs this process may use
+  // Speculative decoding by prompt lookup (ngram_draft.h); draft.max_draft = 0: off. A decoding
+  // sequence's draft is computed in the same forward pass as its next token; the sampler then
+  // chooses token by token over the draft's logits and keeps the draft while it agrees, so the
+  // tokens are the ones decoding without a draft chooses (same seed, same sampling parameters;
+  // greedy included), up to the last bits of the logits where the batched matrix products round
+  // differently from the one-token ones.
+  NgramDraftOptions draft;
 };
 
 struct EngineStats;
@@ -130,6 +138,8 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
+  int64_t draft_tokens = 0;           // speculative decoding: tokens drafted and verified
+  int64_t draft_accepted_tokens = 0;  // of those, kept
 };
 
 class LlmEngine {

@@ -20,6 +20,11 @@ void Scheduler::OfferFullBlocks(Sequence& s) {
   s.inserted_blocks = std::max(s.inserted_blocks, full);
 }
 
+void Scheduler::DropDraft(Sequence& s) {
+  s.tokens.resize(s.tokens.size() - s.draft);
+  s.draft = 0;
+}
+
 size_t Scheduler::LowestRunning() const {
   size_t worst = 0;
   for (size_t i = 1; i < running.size(); ++i) {
@@ -31,6 +36,7 @@ size_t Scheduler::LowestRunning() const {
 void Scheduler::Preempt(size_t running_index) {
   SeqPtr s = std::move(running[running_index]);
   running.erase(running.begin() + running_index);
+  DropDraft(*s);
   OfferFullBlocks(*s);
   s->kv.Reset();
   s->computed = 0;
@@ -64,6 +70,12 @@ std::vector<ScheduledWork> Scheduler::PlanStep() {
 void Scheduler::PlanRunning(std::vector<ScheduledWork>& plan, int& budget) {
   for (size_t i = 0; i < running.size() && budget > 0;) {
     Sequence& s = *running[i];
+    // A draft is verified whole or not at all: cut it to what the budget leaves.
+    if (s.draft > 0 && 1 + s.draft > budget) {
+      const int keep = std::max(0, budget - 1);
+      s.tokens.resize(s.tokens.size() - (s.draft - keep));
+      s.draft = keep;
+    }
     const int need = static_cast<int>(s.tokens.size()) - s.computed;
     const int k = std::min(need, budget);
     Status st = s.kv.Reserve(s.computed + k);
