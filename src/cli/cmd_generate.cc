@@ -131,7 +131,10 @@ int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_
   }
   std::unique_lock<std::mutex> l(mu);
   cv.wait(l, [&] { return done == a.parallel; });
-  const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+  const Clock::time_point end = Clock::now();
+  const double total = std::chrono::duration<double>(end - t0).count();
+  // After the first token: the decoding rate, without the prompt's prefill.
+  const double decode_s = generated > 1 ? std::chrono::duration<double>(end - first_token).count() : 0;
   if (!failure.ok()) {
     std::cerr << "error: " << failure.message() << "\n";
     return 1;
@@ -149,9 +152,9 @@ int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_
   }
   std::fprintf(stderr,
                "parallel: %d sequences, %lld prompt tokens and %lld generated tokens in %.3f s "
-               "(%.1f generated tokens/s overall; %d steps)\n",
+               "(%.1f generated tokens/s overall, %.1f after the first token; %d steps)\n",
                a.parallel, static_cast<long long>(st.prompt_tokens), static_cast<long long>(generated), total,
-               generated / total, static_cast<int>(st.steps));
+               generated / total, decode_s > 0 ? (generated - 1) / decode_s : 0.0, static_cast<int>(st.steps));
   if (a.speculative_ngram > 0) {
     std::fprintf(stderr, "speculative: %lld tokens drafted, %lld accepted (%.1f%%)\n",
                  static_cast<long long>(st.draft_tokens), static_cast<long long>(st.draft_accepted_tokens),
