@@ -6,6 +6,7 @@
 //                               [[token id, ...], ...]; each prompt gets its own n choices, with
 //                               index = prompt index * n + k (all prompts run concurrently)
 //   POST /v1/chat/completions   messages (content as a string or [{"type": "text", "text": ...}])
+//   POST /v1/embeddings         input, encoding_format, dimensions (openai_embeddings.h)
 // Sampling and output fields: max_tokens (chat also max_completion_tokens; chat without either:
 // up to the model's context), temperature, top_p, top_k (-1 or 0: off), min_p, seed, n, stop
 // (string or up to 4 strings), presence_penalty and frequency_penalty ([-2, 2]),

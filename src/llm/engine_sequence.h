@@ -37,6 +37,7 @@ struct Sequence {
   int pending_forks = 0;        // choices still to fork off after the prefill
   bool counted_prompt = false;
   double queue_seconds = -1;    // set when first admitted
+  std::vector<double> pooled;   // embedding requests: the sum of the pooled hidden states so far
   KvSequence kv;
   Sampler sampler;
   Sequence(std::shared_ptr<RequestState> r, int idx, KvBlockPool* pool, const SamplingParams& p)

@@ -48,6 +48,29 @@ void FillLogprobs(std::span<const float> logits, int32_t chosen, int top, Genera
   for (size_t i = 0; i < k; ++i) out->top.push_back({ids[i], logits[ids[i]] - lse});
 }
 
+// A planned piece of work that wants next-token logits (an embedding never does).
+bool WantsLogits(const ScheduledWork& p) { return p.logits && !p.seq->rs->req.embed; }
+
+// Whether position `pos` of an embedding of `len` tokens contributes to its pooled vector.
+bool Pooled(Pooling pooling, int pos, int len) {
+  switch (pooling) {
+    case Pooling::kMean: return true;
+    case Pooling::kCls: return pos == 0;
+    case Pooling::kLast: return pos == len - 1;
+  }
+  return false;
+}
+
+// The pooled sum of `count` rows, averaged and L2-normalised (a zero vector stays zero).
+std::vector<float> Normalised(const std::vector<double>& sum, int count) {
+  double norm = 0;
+  for (double v : sum) norm += (v / count) * (v / count);
+  norm = std::sqrt(norm);
+  std::vector<float> out(sum.size());
+  for (size_t i = 0; i < sum.size(); ++i) out[i] = norm > 0 ? static_cast<float>(sum[i] / count / norm) : 0.f;
+  return out;
+}
+
 }  // namespace
 
 struct LlmEngine::Impl : SchedulerEvents {
@@ -163,14 +186,14 @@ struct LlmEngine::Impl : SchedulerEvents {
       PublishStats();
       return !sched.running.empty() || !sched.waiting.empty() ? WaitBriefly() : false;
     }
-    std::vector<float> logits;
-    Status st = Forward(plan, logits);
+    std::vector<float> logits, hidden;
+    Status st = Forward(plan, logits, hidden);
     if (!st.ok()) {
       for (const ScheduledWork& p : plan) FailRunning(p.seq, st);
       PublishStats();
       return true;
     }
-    EmitAll(plan, logits);
+    EmitAll(plan, logits, hidden);
     {
       std::lock_guard<std::mutex> l(mu);
       ++stats.steps;
@@ -179,25 +202,31 @@ struct LlmEngine::Impl : SchedulerEvents {
     return true;
   }
 
-  // One forward pass over the planned tokens; `logits` gets one row per planned logits. A step
-  // that prefills (some sequence computes more than one token) measures the prefill speed.
-  Status Forward(const std::vector<ScheduledWork>& plan, std::vector<float>& logits) {
+  // One forward pass over the planned tokens; `logits` gets one row per planned logits, `hidden`
+  // one row per token an embedding pools. A step that prefills (some sequence computes more than
+  // one token) measures the prefill speed.
+  Status Forward(const std::vector<ScheduledWork>& plan, std::vector<float>& logits, std::vector<float>& hidden) {
     std::vector<BatchToken> batch;
-    int n_logits = 0, end_pos = 0;
+    int n_logits = 0, n_hidden = 0, end_pos = 0;
     bool prefills = false;
     for (const ScheduledWork& p : plan) {
+      const EngineRequest& req = p.seq->rs->req;
+      const int len = static_cast<int>(p.seq->tokens.size());
       for (int j = 0; j < p.count; ++j) {
         const bool last = j + 1 == p.count;
-        batch.push_back({&p.seq->kv, p.from + j, p.seq->tokens[p.from + j], last && p.logits});
+        const bool pooled = req.embed && Pooled(req.pooling, p.from + j, len);
+        batch.push_back({&p.seq->kv, p.from + j, p.seq->tokens[p.from + j], last && WantsLogits(p), pooled});
+        n_hidden += pooled ? 1 : 0;
       }
-      n_logits += p.logits ? 1 : 0;
+      n_logits += WantsLogits(p) ? 1 : 0;
       prefills = prefills || p.count > 1;
       end_pos = std::max(end_pos, p.from + p.count);
     }
     const int V = static_cast<int>(model->hparams().n_vocab);
     logits.assign(static_cast<size_t>(n_logits) * V, 0.f);
+    hidden.assign(static_cast<size_t>(n_hidden) * model->hparams().n_embd, 0.f);
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = model->Forward(batch, logits.data(), threads);
+    Status st = model->Forward(batch, logits.data(), threads, hidden.data());
     if (st.ok() && prefills) {
       prefill.Record(end_pos, static_cast<int>(batch.size()),
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -225,16 +254,22 @@ struct LlmEngine::Impl : SchedulerEvents {
     s.pending_forks = 0;
   }
 
-  // After the forward pass: sample, emit, fork, finish.
-  void EmitAll(const std::vector<ScheduledWork>& plan, const std::vector<float>& logits) {
+  // After the forward pass: sample, emit, fork, finish; embeddings pool their hidden rows.
+  void EmitAll(const std::vector<ScheduledWork>& plan, const std::vector<float>& logits,
+               const std::vector<float>& hidden) {
     const int V = static_cast<int>(model->hparams().n_vocab);
     int li = 0;
+    size_t hi = 0;
     std::vector<Sequence*> done_stop, done_length;
     std::vector<SeqPtr> forks;
     for (const ScheduledWork& p : plan) {
       Sequence& s = *p.seq;
       s.computed = p.from + p.count;
       sched.OfferFullBlocks(s);
+      if (s.rs->req.embed) {
+        if (PoolHidden(p, hidden, &hi)) done_stop.push_back(&s);
+        continue;
+      }
       if (!p.logits) continue;
       std::span<const float> row(logits.data() + static_cast<size_t>(li++) * V, V);
       ForkChoices(s, forks);
@@ -245,7 +280,7 @@ struct LlmEngine::Impl : SchedulerEvents {
       // The fork samples from its parent's logits: find them again.
       int idx = 0;
       for (const ScheduledWork& p : plan) {
-        if (!p.logits) continue;
+        if (!WantsLogits(p)) continue;
         if (p.seq->rs == c->rs && p.seq->index == 0) {
           row = std::span<const float>(logits.data() + static_cast<size_t>(idx) * V, V);
           break;
@@ -258,6 +293,25 @@ struct LlmEngine::Impl : SchedulerEvents {
     }
     for (Sequence* s : done_stop) RemoveAndFinish(s, FinishReason::kStop);
     for (Sequence* s : done_length) RemoveAndFinish(s, FinishReason::kLength);
+  }
+
+  // Adds the hidden rows of embedding work `p` (from *next on in `hidden`) to its pooled sum;
+  // at the prompt's end, hands the embedding over and returns true (the sequence is done).
+  bool PoolHidden(const ScheduledWork& p, const std::vector<float>& hidden, size_t* next) {
+    Sequence& s = *p.seq;
+    const EngineRequest& req = s.rs->req;
+    const int E = static_cast<int>(model->hparams().n_embd);
+    const int len = static_cast<int>(s.tokens.size());
+    if (p.from == 0) s.pooled.assign(E, 0.0);  // a first chunk (again, after a preemption)
+    for (int j = 0; j < p.count; ++j) {
+      if (!Pooled(req.pooling, p.from + j, len)) continue;
+      const float* row = hidden.data() + *next;
+      for (int e = 0; e < E; ++e) s.pooled[e] += row[e];
+      *next += E;
+    }
+    if (p.from + p.count < len) return false;
+    if (req.on_embedding) req.on_embedding(Normalised(s.pooled, req.pooling == Pooling::kMean ? len : 1));
+    return true;
   }
 
   void EmitToken(Sequence& s, std::span<const float> row, std::vector<Sequence*>* stop, std::vector<Sequence*>* length) {
@@ -434,7 +488,11 @@ Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
     }
   }
   if (r.n < 1 || r.n > 128) return Status::InvalidArgument("n must be in 1..128, got " + std::to_string(r.n));
-  if (r.max_tokens < 1) return Status::InvalidArgument("max_tokens must be >= 1, got " + std::to_string(r.max_tokens));
+  if (r.embed) {
+    if (r.n != 1) return Status::InvalidArgument("an embedding request has one choice (n = 1), got n = " + std::to_string(r.n));
+    r.max_tokens = 0;  // nothing is generated: the blocks and the context hold the prompt alone
+  }
+  if (r.max_tokens < 1 && !r.embed) return Status::InvalidArgument("max_tokens must be >= 1, got " + std::to_string(r.max_tokens));
   if (r.top_logprobs > 20) return Status::InvalidArgument("top_logprobs must be at most 20");
   IL_RETURN_IF_ERROR(ValidateSamplingParams(r.sampling, m.hparams().n_vocab));
   const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.max_tokens;

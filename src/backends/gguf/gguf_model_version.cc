@@ -150,6 +150,10 @@ Result<std::shared_ptr<GgufModelVersion>> GgufModelVersion::Load(const serve::Ve
   auto chat = llm::ChatFormatOf(model->file());
   if (!chat.ok()) return chat.status().WithContext("'" + r.model_path + "'");
   v->chat_ = *chat;
+  if (auto arch = model->file().GetString("general.architecture"); arch.ok()) {
+    auto pooling = model->file().GetUnsigned(std::string(*arch) + ".pooling_type");
+    if (pooling.ok()) v->pooling_type_ = static_cast<int64_t>(*pooling);
+  }
   v->model_ = std::move(model);
   llm::EngineOptions eo = options.engine;
   const llm::KvCacheShape shape = v->model_->kv_shape(eo.block_tokens, eo.kv_type);
