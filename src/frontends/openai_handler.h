@@ -16,6 +16,8 @@
 // first). best_of is accepted only equal to n, suffix only empty (the models cannot infill),
 // response_format only {"type": "text"}; any other field, or a value the server does not
 // support, is a 400 naming the field (its "param"), never silently ignored.
+// stop_token_ids (vLLM's extension, both endpoints): up to 256 token ids; generating one ends
+// the choice with finish_reason "stop", the token not emitted.
 // Streaming answers are server-sent events (one "data: {json}" per piece, ending with
 // "data: [DONE]"); the streamed text equals the non-streamed text. Errors use OpenAI's shape:
 // {"error": {"message", "type", "param", "code"}}, with 404 for an unknown model and 429 plus

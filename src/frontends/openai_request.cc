@@ -126,6 +126,26 @@ bool ParseLogitBias(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError
   return true;
 }
 
+// stop_token_ids (vLLM's extension): up to 256 token ids that end a choice (ids beyond the
+// vocabulary: the service).
+bool ParseStopTokenIds(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError* err) {
+  const rapidjson::Value* ids = f.Get("stop_token_ids");
+  if (ids == nullptr) return true;
+  if (!ids->IsArray() || ids->Size() > 256) {
+    *err = {"stop_token_ids", "'stop_token_ids' must be a list of up to 256 token ids"};
+    return false;
+  }
+  for (rapidjson::SizeType i = 0; i < ids->Size(); ++i) {
+    const rapidjson::Value& v = (*ids)[i];
+    if (!v.IsInt64() || v.GetInt64() < 0 || v.GetInt64() > INT32_MAX) {
+      *err = {"stop_token_ids", "'stop_token_ids[" + std::to_string(i) + "]' must be a token id (a non-negative integer)"};
+      return false;
+    }
+    g->stop_token_ids.push_back(static_cast<int32_t>(v.GetInt64()));
+  }
+  return true;
+}
+
 // One token-id prompt: a non-empty array of non-negative integers.
 bool ReadTokenPrompt(const rapidjson::Value& v, const std::string& where, serve::TextPrompt* out, OpenAiFieldError* err) {
   if (v.Empty()) {
@@ -255,6 +275,7 @@ bool ParseCommon(Fields& f, bool chat, OpenAiRequest* p, OpenAiFieldError* err) 
   }
   if (!ParsePenalties(f, &g, err)) return false;
   if (!ParseLogitBias(f, &g, err)) return false;
+  if (!ParseStopTokenIds(f, &g, err)) return false;
   if (const rapidjson::Value* u = f.Get("user"); u != nullptr && !u->IsString()) {
     *err = {"user", "'user' must be a string"};
     return false;

@@ -317,7 +317,8 @@ struct LlmEngine::Impl : SchedulerEvents {
   void EmitToken(Sequence& s, std::span<const float> row, std::vector<Sequence*>* stop, std::vector<Sequence*>* length) {
     const EngineRequest& req = s.rs->req;
     const int32_t tok = s.sampler.Sample(row);
-    if (req.stop_at_eog && model->tokenizer().IsEndOfGeneration(tok)) {
+    if ((req.stop_at_eog && model->tokenizer().IsEndOfGeneration(tok)) ||
+        std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), tok) != req.stop_token_ids.end()) {
       stop->push_back(&s);
       return;
     }
@@ -484,6 +485,12 @@ Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
   for (int32_t t : r.prompt) {
     if (t < 0 || t >= static_cast<int32_t>(m.hparams().n_vocab)) {
       return Status::InvalidArgument("token id " + std::to_string(t) + " is outside the vocab (size " +
+                                     std::to_string(m.hparams().n_vocab) + ")");
+    }
+  }
+  for (int32_t t : r.stop_token_ids) {
+    if (t < 0 || t >= static_cast<int32_t>(m.hparams().n_vocab)) {
+      return Status::InvalidArgument("stop token id " + std::to_string(t) + " is outside the vocab (size " +
                                      std::to_string(m.hparams().n_vocab) + ")");
     }
   }

@@ -92,6 +92,7 @@ struct EngineRequest {
   SamplingParams sampling;      // choice i samples with seed + i
   int priority = 0;             // larger runs first and is preempted last
   bool stop_at_eog = true;      // end at EOS / EOT (the token is not emitted)
+  std::vector<int32_t> stop_token_ids;  // these end a choice too, with kStop (not emitted)
   int top_logprobs = -1;        // -1: no logprobs; k >= 0: chosen token's logprob + k alternatives
   // Called on the engine thread for each generated token of choice `index`; returning false
   // ends that choice with reason kStop (e.g. a stop string was seen). Must not block.

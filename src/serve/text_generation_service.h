@@ -50,6 +50,7 @@ struct TextGenerationRequest {
   std::optional<uint64_t> seed;           // none: a random seed
   int n = 1;
   std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;    // vLLM's extension: generating one ends the choice (not emitted)
   int logprobs = -1;                      // -1: none; k >= 0: chosen token + k alternatives
   int priority = 0;
   // Set when the client went away: the generation is cancelled and its KV blocks freed.
