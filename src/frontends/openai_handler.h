@@ -13,7 +13,7 @@
 // repetition_penalty (> 0), logit_bias ({"<token id>": [-100, 100]}), logprobs (completions:
 // 0..5 alternatives; chat: bool with top_logprobs 0..20), echo (completions; not with logprobs),
 // stream, stream_options.include_usage, user (ignored), priority (an extension: larger runs
-// first). best_of is accepted only equal to n, suffix only empty (the models cannot infill),
+// first). best_of >= n (completions, not streamed: serve/best_of.h), suffix only empty (the models cannot infill),
 // response_format only {"type": "text"}; any other field, or a value the server does not
 // support, is a 400 naming the field (its "param"), never silently ignored.
 // stop_token_ids (vLLM's extension, both endpoints): up to 256 token ids; generating one ends

@@ -283,6 +283,28 @@ bool ParseCommon(Fields& f, bool chat, OpenAiRequest* p, OpenAiFieldError* err) 
   return true;
 }
 
+// best_of (completions): n..16 candidates per prompt, the best n returned (serve/best_of.h); not
+// with stream; prompts * best_of within the 256 choices a request may have.
+bool ParseBestOf(Fields& f, OpenAiRequest* p, OpenAiFieldError* err) {
+  int64_t best_of = p->gen.n;
+  if (!ReadInt(f, "best_of", 1, 16, &best_of, err)) return false;
+  if (best_of < p->gen.n) {
+    *err = {"best_of", "'best_of' (" + std::to_string(best_of) + ") must be at least 'n' (" + std::to_string(p->gen.n) + ")"};
+    return false;
+  }
+  if (best_of > p->gen.n && p->stream) {
+    *err = {"best_of", "'best_of' greater than 'n' cannot be streamed (the best candidates are known at the end)"};
+    return false;
+  }
+  if (p->gen.prompts.size() * static_cast<size_t>(best_of) > 256) {
+    *err = {"best_of", "'best_of' = " + std::to_string(best_of) + " with " + std::to_string(p->gen.prompts.size()) +
+                           " prompts asks for more than 256 candidates"};
+    return false;
+  }
+  p->gen.best_of = best_of > p->gen.n ? static_cast<int>(best_of) : 0;
+  return true;
+}
+
 bool ParseCompletion(const rapidjson::Value& body, OpenAiRequest* p, OpenAiFieldError* err) {
   Fields f(body);
   if (!ParseCommon(f, false, p, err)) return false;
@@ -300,12 +322,7 @@ bool ParseCompletion(const rapidjson::Value& body, OpenAiRequest* p, OpenAiField
     *err = {"echo", "'echo' together with 'logprobs' is not supported (the prompt's logprobs are not computed)"};
     return false;
   }
-  int64_t best_of = p->gen.n;
-  if (!ReadInt(f, "best_of", 1, 16, &best_of, err)) return false;
-  if (best_of != p->gen.n) {
-    *err = {"best_of", "'best_of' is only supported equal to 'n'"};
-    return false;
-  }
+  if (!ParseBestOf(f, p, err)) return false;
   if (const rapidjson::Value* suffix = f.Get("suffix");
       suffix != nullptr && !(suffix->IsString() && suffix->GetStringLength() == 0)) {
     *err = {"suffix", "'suffix' is not supported: the served models cannot fill in text between a prompt and a "

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <thread>
 
+#include "serve/best_of.h"
 #include "serve/model_repository_layout.h"
 
 namespace inferloop::serve {
@@ -26,6 +27,11 @@ std::vector<TextGenerationService::ModelInfo> TextGenerationRouter::ListModels()
 
 Status TextGenerationRouter::Generate(TextGenerationRequest req, std::function<void(const TextPiece&)> on_piece,
                                       std::function<void(const TextGenerationResult&)> on_done) {
+  if (req.best_of > req.n) {  // generate the candidates; the selector returns the best n
+    auto sel = std::make_shared<BestOfSelector>(req, std::move(on_piece), std::move(on_done));
+    on_piece = [sel](const TextPiece& p) { sel->OnPiece(p); };
+    on_done = [sel](const TextGenerationResult& r) { sel->OnDone(r); };
+  }
   auto running = running_;
   // A copy: on_done itself is still needed when the model has to be loaded first (WaitForLoad).
   auto done = [running, on_done](const TextGenerationResult& r) {

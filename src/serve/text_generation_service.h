@@ -49,6 +49,7 @@ struct TextGenerationRequest {
   std::vector<std::pair<int32_t, float>> logit_bias;
   std::optional<uint64_t> seed;           // none: a random seed
   int n = 1;
+  int best_of = 0;                        // > n: completions only, see best_of.h (0 or n: off)
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;    // vLLM's extension: generating one ends the choice (not emitted)
   int logprobs = -1;                      // -1: none; k >= 0: chosen token + k alternatives

@@ -7,6 +7,11 @@ stop_token_ids: the greedy continuation's 3rd token given as a stop id ends the 
 before it (finish_reason "stop", 2 completion tokens), streamed and not, in both endpoints; bad
 lists are 400s naming stop_token_ids.
 
+best_of: with best_of = 4 the returned choice is the candidate with the highest cumulative
+logprob among the 4 obtained separately with the same seeds (seed + i), n = 2 returns the best
+two in order, each prompt of a batch gets its own best; usage bills every candidate; bad values
+(best_of < n, with stream, > 16) are 400s naming best_of.
+
 Usage: test_openai_extensions.py --inferloop BUILD/inferloop [unittest args]
 Exit status: 0 passed, 1 a failure, 77 skipped (stories260k not present).
 """
@@ -124,6 +129,65 @@ class TestStopTokenIds(ExtensionsBase):
             self.bad(path, dict(base, stop_token_ids=list(range(257))), "stop_token_ids", ["256"])
             status, _, resp = h.post_json(self.server.http_port, path, dict(base, stop_token_ids=[]))
             self.assertEqual(status, 200, resp)
+
+
+class TestBestOf(ExtensionsBase):
+    SEED = 1234
+
+    def candidates(self, prompt, k, **kw):
+        """(text, cumulative logprob, tokens) of the candidates a best_of = k request samples:
+        the same request with n = 1 and seed + i, sent alone."""
+        out = []
+        for i in range(k):
+            r = self.client.completions.create(model="stories", prompt=prompt, max_tokens=12, temperature=1.0,
+                                               seed=self.SEED + i, logprobs=0, **kw)
+            c = r.choices[0]
+            out.append((c.text, sum(c.logprobs.token_logprobs), r.usage.completion_tokens))
+        return out
+
+    def test_returns_the_candidates_with_the_highest_cumulative_logprob(self):
+        cands = self.candidates(PROMPT, 4)
+        self.assertGreater(len({c[0] for c in cands}), 1, cands)  # the candidates differ, so the choice matters
+        ranked = sorted(range(4), key=lambda i: -cands[i][1])
+        print("candidates (text, cumulative logprob):", [(c[0], round(c[1], 4)) for c in cands])
+        r = self.client.completions.create(model="stories", prompt=PROMPT, max_tokens=12, temperature=1.0,
+                                           seed=self.SEED, n=1, best_of=4, logprobs=0)
+        self.assertEqual(len(r.choices), 1)
+        c = r.choices[0]
+        self.assertEqual(c.index, 0)
+        self.assertEqual(c.text, cands[ranked[0]][0])
+        self.assertAlmostEqual(sum(c.logprobs.token_logprobs), max(x[1] for x in cands), places=4)
+        self.assertEqual(r.usage.completion_tokens, sum(x[2] for x in cands))  # every candidate is billed
+        # n = 2 of 4: the two best, best first; without logprobs the same texts and no logprobs.
+        r = self.client.completions.create(model="stories", prompt=PROMPT, max_tokens=12, temperature=1.0,
+                                           seed=self.SEED, n=2, best_of=4)
+        self.assertEqual([c.index for c in r.choices], [0, 1])
+        self.assertEqual([c.text for c in r.choices], [cands[i][0] for i in ranked[:2]])
+        self.assertTrue(all(c.logprobs is None for c in r.choices))
+
+    def test_each_prompt_of_a_batch_gets_its_best(self):
+        prompts = [PROMPT, "Lily and Ben"]
+        r = self.client.completions.create(model="stories", prompt=prompts, max_tokens=12, temperature=1.0,
+                                           seed=self.SEED, best_of=3, logprobs=0)
+        self.assertEqual([c.index for c in r.choices], [0, 1])
+        # Prompt p's candidates sample with seed + p * best_of + i.
+        for p, prompt in enumerate(prompts):
+            cands = []
+            for i in range(3):
+                x = self.client.completions.create(model="stories", prompt=prompt, max_tokens=12, temperature=1.0,
+                                                   seed=self.SEED + p * 3 + i, logprobs=0).choices[0]
+                cands.append((x.text, sum(x.logprobs.token_logprobs)))
+            self.assertEqual(r.choices[p].text, max(cands, key=lambda c: c[1])[0])
+
+    def test_bad_values(self):
+        base = {"model": "stories", "prompt": PROMPT, "max_tokens": 4}
+        self.bad("/v1/completions", dict(base, n=3, best_of=2), "best_of", ["at least 'n'"])
+        self.bad("/v1/completions", dict(base, best_of=4, stream=True), "best_of", ["streamed"])
+        self.bad("/v1/completions", dict(base, best_of=17), "best_of", ["16"])
+        self.bad("/v1/completions", dict(base, prompt=[PROMPT] * 20, best_of=16), "best_of", ["256"])
+        status, _, resp = h.post_json(self.server.http_port, "/v1/completions", dict(base, n=2, best_of=2, stream=False))
+        self.assertEqual(status, 200, resp)
+        self.assertEqual(len(resp["choices"]), 2)
 
 
 def set_inferloop(path):
