@@ -83,9 +83,13 @@ bool ParseInputs(const rapidjson::Value& in, std::vector<serve::TextPrompt>* out
 bool ParseOpenAiEmbeddingsRequest(std::string_view body, OpenAiEmbeddingsRequest* out, OpenAiFieldError* err) {
   rapidjson::Document d;
   d.Parse(body.data(), body.size());
-  if (d.HasParseError() || !d.IsObject()) {
-    *err = {"", d.HasParseError() ? std::string("the body is not valid JSON: ") + rapidjson::GetParseError_En(d.GetParseError())
-                                  : "the body must be a JSON object"};
+  if (d.HasParseError()) {
+    *err = {"", std::string("malformed JSON body at offset ") + std::to_string(d.GetErrorOffset()) + ": " +
+                    rapidjson::GetParseError_En(d.GetParseError())};
+    return false;
+  }
+  if (!d.IsObject()) {
+    *err = {"", "the request body must be a JSON object"};
     return false;
   }
   std::set<std::string> known = {"model", "input", "encoding_format", "dimensions", "user"};
