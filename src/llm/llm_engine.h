@@ -89,6 +89,10 @@ struct SequenceResult {
   double queue_seconds = 0;   // from Submit to the first step that computed any of it
 };
 
+// How an embedding request pools the final hidden states of its prompt's tokens (GGUF
+// `<arch>.pooling_type` 1, 2, 3): their mean, the first token's, or the last token's.
+enum class Pooling { kMean, kCls, kLast };
+
 struct EngineRequest {
   std::vector<int32_t> prompt;  // non-empty token ids
   int max_tokens = 16;
@@ -96,6 +100,7 @@ struct EngineRequest {
   SamplingParams sampling;      // choice i samples with seed + i
   int priority = 0;             // larger runs first and is preempted last
   bool stop_at_eog = true;      // end at EOS / EOT (the token is not emitted)
+  std::vector<int32_t> stop_token_ids;  // these end a choice too, with kStop (not emitted)
   int top_logprobs = -1;        // -1: no logprobs; k >= 0: chosen token's logprob + k alternatives
   // Called on the engine thread for each generated token of choice `index`; returning false
   // ends that choice with reason kStop (e.g. a stop string was seen). Must not block.
@@ -104,6 +109,14 @@ struct EngineRequest {
   std::function<void(const SequenceResult&)> on_finish;
   // Optional: setting it cancels the request too (e.g. the HTTP request's "client left" flag).
   std::shared_ptr<std::atomic<bool>> cancel_flag;
+  // An embedding request: the prompt is computed (in chunks, batched with other work, never
+  // matched in nor offered to the prefix cache: its blocks are freed at the end) and nothing is
+  // generated; on_embedding gets the pooled final hidden states, L2-normalised (n_embd floats),
+  // then on_finish reports kStop with generated_tokens 0. n must be 1; max_tokens and sampling
+  // are not used. Called on the engine thread; must not block.
+  bool embed = false;
+  Pooling pooling = Pooling::kMean;
+  std::function<void(std::vector<float> embedding)> on_embedding;
 };
 
 // Lets the submitter cancel a request (all its choices): its blocks are freed at the next step
@@ -153,7 +166,8 @@ class LlmEngine {
 
   // Queues a request. InvalidArgument up front (nothing is called back) for an empty prompt,
   // token ids outside the vocab, n < 1, bad sampling parameters, a prompt plus max_tokens
-  // beyond the model's context, or a request whose blocks could not fit in the whole cache;
+  // beyond the model's context (an embedding request: the prompt beyond it), an embedding
+  // request with n != 1, or a request whose blocks could not fit in the whole cache;
   // Unavailable once the engine is stopping.
   Result<RequestHandle> Submit(EngineRequest request);
 

@@ -12,7 +12,7 @@ void Scheduler::InsertWaiting(SeqPtr s) {
 }
 
 void Scheduler::OfferFullBlocks(Sequence& s) {
-  if (!cache_) return;
+  if (!cache_ || s.rs->req.embed) return;  // an embedding's blocks are freed when it ends
   const int full = s.computed / opt_.block_tokens;
   for (int b = s.inserted_blocks; b < full && b < static_cast<int>(s.kv.blocks().size()); ++b) {
     cache_->Insert(s.tokens, b, s.kv.blocks()[b]);
@@ -103,7 +103,7 @@ void Scheduler::PlanRunning(std::vector<ScheduledWork>& plan, int& budget) {
 
 bool Scheduler::FitWaiting(Sequence& w, std::vector<ScheduledWork>& plan, int& budget) {
   const int len = static_cast<int>(w.tokens.size());
-  if (cache_ && w.kv.blocks().empty()) {
+  if (cache_ && w.kv.blocks().empty() && !w.rs->req.embed) {  // an embedding computes every token
     // Whole blocks of the prefix, never the last token (its logits are needed).
     int from_disk = 0;
     std::vector<int> hit = cache_->Match(w.tokens, (len - 1) / opt_.block_tokens, &from_disk);

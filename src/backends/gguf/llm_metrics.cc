@@ -19,6 +19,7 @@ struct LlmMetrics::Families {
   serve::CounterFamily* draft = nullptr;     // speculative decoding: drafted tokens
   serve::CounterFamily* accepted = nullptr;  // of those, kept
   serve::CounterFamily* requests = nullptr;
+  serve::CounterFamily* embedding_inputs = nullptr;
   serve::GaugeFamily* blocks_used = nullptr;
   serve::GaugeFamily* blocks_free = nullptr;
   serve::GaugeFamily* blocks_cached = nullptr;
@@ -90,6 +91,8 @@ LlmMetrics::LlmMetrics(serve::MetricsRegistry* registry) : f_(std::make_shared<F
   f.accepted = c("inferloop_llm_speculative_accepted_tokens_total",
                  "Drafted tokens kept (the sampler chose them); each saves one decoding step.");
   f.requests = c("inferloop_llm_requests_total", "Finished choices by finish reason.", {"model", "finish_reason"});
+  f.embedding_inputs = c("inferloop_llm_embedding_inputs_total", "Inputs embedded (POST /v1/embeddings), each one "
+                         "vector; their tokens count in inferloop_llm_prompt_tokens_total.");
   f.blocks_used = g("inferloop_llm_kv_blocks_used", "KV cache blocks in use (by sequences or the prefix cache).");
   f.blocks_free = g("inferloop_llm_kv_blocks_free", "Free KV cache blocks.");
   f.blocks_cached = g("inferloop_llm_kv_blocks_cached_idle", "KV cache blocks held only by the prefix cache (evictable).");
@@ -128,6 +131,7 @@ LlmModelSeries LlmMetrics::Acquire(const std::string& name) {
   s.finished_length = Child(serve::Counter(), f.requests, {name, "length"});
   s.finished_cancelled = Child(serve::Counter(), f.requests, {name, "cancelled"});
   s.finished_error = Child(serve::Counter(), f.requests, {name, "error"});
+  s.embedding_inputs = Child(serve::Counter(), f.embedding_inputs, l);
   serve::Gauge used = Child(serve::Gauge(), f.blocks_used, l), free_blocks = Child(serve::Gauge(), f.blocks_free, l),
                cached = Child(serve::Gauge(), f.blocks_cached, l), running = Child(serve::Gauge(), f.running, l),
                waiting = Child(serve::Gauge(), f.waiting, l), backlog = Child(serve::Gauge(), f.backlog, l);
@@ -169,7 +173,7 @@ void LlmMetrics::Release(const std::string& name) {
   for (auto* h : {f.ttft, f.tpot, f.queue})
     if (h) h->RemoveWhere("model", name);
   for (auto* c : {f.prompt_tokens, f.generation_tokens, f.prefix_hits, f.requests, f.disk_read, f.disk_written,
-                  f.disk_errors, f.draft, f.accepted})
+                  f.disk_errors, f.draft, f.accepted, f.embedding_inputs})
     if (c) c->RemoveWhere("model", name);
   for (auto* g : {f.blocks_used, f.blocks_free, f.blocks_cached, f.running, f.waiting, f.backlog, f.disk_bytes})
     if (g) g->RemoveWhere("model", name);

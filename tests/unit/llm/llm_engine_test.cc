@@ -456,3 +456,80 @@ TEST(LlmEngineSpeculative, StopInsideAnAcceptedDraftEndsThere) {
 
 }  // namespace
 }  // namespace inferloop::llm
+
+namespace inferloop::llm {
+namespace {
+
+// The embedding of each prompt from `e`, submitted together (next to `generations` greedy
+// generations of 40 tokens).
+std::vector<std::vector<float>> Embeddings(LlmEngine& e, const LlamaModel& m, Pooling pooling, int generations) {
+  Collector c;
+  std::mutex mu;
+  std::vector<std::vector<float>> out(16);
+  for (int i = 0; i < generations; ++i) EXPECT_TRUE(e.Submit(c.Make(100 + i, m.tokenizer().Encode(kPrompts[i], true), 40)).ok());
+  for (int i = 0; i < 16; ++i) {
+    EngineRequest r = c.Make(i, m.tokenizer().Encode(kPrompts[i], true), 0);
+    r.embed = true;
+    r.pooling = pooling;
+    r.on_embedding = [&mu, &out, i](std::vector<float> v) {
+      std::lock_guard<std::mutex> l(mu);
+      out[i] = std::move(v);
+    };
+    EXPECT_TRUE(e.Submit(std::move(r)).ok());
+  }
+  c.WaitFor(16 + generations);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(c.Res(i, 0).reason, FinishReason::kStop);
+    EXPECT_EQ(c.Res(i, 0).generated_tokens, 0);
+    EXPECT_TRUE(c.Tok(i, 0).empty());
+  }
+  return out;
+}
+
+TEST(LlmEngine, EmbeddingsInChunksNextToGenerationsEqualOneBigBatch) {
+  REQUIRE_STORIES(m);
+  for (Pooling pooling : {Pooling::kMean, Pooling::kCls, Pooling::kLast}) {
+    EngineOptions big;
+    auto whole = LlmEngine::Create(m, big);
+    ASSERT_TRUE(whole.ok());
+    const auto want = Embeddings(**whole, *m, pooling, 0);
+    // Nothing kept: an embedding's blocks never enter the prefix cache (on by default).
+    EXPECT_EQ((*whole)->stats().kv_blocks_used, 0);
+    EngineOptions o;
+    o.max_batch_tokens = 3;  // every prompt is cut into chunks, next to the generations' decodes
+    o.block_tokens = 4;
+    o.kv_blocks = 20;  // too few for everything at once: sequences are preempted
+    auto e = LlmEngine::Create(m, o);
+    ASSERT_TRUE(e.ok());
+    const auto got = Embeddings(**e, *m, pooling, 4);
+    for (int i = 0; i < 16; ++i) {
+      ASSERT_EQ(got[i].size(), m->hparams().n_embd);
+      double norm = 0;
+      for (size_t k = 0; k < got[i].size(); ++k) {
+        EXPECT_NEAR(got[i][k], want[i][k], 1e-5) << kPrompts[i] << " " << k;
+        norm += static_cast<double>(got[i][k]) * got[i][k];
+      }
+      EXPECT_NEAR(norm, 1.0, 1e-5);
+    }
+    EXPECT_GT((*e)->stats().preemptions, 0);
+  }
+}
+
+TEST(LlmEngine, RefusesEmbeddingsWithSeveralChoicesOrBeyondTheContext) {
+  REQUIRE_STORIES(m);
+  auto e = LlmEngine::Create(m, EngineOptions{});
+  ASSERT_TRUE(e.ok());
+  EngineRequest r;
+  r.embed = true;
+  r.prompt = {1, 2, 3};
+  r.n = 2;
+  EXPECT_EQ((*e)->Submit(r).status().code(), StatusCode::kInvalidArgument);
+  r.n = 1;
+  r.prompt.assign(m->hparams().n_ctx_train + 1, 5);
+  EXPECT_EQ((*e)->Submit(r).status().code(), StatusCode::kInvalidArgument);
+  r.prompt.assign(m->hparams().n_ctx_train, 5);  // the whole context: nothing is generated after it
+  EXPECT_TRUE((*e)->Submit(r).ok());
+}
+
+}  // namespace
+}  // namespace inferloop::llm
