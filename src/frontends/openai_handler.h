@@ -6,15 +6,18 @@
 //                               [[token id, ...], ...]; each prompt gets its own n choices, with
 //                               index = prompt index * n + k (all prompts run concurrently)
 //   POST /v1/chat/completions   messages (content as a string or [{"type": "text", "text": ...}])
+//   POST /v1/embeddings         input, encoding_format, dimensions (openai_embeddings.h)
 // Sampling and output fields: max_tokens (chat also max_completion_tokens; chat without either:
 // up to the model's context), temperature, top_p, top_k (-1 or 0: off), min_p, seed, n, stop
 // (string or up to 4 strings), presence_penalty and frequency_penalty ([-2, 2]),
 // repetition_penalty (> 0), logit_bias ({"<token id>": [-100, 100]}), logprobs (completions:
 // 0..5 alternatives; chat: bool with top_logprobs 0..20), echo (completions; not with logprobs),
 // stream, stream_options.include_usage, user (ignored), priority (an extension: larger runs
-// first). best_of is accepted only equal to n, suffix only empty (the models cannot infill),
+// first). best_of >= n (completions, not streamed: serve/best_of.h), suffix only empty (the models cannot infill),
 // response_format only {"type": "text"}; any other field, or a value the server does not
 // support, is a 400 naming the field (its "param"), never silently ignored.
+// stop_token_ids (vLLM's extension, both endpoints): up to 256 token ids; generating one ends
+// the choice with finish_reason "stop", the token not emitted.
 // Streaming answers are server-sent events (one "data: {json}" per piece, ending with
 // "data: [DONE]"); the streamed text equals the non-streamed text. Errors use OpenAI's shape:
 // {"error": {"message", "type", "param", "code"}}, with 404 for an unknown model and 429 plus

@@ -151,6 +151,10 @@ Result<std::shared_ptr<GgufModelVersion>> GgufModelVersion::Load(const serve::Ve
   if (!chat.ok()) return chat.status().WithContext("'" + r.model_path + "'");
   v->chat_ = std::move(*chat);
   if (options.log) options.log->Info("chat_template", {{"model", r.model_name}, {"prompt_format", v->chat_.description()}});
+  if (auto arch = model->file().GetString("general.architecture"); arch.ok()) {
+    auto pooling = model->file().GetUnsigned(std::string(*arch) + ".pooling_type");
+    if (pooling.ok()) v->pooling_type_ = static_cast<int64_t>(*pooling);
+  }
   v->model_ = std::move(model);
   llm::EngineOptions eo = options.engine;
   const llm::KvCacheShape shape = v->model_->kv_shape(eo.block_tokens, eo.kv_type);
@@ -313,6 +317,13 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
     const size_t space = std::min(m.find(' '), m.size());
     return Status::InvalidArgument("'" + m.substr(0, space) + "'" + m.substr(space));
   }
+  for (int32_t t : req.stop_token_ids) {
+    if (t >= static_cast<int64_t>(model_->hparams().n_vocab)) {
+      return Status::InvalidArgument("'stop_token_ids': token id " + std::to_string(t) +
+                                     " is not in the model's vocabulary of " + std::to_string(model_->hparams().n_vocab) +
+                                     " tokens (ids 0.." + std::to_string(model_->hparams().n_vocab - 1) + ")");
+    }
+  }
   const llm::EngineStats stats = engine_->stats();
   if (stats.token_backlog + static_cast<int64_t>(total_prompt) > options_.max_token_backlog && stats.token_backlog > 0) {
     return Status::ResourceExhausted("the server has " + std::to_string(stats.token_backlog) +
@@ -352,6 +363,7 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
     er.sampling.seed = sp.seed + static_cast<uint64_t>(base);  // choice i of the request samples with seed + i
     er.priority = req.priority;
     er.top_logprobs = req.logprobs;
+    er.stop_token_ids = req.stop_token_ids;
     er.cancel_flag = req.cancelled;
     er.on_token = [g, &tok, base](int index, const llm::GeneratedToken& t) {
       if (g->abandoned.load()) return false;
