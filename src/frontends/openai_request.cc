@@ -2,6 +2,8 @@
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <cctype>
@@ -185,6 +187,73 @@ bool ParsePrompts(const rapidjson::Value& prompt, int n, std::vector<serve::Text
   return true;
 }
 
+// response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
+// "json_schema": {"name", "description"?, "schema", "strict"?}} (the schema is compiled by the
+// service, which reports what it cannot enforce).
+bool ParseResponseFormat(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError* err) {
+  const rapidjson::Value* rf = f.Get("response_format");
+  if (rf == nullptr) return true;
+  using Format = serve::TextGenerationRequest::Format;
+  const char* kShape = "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                       "{\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}";
+  if (!rf->IsObject()) {
+    *err = {"response_format", kShape};
+    return false;
+  }
+  Fields rff(*rf);
+  const rapidjson::Value* type = rff.Get("type");
+  const std::string t = type != nullptr && type->IsString() ? type->GetString() : "";
+  if (t == "json_schema") {
+    const rapidjson::Value* js = rff.Get("json_schema");
+    if (js == nullptr || !js->IsObject()) {
+      *err = {"response_format.json_schema", "'response_format.json_schema' is required with type json_schema and must be an object"};
+      return false;
+    }
+    Fields jf(*js);
+    const rapidjson::Value* name = jf.Get("name");
+    const bool name_ok = name != nullptr && name->IsString() && name->GetStringLength() > 0 && name->GetStringLength() <= 64 &&
+                         std::all_of(name->GetString(), name->GetString() + name->GetStringLength(),
+                                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+    if (!name_ok) {
+      *err = {"response_format.json_schema.name", "'response_format.json_schema.name' is required: 1 to 64 letters, digits, '_' or '-'"};
+      return false;
+    }
+    if (const rapidjson::Value* d = jf.Get("description"); d != nullptr && !d->IsString()) {
+      *err = {"response_format.json_schema.description", "'response_format.json_schema.description' must be a string"};
+      return false;
+    }
+    const rapidjson::Value* schema = jf.Get("schema");
+    if (schema == nullptr || !(schema->IsObject() || schema->IsBool())) {
+      *err = {"response_format.json_schema.schema", "'response_format.json_schema.schema' is required and must be a JSON schema (an object)"};
+      return false;
+    }
+    if (!ReadBool(jf, "strict", &g->json_schema_strict, err)) {
+      err->field = "response_format.json_schema.strict";
+      err->message = "'response_format.json_schema.strict' must be a boolean";
+      return false;
+    }
+    if (const std::string u = jf.Unknown(); !u.empty()) {
+      *err = {"response_format.json_schema." + u, "'response_format.json_schema." + u + "' is not supported"};
+      return false;
+    }
+    rapidjson::StringBuffer sb;
+    rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+    schema->Accept(w);
+    g->json_schema.assign(sb.GetString(), sb.GetSize());
+    g->format = Format::kJsonSchema;
+  } else if (t == "json_object") {
+    g->format = Format::kJsonObject;
+  } else if (t != "text") {
+    *err = {"response_format.type", kShape};
+    return false;
+  }
+  if (const std::string u = rff.Unknown(); !u.empty()) {
+    *err = {"response_format." + u, "'response_format." + u + "' is not supported with type " + t};
+    return false;
+  }
+  return true;
+}
+
 bool ParseCommon(Fields& f, bool chat, OpenAiRequest* p, OpenAiFieldError* err) {
   serve::TextGenerationRequest& g = p->gen;
   const rapidjson::Value* model = f.Get("model");
@@ -255,6 +324,7 @@ bool ParseCommon(Fields& f, bool chat, OpenAiRequest* p, OpenAiFieldError* err) 
   }
   if (!ParsePenalties(f, &g, err)) return false;
   if (!ParseLogitBias(f, &g, err)) return false;
+  if (!ParseResponseFormat(f, &g, err)) return false;
   if (const rapidjson::Value* u = f.Get("user"); u != nullptr && !u->IsString()) {
     *err = {"user", "'user' must be a string"};
     return false;
@@ -364,13 +434,6 @@ bool ParseChat(const rapidjson::Value& body, OpenAiRequest* p, OpenAiFieldError*
     return false;
   }
   p->gen.logprobs = logprobs ? static_cast<int>(std::max<int64_t>(top, 0)) : -1;
-  if (const rapidjson::Value* rf = f.Get("response_format")) {
-    if (!rf->IsObject() || !rf->HasMember("type") || !(*rf)["type"].IsString() ||
-        std::string_view((*rf)["type"].GetString()) != "text" || rf->MemberCount() != 1) {
-      *err = {"response_format", "'response_format' is only supported as {\"type\": \"text\"}"};
-      return false;
-    }
-  }
   for (const char* unsupported : {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls", "audio",
                                   "modalities", "prediction", "web_search_options"}) {
     if (f.Get(unsupported) != nullptr) {

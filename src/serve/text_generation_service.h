@@ -52,6 +52,12 @@ struct TextGenerationRequest {
   std::vector<std::string> stop;
   int logprobs = -1;                      // -1: none; k >= 0: chosen token + k alternatives
   int priority = 0;
+  // Structured output (response_format): free text, any JSON object, or JSON valid under
+  // `json_schema` (the schema as JSON text; `json_schema_strict`: every property is written).
+  enum class Format { kText, kJsonObject, kJsonSchema };
+  Format format = Format::kText;
+  std::string json_schema;
+  bool json_schema_strict = false;
   // Set when the client went away: the generation is cancelled and its KV blocks freed.
   std::shared_ptr<std::atomic<bool>> cancelled;
 };

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "base/status_macros.h"
+#include "llm/json_schema_grammar.h"
 #include "llm/text_stream.h"
 #include "serve/version_statistics.h"
 
@@ -280,6 +281,31 @@ Result<int> ResolveMaxTokens(int asked, size_t longest, int64_t ctx, int64_t roo
 
 }  // namespace
 
+Result<std::shared_ptr<llm::GrammarConstraint>> GgufModelVersion::Constraint(const serve::TextGenerationRequest& req) {
+  using Format = serve::TextGenerationRequest::Format;
+  if (req.format == Format::kText) return std::shared_ptr<llm::GrammarConstraint>();
+  const std::string key = req.format == Format::kJsonObject ? std::string("object")
+                                                            : (req.json_schema_strict ? "strict:" : "schema:") + req.json_schema;
+  {
+    std::lock_guard<std::mutex> l(grammar_mu_);
+    if (auto it = grammars_.find(key); it != grammars_.end()) return it->second;
+  }
+  llm::Grammar grammar;
+  if (req.format == Format::kJsonObject) {
+    grammar = llm::JsonObjectGrammar();
+  } else {
+    auto g = llm::JsonSchemaToGrammar(req.json_schema, {req.json_schema_strict});
+    if (!g.ok()) return Status::InvalidArgument("'response_format.json_schema.schema': " + g.status().message());
+    grammar = std::move(*g);
+  }
+  std::lock_guard<std::mutex> l(grammar_mu_);
+  if (!vocab_) vocab_ = llm::TokenVocabulary::FromTokenizer(model_->tokenizer());
+  auto c = std::make_shared<llm::GrammarConstraint>(std::move(grammar), vocab_);
+  if (grammars_.size() >= 16) grammars_.clear();
+  grammars_[key] = c;
+  return c;
+}
+
 Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
                                   std::function<void(const serve::TextPiece&)> on_piece,
                                   std::function<void(const serve::TextGenerationResult&)> on_done) {
@@ -309,6 +335,7 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
     const size_t space = std::min(m.find(' '), m.size());
     return Status::InvalidArgument("'" + m.substr(0, space) + "'" + m.substr(space));
   }
+  IL_ASSIGN_OR_RETURN(std::shared_ptr<llm::GrammarConstraint> constraint, Constraint(req));
   const llm::EngineStats stats = engine_->stats();
   if (stats.token_backlog + static_cast<int64_t>(total_prompt) > options_.max_token_backlog && stats.token_backlog > 0) {
     return Status::ResourceExhausted("the server has " + std::to_string(stats.token_backlog) +
@@ -349,6 +376,7 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
     er.priority = req.priority;
     er.top_logprobs = req.logprobs;
     er.cancel_flag = req.cancelled;
+    er.constraint = constraint;
     er.on_token = [g, &tok, base](int index, const llm::GeneratedToken& t) {
       if (g->abandoned.load()) return false;
       OnToken(*g, tok, base + index, t);
