@@ -5,6 +5,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
@@ -120,6 +122,8 @@ class Compiler {
   }
   int Literally(const std::string& name, const Value& v) { return Rule(name, {Literal(Compact(v))}); }
   int Typed(const std::string& type, const Value& s, const std::string& path);
+  int IntegerOf(const Value& s, const std::string& path);
+  int Strings(const std::string& name, const std::vector<std::string>& sorted, size_t depth, size_t lo, size_t hi);
   int ObjectOf(const Value& s, const std::string& path);
   int ArrayOf(const Value& s, const std::string& path);
   int StringOf(const Value& s, const std::string& path);
@@ -261,7 +265,7 @@ bool Compiler::CheckKeywords(const Value& s, const std::string& path) {
   static const std::set<std::string> kSupported = {
       "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "$ref", "$defs",
       "definitions", "items", "minItems", "maxItems", "minLength", "maxLength", "format", "title", "description",
-      "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly", "writeOnly"};
+      "default", "examples", "$schema", "$id", "$comment", "deprecated", "readOnly", "writeOnly", "minimum", "maximum"};
   for (auto it = s.MemberBegin(); it != s.MemberEnd(); ++it) {
     const std::string k(it->name.GetString(), it->name.GetStringLength());
     if (!kSupported.count(k)) {
@@ -283,6 +287,14 @@ int Compiler::Schema(const Value& s, const std::string& path) {
     explicit Deeper(int& x) : d(x) { ++d; }
     ~Deeper() { --d; }
   } deeper(depth_);
+  if (s.HasMember("minimum") || s.HasMember("maximum")) {
+    auto t = s.FindMember("type");
+    if (t == s.MemberEnd() || !t->value.IsString() || std::string_view(t->value.GetString()) != "integer" ||
+        s.HasMember("enum") || s.HasMember("const")) {
+      return Fail(std::string("unsupported keyword '") + (s.HasMember("minimum") ? "minimum" : "maximum") + "' at " + path +
+                  " (supported only with \"type\": \"integer\")");
+    }
+  }
   if (s.HasMember("$ref")) return Ref(s, path);
   if (auto c = s.FindMember("const"); c != s.MemberEnd()) return Literally(path + "/const", c->value);
   if (auto e = s.FindMember("enum"); e != s.MemberEnd()) {
@@ -327,11 +339,63 @@ int Compiler::Typed(const std::string& type, const Value& s, const std::string& 
   if (type == "object") return ObjectOf(s, path);
   if (type == "array") return ArrayOf(s, path);
   if (type == "string") return StringOf(s, path);
-  if (type == "integer") return Integer();
+  if (type == "integer") return IntegerOf(s, path);
   if (type == "number") return Number();
   if (type == "boolean") return Shared(&bool_, "boolean", {Literal("true"), Literal("false")});
   if (type == "null") return Shared(&null_, "null", {Literal("null")});
   return Fail("malformed JSON schema: unknown type '" + type + "' at " + path + "/type");
+}
+
+// The strings sorted[lo..hi) (all sharing their first `depth` bytes) as a prefix tree of rules.
+int Compiler::Strings(const std::string& name, const std::vector<std::string>& sorted, size_t depth, size_t lo, size_t hi) {
+  const int r = g_.NewRule(name);
+  size_t i = lo;
+  if (sorted[i].size() == depth) {
+    g_.AddAlternative(r, {});
+    ++i;
+  }
+  while (i < hi) {
+    size_t j = i;
+    while (j < hi && sorted[j][depth] == sorted[i][depth]) ++j;
+    const auto c = static_cast<uint8_t>(sorted[i][depth]);
+    if (j == i + 1 && sorted[i].size() == depth + 1) {
+      g_.AddAlternative(r, {Sym::Byte(c)});
+    } else {
+      g_.AddAlternative(r, {Sym::Byte(c), Sym::Rule(Strings(name, sorted, depth + 1, i, j))});
+    }
+    i = j;
+  }
+  return r;
+}
+
+// An integer; with minimum and maximum at most 10000 values apart, exactly those (as a prefix
+// tree of their decimal forms); with only a minimum of 0 or 1, the non-negative or positive ones.
+int Compiler::IntegerOf(const Value& s, const std::string& path) {
+  auto mn = s.FindMember("minimum"), mx = s.FindMember("maximum");
+  if (mn == s.MemberEnd() && mx == s.MemberEnd()) return Integer();
+  for (auto it : {mn, mx}) {
+    if (it != s.MemberEnd() && !(it->value.IsInt64() || (it->value.IsDouble() && it->value.GetDouble() == static_cast<double>(static_cast<int64_t>(it->value.GetDouble())) && std::abs(it->value.GetDouble()) < 1e15))) {
+      return Fail("'" + std::string(it->name.GetString()) + "' of an integer must be an integer at " + path);
+    }
+  }
+  auto num = [](const Value& v) { return v.IsInt64() ? v.GetInt64() : static_cast<int64_t>(v.GetDouble()); };
+  if (mx == s.MemberEnd()) {
+    const int64_t lo = num(mn->value);
+    if (lo != 0 && lo != 1) {
+      return Fail("'minimum' without 'maximum' is supported only as 0 or 1 at " + path + " (or give both, at most 10000 apart)");
+    }
+    const int more = Digits("digits15", 0, 15);
+    if (lo == 1) return Rule(path + "/positive", {{Sym::Range('1', '9'), Sym::Rule(more)}});
+    return Rule(path + "/natural", {Literal("0"), {Sym::Range('1', '9'), Sym::Rule(more)}});
+  }
+  if (mn == s.MemberEnd()) return Fail("'maximum' is supported only with 'minimum' (at most 10000 apart) at " + path);
+  const int64_t lo = num(mn->value), hi = num(mx->value);
+  if (lo > hi) return Fail("malformed JSON schema: 'minimum' is above 'maximum' at " + path);
+  if (hi - lo > 10000) return Fail("'minimum'/'maximum' more than 10000 apart is not supported at " + path);
+  std::vector<std::string> values;
+  for (int64_t v = lo; v <= hi; ++v) values.push_back(std::to_string(v));
+  std::sort(values.begin(), values.end());
+  return Strings(path + "/range", values, 0, 0, values.size());
 }
 
 int Compiler::Ref(const Value& s, const std::string& path) {

@@ -5,14 +5,15 @@
 // Supported: type (object, array, string, number, integer, boolean, null, or a list of them),
 // properties, required, additionalProperties (false, true, or a schema for an object without
 // properties: a map), enum, const, anyOf, oneOf (as anyOf: the branches are not made exclusive),
-// $ref to "#" and JSON pointers into the schema ($defs, definitions, ...), items, minItems,
+// $ref to "#" and JSON pointers into the schema ($defs, definitions, ...), minimum and maximum
+// of an integer (both, at most 10000 values apart, or minimum 0 or 1 alone), items, minItems,
 // maxItems, minLength, maxLength (up to 4096), format "uuid", nested schemas, and the
 // annotations title, description, default, examples, $schema, $id, $comment, deprecated,
 // readOnly, writeOnly (ignored). Properties are written in the schema's order; with `strict`
 // every property is written, otherwise those not in `required` may be left out. Numbers have
 // at most 16 integer digits, 16 fraction digits and 3 exponent digits.
 //
-// Anything else (pattern, minimum/maximum, multipleOf, allOf, not, if/then/else,
+// Anything else (pattern, bounds of a number, multipleOf, allOf, not, if/then/else,
 // patternProperties, prefixItems, other formats, ...) is refused, never ignored.
 #pragma once
 

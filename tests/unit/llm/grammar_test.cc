@@ -141,6 +141,20 @@ TEST(JsonSchemaGrammar, Scalars) {
   EXPECT_FALSE(Accepts(u, "true"));
 }
 
+TEST(JsonSchemaGrammar, IntegerBounds) {
+  const Grammar r = Schema(R"({"type": "integer", "minimum": -12, "maximum": 120})");
+  for (int v = -30; v <= 300; ++v) EXPECT_EQ(Accepts(r, std::to_string(v)), v >= -12 && v <= 120) << v;
+  EXPECT_FALSE(Accepts(r, "007"));
+  EXPECT_FALSE(Accepts(r, "-0"));
+  const Grammar nat = Schema(R"({"type": "integer", "minimum": 0})");
+  EXPECT_TRUE(Accepts(nat, "0"));
+  EXPECT_TRUE(Accepts(nat, "123"));
+  EXPECT_FALSE(Accepts(nat, "-1"));
+  const Grammar pos = Schema(R"({"type": "integer", "minimum": 1})");
+  EXPECT_FALSE(Accepts(pos, "0"));
+  EXPECT_TRUE(Accepts(pos, "10"));
+}
+
 TEST(JsonSchemaGrammar, Strings) {
   const Grammar s = Schema(R"({"type": "string"})");
   for (const char* ok : {"\"\"", "\"abc\"", "\"a\\\"b\"", "\"\\u00e9\\n\"", "\"caf\xC3\xA9\"", "\"\xF0\x9F\x98\x80\""}) {
@@ -243,7 +257,11 @@ TEST(JsonSchemaGrammar, ErrorsNameTheKeywordAndWhere) {
       {R"({"type": "string", "pattern": "^a+$"})", {"pattern", "#"}},
       {R"({"type": "object", "properties": {"x": {"patternProperties": {}}}})", {"patternProperties", "#/properties/x"}},
       {R"({"if": {}, "then": {}})", {"if"}},
-      {R"({"type": "integer", "minimum": 0})", {"minimum"}},
+      {R"({"type": "number", "minimum": 0})", {"minimum"}},
+      {R"({"type": "integer", "minimum": 5})", {"minimum"}},
+      {R"({"type": "integer", "maximum": 5})", {"maximum"}},
+      {R"({"type": "integer", "minimum": 0, "maximum": 100000})", {"10000"}},
+      {R"({"type": "integer", "minimum": 3, "maximum": 2})", {"minimum"}},
       {R"({"allOf": [{"type": "string"}]})", {"allOf"}},
       {R"({"type": "string", "format": "email"})", {"format", "email"}},
       {R"({"type": "strin"})", {"unknown type", "strin"}},
