@@ -12,9 +12,11 @@
 // repetition_penalty (> 0), logit_bias ({"<token id>": [-100, 100]}), logprobs (completions:
 // 0..5 alternatives; chat: bool with top_logprobs 0..20), echo (completions; not with logprobs),
 // stream, stream_options.include_usage, user (ignored), priority (an extension: larger runs
-// first). best_of is accepted only equal to n, suffix only empty (the models cannot infill),
-// response_format only {"type": "text"}; any other field, or a value the server does not
-// support, is a 400 naming the field (its "param"), never silently ignored.
+// first), response_format ({"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict"}}: the output constrained to the grammar the service
+// compiles, src/llm/json_schema_grammar.h; on both endpoints). best_of is accepted only equal to
+// n, suffix only empty (the models cannot infill); any other field, or a value the server does
+// not support, is a 400 naming the field (its "param"), never silently ignored.
 // Streaming answers are server-sent events (one "data: {json}" per piece, ending with
 // "data: [DONE]"); the streamed text equals the non-streamed text. Errors use OpenAI's shape:
 // {"error": {"message", "type", "param", "code"}}, with 404 for an unknown model and 429 plus
