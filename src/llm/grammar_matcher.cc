@@ -12,6 +12,7 @@ using Kind = GrammarElement::Kind;
 // `out`. A rule reference at the top is replaced by each of its alternatives, with the position
 // after the reference kept below unless the reference ended its alternative.
 void Expand(const Grammar& g, Stack s, std::vector<Stack>* out) {
+  if (out->size() >= GrammarMatcher::kMaxStacks) return;
   while (!s.empty() && g.element(s.back()).kind == Kind::kEnd) s.pop_back();
   if (s.empty() || g.element(s.back()).kind == Kind::kBytes) {
     out->push_back(std::move(s));

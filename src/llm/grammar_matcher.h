@@ -6,7 +6,9 @@
 // whole sentence of the grammar. A byte advances every stack whose top accepts it (expanding
 // rule references at the new top, with tail positions dropped so right recursion does not grow
 // the stack) and drops the others; several stacks cover the alternatives still open. The set is
-// kept sorted and without duplicates, so equal states have equal Key()s.
+// kept sorted and without duplicates, so equal states have equal Key()s. A very ambiguous
+// grammar (alternatives that stay open in parallel) is held to kMaxStacks stacks: the ones past
+// it are dropped, which narrows the language but never lets in a text outside it.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +23,7 @@ namespace inferloop::llm {
 class GrammarMatcher {
  public:
   using Stack = std::vector<uint32_t>;
+  static constexpr size_t kMaxStacks = 4096;
 
   // At the start of `grammar` (finalized; must outlive the matcher).
   explicit GrammarMatcher(const Grammar* grammar);

@@ -148,13 +148,32 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"tools":[]})", true).field, "tools");
   EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"top_logprobs":2})", true).field,
             "top_logprobs");
-  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})",
                     true).field,
-            "response_format");
+            "response_format.json_schema");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","response_format":{"type":"yaml"}})").field, "response_format.type");
   const OpenAiFieldError broken = Refused(R"({"model": "m", "prompt": )");
   EXPECT_EQ(broken.field, "");
   EXPECT_NE(broken.message.find("malformed JSON"), std::string::npos);
   EXPECT_EQ(Refused("[1,2]").field, "");
+}
+
+TEST(OpenAiRequest, ResponseFormat) {
+  using Format = serve::TextGenerationRequest::Format;
+  OpenAiRequest r;
+  OpenAiFieldError e;
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","messages":[{"role":"user","content":"x"}],
+      "response_format":{"type":"json_schema","json_schema":{"name":"a_b-1","description":"d","strict":true,
+      "schema":{"type": "object", "properties": {"k": {"type": "integer"}}}}}})", true, &r, &e)) << e.message;
+  EXPECT_EQ(r.gen.format, Format::kJsonSchema);
+  EXPECT_TRUE(r.gen.json_schema_strict);
+  EXPECT_EQ(r.gen.json_schema, R"({"type":"object","properties":{"k":{"type":"integer"}}})");
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","prompt":"x","response_format":{"type":"json_object"}})", false, &r, &e));
+  EXPECT_EQ(r.gen.format, Format::kJsonObject);
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","prompt":"x","response_format":{"type":"text"}})", false, &r, &e));
+  EXPECT_EQ(r.gen.format, Format::kText);
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"bad name!","schema":{}}}})").field,
+            "response_format.json_schema.name");
 }
 
 }  // namespace
