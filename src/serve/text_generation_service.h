@@ -16,9 +16,26 @@
 
 namespace inferloop::serve {
 
+// A tool call of an assistant message (OpenAI's tool_calls[i]).
+struct TextToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text
+};
+
 struct TextChatMessage {
-  std::string role;
+  std::string role;  // system, user, assistant, tool
   std::string content;
+  std::vector<TextToolCall> tool_calls;  // assistant
+  std::string tool_call_id;              // tool
+};
+
+// A function the model may call (OpenAI's tools[i].function).
+struct TextTool {
+  std::string name;
+  std::string description;
+  std::string parameters;  // JSON schema text ({"type": "object", "properties": {}} when not given)
+  bool strict = false;
 };
 
 // One completions prompt: text (tokenized by the model, which adds its BOS) or token ids (used
@@ -58,6 +75,12 @@ struct TextGenerationRequest {
   Format format = Format::kText;
   std::string json_schema;
   bool json_schema_strict = false;
+  // Chat tools (src/llm/tool_calls.h): kNone never calls (the tools are not shown to the model);
+  // kAuto may call; kRequired calls one of them; kFunction calls `tool_choice_name`.
+  std::vector<TextTool> tools;
+  enum class ToolChoice { kNone, kAuto, kRequired, kFunction };
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_choice_name;
   // Set when the client went away: the generation is cancelled and its KV blocks freed.
   std::shared_ptr<std::atomic<bool>> cancelled;
 };
@@ -75,11 +98,18 @@ struct TextPiece {
   int index = 0;
   std::string text;
   std::vector<TextTokenLogprob> tokens;
+  // Chat with tools: the answer is a tool call instead of text. The call's first piece has
+  // `call_id` and `call_name`; pieces carry fragments of its arguments' JSON text in
+  // `call_arguments` (they concatenate to the whole arguments).
+  std::string call_id;
+  std::string call_name;
+  std::string call_arguments;
+  bool has_call() const { return !call_name.empty() || !call_arguments.empty(); }
 };
 
 struct TextChoiceEnd {
   int index = 0;
-  std::string finish_reason;  // "stop" or "length"
+  std::string finish_reason;  // "stop", "length" or "tool_calls" (a whole tool call was made)
   int completion_tokens = 0;
 };
 

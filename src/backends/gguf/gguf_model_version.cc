@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <random>
 
 #include "base/status_macros.h"
 #include "llm/json_schema_grammar.h"
+#include "llm/tool_calls.h"
 #include "llm/text_stream.h"
 #include "serve/version_statistics.h"
 
@@ -43,7 +45,46 @@ struct Generation {
   bool want_logprobs = false;
   std::vector<std::string> echo;  // per choice: text to put before its first piece ("" once sent)
   std::atomic<bool> abandoned{false};  // a later prompt's Submit failed: report nothing
+  bool tools = false;                      // chat with tools: answers may be tool calls
+  std::vector<llm::ToolCallStream> calls;  // per choice, when `tools`
 };
+
+std::string NewCallId() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "call_%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+// Moves `p.text` through the choice's tool call stream: text stays text, a call becomes call pieces.
+void ApplyToolEvents(const std::vector<llm::ToolCallStream::Event>& events, serve::TextPiece& p) {
+  using Kind = llm::ToolCallStream::Event::Kind;
+  for (const auto& e : events) {
+    if (e.kind == Kind::kText) {
+      p.text += e.text;
+    } else if (e.kind == Kind::kCallStart) {
+      p.call_id = NewCallId();
+      p.call_name = e.text;
+    } else {
+      p.call_arguments += e.text;
+    }
+  }
+}
+
+void RouteToolCall(Generation& g, int index, serve::TextPiece& p) {
+  if (!g.tools || p.text.empty()) return;
+  std::string fresh = std::move(p.text);
+  p.text.clear();
+  ApplyToolEvents(g.calls[index].Push(fresh), p);
+}
+
+void ClearPiece(serve::TextPiece& p) {
+  p.text.clear();
+  p.tokens.clear();
+  p.call_id.clear();
+  p.call_name.clear();
+  p.call_arguments.clear();
+}
 
 // Moves the echo text of choice `index` (if not yet sent) to the front of `p`.
 void TakeEcho(Generation& g, int index, serve::TextPiece& p) {
@@ -64,11 +105,11 @@ void OnToken(Generation& g, const llm::Tokenizer& tok, int index, const llm::Gen
   }
   llm::TextStream& s = g.streams[index];
   p.text += s.Push(piece);
+  RouteToolCall(g, index, p);
   if (!p.text.empty() || s.stopped()) TakeEcho(g, index, p);
-  if (!p.text.empty() || s.stopped()) {
-    if (!p.text.empty() || !p.tokens.empty()) g.on_piece(p);
-    p.text.clear();
-    p.tokens.clear();
+  if (!p.text.empty() || p.has_call() || s.stopped()) {
+    if (!p.text.empty() || p.has_call() || !p.tokens.empty()) g.on_piece(p);
+    ClearPiece(p);
   }
 }
 
@@ -78,14 +119,16 @@ void OnFinish(Generation& g, const llm::SequenceResult& r, bool first_of_prompt)
   LlmModelSeries& m = *g.series;
   serve::TextPiece& p = g.pending[r.index];
   p.text += g.streams[r.index].Finish();
+  RouteToolCall(g, r.index, p);
+  bool called = false;
+  if (g.tools) ApplyToolEvents(g.calls[r.index].Finish(r.reason == llm::FinishReason::kStop, &called), p);
   TakeEcho(g, r.index, p);
-  if (!p.text.empty() || !p.tokens.empty()) g.on_piece(p);
-  p.text.clear();
-  p.tokens.clear();
+  if (!p.text.empty() || p.has_call() || !p.tokens.empty()) g.on_piece(p);
+  ClearPiece(p);
   serve::TextChoiceEnd& end = g.result.choices[r.index];
   end.index = r.index;
   end.completion_tokens = r.generated_tokens;
-  end.finish_reason = r.reason == llm::FinishReason::kLength ? "length" : "stop";
+  end.finish_reason = called ? "tool_calls" : r.reason == llm::FinishReason::kLength ? "length" : "stop";
   g.result.completion_tokens += r.generated_tokens;
   if (first_of_prompt) {
     g.result.cached_prompt_tokens += r.cached_prompt_tokens;
@@ -230,7 +273,24 @@ Result<std::vector<std::vector<int32_t>>> PromptTokens(const llm::LlamaModel& mo
   std::vector<std::vector<int32_t>> out;
   if (req.chat) {
     std::vector<llm::ChatMessage> msgs;
-    for (const auto& x : req.messages) msgs.push_back({x.role, x.content});
+    const bool show_tools = req.tool_choice != serve::TextGenerationRequest::ToolChoice::kNone;
+    bool tool_messages = show_tools;
+    for (const auto& x : req.messages) tool_messages = tool_messages || x.role == "tool" || !x.tool_calls.empty();
+    if (tool_messages) {  // written in the convention of src/llm/tool_calls.h
+      std::vector<llm::ToolChatMessage> tm;
+      for (const auto& x : req.messages) {
+        llm::ToolChatMessage m{x.role, x.content, {}, x.tool_call_id};
+        for (const auto& c : x.tool_calls) m.tool_calls.push_back({c.id, c.name, c.arguments});
+        tm.push_back(std::move(m));
+      }
+      std::vector<llm::ToolSpec> specs;
+      if (req.tool_choice == serve::TextGenerationRequest::ToolChoice::kAuto) {  // (required/named: the grammar calls)
+        for (const auto& t : req.tools) specs.push_back({t.name, t.description, t.parameters});
+      }
+      msgs = llm::ToolChatToPlain(tm, specs);
+    } else {
+      for (const auto& x : req.messages) msgs.push_back({x.role, x.content});
+    }
     bool has_bos = false;
     IL_ASSIGN_OR_RETURN(std::string text, llm::RenderChat(chat, msgs, &has_bos));
     out.push_back(tok.Encode(text, /*add_bos=*/!has_bos, /*parse_special=*/true));
@@ -283,15 +343,37 @@ Result<int> ResolveMaxTokens(int asked, size_t longest, int64_t ctx, int64_t roo
 
 Result<std::shared_ptr<llm::GrammarConstraint>> GgufModelVersion::Constraint(const serve::TextGenerationRequest& req) {
   using Format = serve::TextGenerationRequest::Format;
-  if (req.format == Format::kText) return std::shared_ptr<llm::GrammarConstraint>();
-  const std::string key = req.format == Format::kJsonObject ? std::string("object")
-                                                            : (req.json_schema_strict ? "strict:" : "schema:") + req.json_schema;
+  using Choice = serve::TextGenerationRequest::ToolChoice;
+  const bool tools = req.chat && req.tool_choice != Choice::kNone;
+  if (req.format == Format::kText && !tools) return std::shared_ptr<llm::GrammarConstraint>();
+  std::string key = req.format == Format::kJsonObject ? std::string("object")
+                                                      : (req.json_schema_strict ? "strict:" : "schema:") + req.json_schema;
+  std::vector<llm::ToolSpec> specs;
+  bool strict = true;
+  if (tools) {
+    key = req.tool_choice == Choice::kAuto ? "tools-auto" : "tools";
+    for (size_t i = 0; i < req.tools.size(); ++i) {
+      const serve::TextTool& t = req.tools[i];
+      if (req.tool_choice == Choice::kFunction && t.name != req.tool_choice_name) continue;
+      if (auto g = llm::JsonSchemaToGrammar(t.parameters, {t.strict}); !g.ok()) {
+        return Status::InvalidArgument("'tools[" + std::to_string(i) + "].function.parameters': " + g.status().message());
+      }
+      specs.push_back({t.name, t.description, t.parameters});
+      strict = strict && t.strict;
+      key += "\n" + t.name + "\n" + t.parameters;
+    }
+    key += strict ? "\nstrict" : "";
+  }
   {
     std::lock_guard<std::mutex> l(grammar_mu_);
     if (auto it = grammars_.find(key); it != grammars_.end()) return it->second;
   }
   llm::Grammar grammar;
-  if (req.format == Format::kJsonObject) {
+  if (tools) {
+    auto g = llm::ToolCallGrammar(specs, strict, req.tool_choice == Choice::kAuto);
+    if (!g.ok()) return Status::InvalidArgument("'tools': " + g.status().message());
+    grammar = std::move(*g);
+  } else if (req.format == Format::kJsonObject) {
     grammar = llm::JsonObjectGrammar();
   } else {
     auto g = llm::JsonSchemaToGrammar(req.json_schema, {req.json_schema_strict});
@@ -350,6 +432,8 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
   g->on_done = std::move(on_done);
   g->remaining = choices;
   g->want_logprobs = req.logprobs >= 0;
+  g->tools = req.chat && req.tool_choice != serve::TextGenerationRequest::ToolChoice::kNone;
+  g->calls.resize(g->tools ? choices : 0);
   for (int i = 0; i < choices; ++i) {
     g->streams.emplace_back(req.stop);
     g->pending.push_back(serve::TextPiece{i, "", {}});
