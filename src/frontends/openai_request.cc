@@ -397,8 +397,8 @@ bool ParseTools(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError* er
   if (!ReadBool(f, "parallel_tool_calls", &parallel, err)) return false;
   const rapidjson::Value* tools = f.Get("tools");
   if (tools != nullptr) {
-    if (!tools->IsArray() || tools->Size() > 128) {
-      *err = {"tools", "'tools' must be an array of up to 128 tools"};
+    if (!tools->IsArray() || tools->Empty() || tools->Size() > 128) {
+      *err = {"tools", "'tools' must be an array of 1 to 128 tools"};
       return false;
     }
     for (rapidjson::SizeType i = 0; i < tools->Size(); ++i) {

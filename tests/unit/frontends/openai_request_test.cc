@@ -139,7 +139,8 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stream":true,"stream_options":{"x":1}})").field, "stream_options.x");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","mystery":1})").field, "mystery");
   EXPECT_EQ(Refused(R"({"model":"m","messages":[]})", true).field, "messages");
-  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"tool","content":"x"}]})", true).field, "messages[0].role");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"tool","content":"x"}]})", true).field, "messages[0].tool_call_id");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"robot","content":"x"}]})", true).field, "messages[0].role");
   EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user"}]})", true).field, "messages[0].content");
   EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})", true).field,
             "messages[0].content");
@@ -156,6 +157,37 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(broken.field, "");
   EXPECT_NE(broken.message.find("malformed JSON"), std::string::npos);
   EXPECT_EQ(Refused("[1,2]").field, "");
+}
+
+TEST(OpenAiRequest, Tools) {
+  using Choice = serve::TextGenerationRequest::ToolChoice;
+  OpenAiRequest r;
+  OpenAiFieldError e;
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","messages":[{"role":"user","content":"x"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"2"}],
+      "tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"},"strict":true}},
+               {"type":"function","function":{"name":"g"}}],
+      "tool_choice":{"type":"function","function":{"name":"g"}},"parallel_tool_calls":false})", true, &r, &e)) << e.message;
+  ASSERT_EQ(r.gen.tools.size(), 2u);
+  EXPECT_EQ(r.gen.tools[0].parameters, R"({"type":"object"})");
+  EXPECT_TRUE(r.gen.tools[0].strict);
+  EXPECT_EQ(r.gen.tools[1].parameters, R"({"type":"object","properties":{}})");
+  EXPECT_EQ(r.gen.tool_choice, Choice::kFunction);
+  EXPECT_EQ(r.gen.tool_choice_name, "g");
+  ASSERT_EQ(r.gen.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.gen.messages[1].tool_calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(r.gen.messages[2].tool_call_id, "call_1");
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","messages":[{"role":"user","content":"x"}],
+      "tools":[{"type":"function","function":{"name":"f"}}]})", true, &r, &e));
+  EXPECT_EQ(r.gen.tool_choice, Choice::kAuto);  // the default with tools
+  const std::string head = R"({"model":"m","messages":[{"role":"user","content":"x"}],)";
+  EXPECT_EQ(Refused(head + R"("tool_choice":"auto"})", true).field, "tool_choice");
+  EXPECT_EQ(Refused(head + R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"h"}}})", true).field,
+            "tool_choice");
+  EXPECT_EQ(Refused(head + R"("tools":[{"type":"function","function":{"name":"f","extra":1}}]})", true).field, "tools[0].function.extra");
+  EXPECT_EQ(Refused(head + R"("tools":[{"type":"function","function":{"name":"f"}}],"response_format":{"type":"json_object"}})", true).field,
+            "response_format");
 }
 
 TEST(OpenAiRequest, ResponseFormat) {
