@@ -95,9 +95,9 @@ ByteSet GrammarMatcher::NextBytes() const {
   return b;
 }
 
-std::string GrammarMatcher::Key() const {
+std::string GrammarMatcher::KeyOf(const std::vector<Stack>& stacks) {
   std::string k;
-  for (const Stack& s : stacks_) {
+  for (const Stack& s : stacks) {
     const uint32_t n = static_cast<uint32_t>(s.size());
     k.append(reinterpret_cast<const char*>(&n), sizeof(n));
     k.append(reinterpret_cast<const char*>(s.data()), s.size() * sizeof(uint32_t));

@@ -42,7 +42,8 @@ class GrammarMatcher {
   const std::vector<Stack>& stacks() const { return stacks_; }
   const Grammar& grammar() const { return *g_; }
   // The state as bytes, equal for equal states (the token mask cache's key).
-  std::string Key() const;
+  std::string Key() const { return KeyOf(stacks_); }
+  static std::string KeyOf(const std::vector<Stack>& stacks);
 
   // `in` advanced by `b` into `out` (sorted, unique; empty when refused).
   static void Step(const Grammar& g, const std::vector<Stack>& in, uint8_t b, std::vector<Stack>* out);

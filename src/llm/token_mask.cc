@@ -77,32 +77,86 @@ TokenMasker::TokenMasker(const Grammar* grammar, std::shared_ptr<const TokenVoca
     : grammar_(grammar), vocab_(std::move(vocab)) {
   const size_t mask_bytes = (static_cast<size_t>(vocab_->size()) + 63) / 64 * 8 + 64;
   max_entries_ = std::max<size_t>(1, max_cache_bytes / mask_bytes);
+  max_states_ = std::max<size_t>(64, max_cache_bytes / (sizeof(State) + 256));
 }
 
-void TokenMasker::Walk(uint32_t node, const std::vector<GrammarMatcher::Stack>& state, TokenMask* mask) const {
-  const auto& nodes = vocab_->nodes();
-  const auto& ids = vocab_->token_ids();
+namespace {
+
+// The reference walk: every trie node advances a copy of the stack set.
+void WalkStacks(const Grammar& g, const TokenVocabulary& v, uint32_t node, const std::vector<GrammarMatcher::Stack>& state,
+                TokenMask* mask) {
   ByteSet next;
   for (const auto& s : state) {
-    if (!s.empty()) next |= grammar_->bytes(grammar_->element(s.back()).value);
+    if (!s.empty()) next |= g.bytes(g.element(s.back()).value);
   }
   if (next.none()) return;
   std::vector<GrammarMatcher::Stack> after;
+  const TokenVocabulary::Node& n = v.nodes()[node];
+  for (uint32_t c = n.first_child; c < n.first_child + n.children; ++c) {
+    const TokenVocabulary::Node& child = v.nodes()[c];
+    if (!next.test(child.byte)) continue;  // the whole subtree is refused
+    GrammarMatcher::Step(g, state, child.byte, &after);
+    if (after.empty()) continue;
+    for (uint32_t t = 0; t < child.tokens; ++t) mask->Set(v.token_ids()[child.first_token + t]);
+    if (child.children > 0) WalkStacks(g, v, c, after, mask);
+  }
+}
+
+}  // namespace
+
+TokenMask TokenMasker::Compute(const GrammarMatcher& m) const {
+  TokenMask mask;
+  mask.bits.assign((static_cast<size_t>(vocab_->size()) + 63) / 64, 0);
+  WalkStacks(*grammar_, *vocab_, 0, m.stacks(), &mask);
+  if (m.CanEnd()) {
+    for (int32_t e : vocab_->end_tokens()) mask.Set(e);
+  }
+  return mask;
+}
+
+int32_t TokenMasker::Intern(std::vector<GrammarMatcher::Stack> stacks, std::string key) {
+  auto [it, added] = state_ids_.try_emplace(std::move(key), static_cast<int32_t>(states_.size()));
+  if (added) {
+    State s;
+    s.stacks = std::move(stacks);
+    s.next.fill(-2);
+    states_.push_back(std::move(s));
+  }
+  return it->second;
+}
+
+int32_t TokenMasker::Next(int32_t state, uint8_t byte) {
+  int32_t n = states_[state].next[byte];
+  if (n != -2) return n;
+  std::vector<GrammarMatcher::Stack> after;
+  GrammarMatcher::Step(*grammar_, states_[state].stacks, byte, &after);
+  if (after.empty()) {
+    n = -1;
+  } else {
+    std::string key = GrammarMatcher::KeyOf(after);
+    n = Intern(std::move(after), std::move(key));
+  }
+  states_[state].next[byte] = n;  // (states_ may have grown: index again)
+  return n;
+}
+
+void TokenMasker::Walk(uint32_t node, int32_t state, TokenMask* mask) {
+  const auto& nodes = vocab_->nodes();
+  const auto& ids = vocab_->token_ids();
   const TokenVocabulary::Node& n = nodes[node];
   for (uint32_t c = n.first_child; c < n.first_child + n.children; ++c) {
     const TokenVocabulary::Node& child = nodes[c];
-    if (!next.test(child.byte)) continue;  // the whole subtree is refused
-    GrammarMatcher::Step(*grammar_, state, child.byte, &after);
-    if (after.empty()) continue;
+    const int32_t after = Next(state, child.byte);
+    if (after < 0) continue;  // the whole subtree is refused
     for (uint32_t t = 0; t < child.tokens; ++t) mask->Set(ids[child.first_token + t]);
     if (child.children > 0) Walk(c, after, mask);
   }
 }
 
-TokenMask TokenMasker::Compute(const GrammarMatcher& m) const {
+TokenMask TokenMasker::Fill(const GrammarMatcher& m, int32_t state) {
   TokenMask mask;
   mask.bits.assign((static_cast<size_t>(vocab_->size()) + 63) / 64, 0);
-  Walk(0, m.stacks(), &mask);
+  Walk(0, state, &mask);
   if (m.CanEnd()) {
     for (int32_t e : vocab_->end_tokens()) mask.Set(e);
   }
@@ -117,8 +171,14 @@ const TokenMask& TokenMasker::Mask(const GrammarMatcher& m) {
     return it->second;
   }
   ++misses_;
-  if (cache_.size() >= max_entries_) cache_.clear();
-  return cache_.emplace(std::move(key), Compute(m)).first->second;
+  if (cache_.size() >= max_entries_ || states_.size() >= max_states_) {
+    cache_.clear();
+    states_.clear();
+    state_ids_.clear();
+  }
+  const int32_t state = Intern(m.stacks(), key);
+  TokenMask mask = Fill(m, state);
+  return cache_.emplace(std::move(key), std::move(mask)).first->second;
 }
 
 }  // namespace inferloop::llm

@@ -1,17 +1,20 @@
 // Which tokens a grammar allows next: the vocabulary as a byte trie walked against a
 // GrammarMatcher's state, with the masks cached per state.
 //
-// The walk follows the trie from the root, advancing a copy of the recognizer's state by each
-// child's byte; a byte the state refuses cuts the child's whole subtree (every token starting
-// with those bytes) at once, so the cost is the allowed prefixes, not the vocabulary times the
-// token lengths. Masks are cached by the state's Key(): inside a JSON string, between members
-// and in every other state that repeats, a mask costs one hash lookup.
+// The walk follows the trie from the root, advancing the recognizer's state by each child's
+// byte; a byte the state refuses cuts the child's whole subtree (every token starting with those
+// bytes) at once, so the cost is the allowed prefixes, not the vocabulary times the token
+// lengths. The states met are interned and their byte transitions memoized (a lazily built
+// automaton: after the first walks a trie node costs one table lookup, not a stack-set step).
+// Masks are cached by the state's Key(): inside a JSON string, between members and in every
+// other state that repeats, a mask costs one hash lookup.
 //
 // End-of-generation tokens are allowed exactly where the grammar can end (CanEnd), and they are
 // the only tokens allowed once nothing may follow (Done). Control tokens other than those are
 // never allowed.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -66,14 +69,14 @@ struct TokenMask {
 
 class TokenMasker {
  public:
-  // `grammar` must outlive the masker. The cache holds up to `max_cache_bytes` of masks (then
-  // starts over).
+  // `grammar` must outlive the masker.
   TokenMasker(const Grammar* grammar, std::shared_ptr<const TokenVocabulary> vocab,
-              size_t max_cache_bytes = size_t{64} << 20);
+              size_t max_cache_bytes = size_t{16} << 20);
 
-  // The tokens allowed in `m`'s state (cached by its Key()). Not thread-safe.
+  // The tokens allowed in `m`'s state (cached by its Key()). Not thread-safe. The cache and the
+  // automaton each hold up to about `max_cache_bytes` (then start over).
   const TokenMask& Mask(const GrammarMatcher& m);
-  // The same mask by a fresh walk, without the cache.
+  // The same mask by a fresh walk without either cache (a reference for tests).
   TokenMask Compute(const GrammarMatcher& m) const;
 
   const TokenVocabulary& vocab() const { return *vocab_; }
@@ -81,12 +84,22 @@ class TokenMasker {
   int64_t misses() const { return misses_; }
 
  private:
-  void Walk(uint32_t node, const std::vector<GrammarMatcher::Stack>& state, TokenMask* mask) const;
+  // The automaton's states: a stack set each, its transitions (-2 not computed yet, -1 refused).
+  struct State {
+    std::vector<GrammarMatcher::Stack> stacks;
+    std::array<int32_t, 256> next;
+  };
+  int32_t Intern(std::vector<GrammarMatcher::Stack> stacks, std::string key);
+  int32_t Next(int32_t state, uint8_t byte);
+  void Walk(uint32_t node, int32_t state, TokenMask* mask);
+  TokenMask Fill(const GrammarMatcher& m, int32_t state);
 
   const Grammar* grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
-  size_t max_entries_;
+  size_t max_entries_, max_states_;
   std::unordered_map<std::string, TokenMask> cache_;
+  std::vector<State> states_;
+  std::unordered_map<std::string, int32_t> state_ids_;
   int64_t hits_ = 0, misses_ = 0;
 };
 
