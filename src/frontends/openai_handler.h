@@ -5,7 +5,12 @@
 //   POST /v1/completions        prompt: a string, [string, ...], [token id, ...] or
 //                               [[token id, ...], ...]; each prompt gets its own n choices, with
 //                               index = prompt index * n + k (all prompts run concurrently)
-//   POST /v1/chat/completions   messages (content as a string or [{"type": "text", "text": ...}])
+//   POST /v1/chat/completions   messages (content as a string or [{"type": "text", "text": ...}];
+//                               assistant tool_calls and role "tool" messages), tools, tool_choice
+//                               (none, auto, required, a named function), parallel_tool_calls;
+//                               a call comes back as message.tool_calls (streamed: tool_calls
+//                               deltas, the id and name first, then argument fragments) with
+//                               finish_reason "tool_calls"
 // Sampling and output fields: max_tokens (chat also max_completion_tokens; chat without either:
 // up to the model's context), temperature, top_p, top_k (-1 or 0: off), min_p, seed, n, stop
 // (string or up to 4 strings), presence_penalty and frequency_penalty ([-2, 2]),
