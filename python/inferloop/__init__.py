@@ -4,6 +4,15 @@
     sess = onnxruntime.InferenceSession("model.onnx", providers=["CPUExecutionProvider"])
     outputs = sess.run(None, {"input": x})
 """
+import os as _os
+
+# libgomp (the OpenMP runtime the engine's threads run on) spins idle workers for up to
+# GOMP_SPINCOUNT iterations; next to other busy processes that collapses 2-thread runs (see
+# src/cli/omp_spin_limit.h, where the CLI does the same). It reads the variable once, when it is
+# loaded: this takes effect when nothing imported before inferloop loaded libgomp already.
+if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
+    _os.environ["GOMP_SPINCOUNT"] = "1000"
+
 # NotImplemented (an unsupported operator) is in inferloop.capi.onnxruntime_pybind11_state only,
 # as in onnxruntime: at the top level it would shadow the builtin under `from inferloop import *`.
 from ._inferloop import Fail, InferloopError, InvalidArgument, NoSuchFile

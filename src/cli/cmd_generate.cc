@@ -87,6 +87,7 @@ int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_
   eo.max_running = a.parallel;
   eo.prefix_cache_blocks = 0;  // every sequence computes its prompt (no reuse between them)
   eo.kv_type = kv_type;
+  eo.draft.max_draft = a.speculative_ngram;
   const int64_t per_seq = static_cast<int64_t>(prompt.size()) + a.n + 1;
   eo.kv_blocks = static_cast<int>(a.parallel * ((per_seq + eo.block_tokens - 1) / eo.block_tokens + 1));
   auto engine = llm::LlmEngine::Create(m, eo);
@@ -102,6 +103,7 @@ int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
   Clock::time_point first_token{};
+  std::vector<int32_t> first_ids;  // sequence 0's tokens, printed when it runs alone
   for (int i = 0; i < a.parallel; ++i) {
     llm::EngineRequest r;
     r.prompt = prompt;
@@ -109,9 +111,10 @@ int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_
     r.sampling = sampling;
     r.sampling.seed = sampling.seed + static_cast<uint64_t>(i);
     r.stop_at_eog = !a.ignore_eos;
-    r.on_token = [&](int, const llm::GeneratedToken&) {
+    r.on_token = [&, i](int, const llm::GeneratedToken& g) {
       std::lock_guard<std::mutex> l(mu);
       if (generated++ == 0) first_token = Clock::now();
+      if (i == 0) first_ids.push_back(g.token);
       return true;
     };
     r.on_finish = [&](const llm::SequenceResult& res) {
@@ -128,17 +131,35 @@ int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_
   }
   std::unique_lock<std::mutex> l(mu);
   cv.wait(l, [&] { return done == a.parallel; });
-  const double total = std::chrono::duration<double>(Clock::now() - t0).count();
+  const Clock::time_point end = Clock::now();
+  const double total = std::chrono::duration<double>(end - t0).count();
+  // After the first token: the decoding rate, without the prompt's prefill.
+  const double decode_s = generated > 1 ? std::chrono::duration<double>(end - first_token).count() : 0;
   if (!failure.ok()) {
     std::cerr << "error: " << failure.message() << "\n";
     return 1;
   }
   const llm::EngineStats st = (*engine)->stats();
+  if (a.parallel == 1) {
+    const std::string text = m->tokenizer().Decode(prompt) + m->tokenizer().Decode(first_ids);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fputc('\n', stdout);
+    if (a.ids) {
+      std::cerr << "generated ids:";
+      for (int32_t id : first_ids) std::cerr << ' ' << id;
+      std::cerr << "\n";
+    }
+  }
   std::fprintf(stderr,
                "parallel: %d sequences, %lld prompt tokens and %lld generated tokens in %.3f s "
-               "(%.1f generated tokens/s overall; %d steps)\n",
+               "(%.1f generated tokens/s overall, %.1f after the first token; %d steps)\n",
                a.parallel, static_cast<long long>(st.prompt_tokens), static_cast<long long>(generated), total,
-               generated / total, static_cast<int>(st.steps));
+               generated / total, decode_s > 0 ? (generated - 1) / decode_s : 0.0, static_cast<int>(st.steps));
+  if (a.speculative_ngram > 0) {
+    std::fprintf(stderr, "speculative: %lld tokens drafted, %lld accepted (%.1f%%)\n",
+                 static_cast<long long>(st.draft_tokens), static_cast<long long>(st.draft_accepted_tokens),
+                 st.draft_tokens > 0 ? 100.0 * st.draft_accepted_tokens / st.draft_tokens : 0.0);
+  }
   return 0;
 }
 
@@ -155,6 +176,7 @@ Runner AddGenerateCommand(CLI::App& app) {
     bool no_bos = false;
     bool ignore_eos = false;
     int parallel = 0;
+    int speculative_ngram = 0;
     std::string prompt_ids;
     std::string kv_type = "f16";
   };
@@ -189,9 +211,14 @@ Runner AddGenerateCommand(CLI::App& app) {
   cmd->add_flag("--no-bos", a->no_bos, "Do not put the BOS token before the prompt");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past end-of-generation tokens");
   cmd->add_option("--parallel", a->parallel,
-                  "Run N sequences of the prompt at once through the continuous-batching engine (prints only "
-                  "the aggregate speed; sequence i samples with seed + i)")
+                  "Run N sequences of the prompt at once through the continuous-batching engine (prints the "
+                  "aggregate speed, and the text only for N = 1; sequence i samples with seed + i)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--speculative-ngram", a->speculative_ngram,
+                  "Speculative decoding by prompt lookup: draft up to N tokens per step from an earlier occurrence of "
+                  "the last 2-4 tokens, verified in one forward pass (same output as without; runs through the engine, "
+                  "as --parallel 1 when --parallel is not given); 0 = off (default)")
+      ->check(CLI::Range(0, 64));
   cmd->add_option("--kv-type", a->kv_type,
                   "Element type of the KV cache: f16 (default), or q8_0 (about 1.9x the tokens in the same memory; "
                   "needs a head dim that is a multiple of 32)");
@@ -237,6 +264,7 @@ Runner AddGenerateCommand(CLI::App& app) {
       std::cerr << "error: give the prompt with -p TEXT or --prompt-ids ID,ID,...\n";
       return 2;
     }
+    if (a->speculative_ngram > 0 && a->parallel == 0) a->parallel = 1;
     if (a->parallel > 0) return RunParallel(std::move(*model), prompt, *a, *sampling, *kv_type);
     llm::GenerationOptions o;
     o.max_tokens = a->n;

@@ -56,6 +56,7 @@ struct ServeArgs {
   int64_t llm_kv_cache_mb = 256;
   std::string llm_kv_type = "f16";
   int llm_max_batch_tokens = 512;
+  int llm_speculative_ngram = 0;
   int llm_max_sequences = 64;
   int64_t llm_max_token_backlog = 16384;
   int64_t llm_prefix_cache_mb = -1;
@@ -162,6 +163,7 @@ std::optional<server::ServerOptions> ToServerOptions(const ServeArgs& a) {
   lo.engine.kv_type = *kv_type;
   lo.engine.max_batch_tokens = a.llm_max_batch_tokens;
   lo.engine.max_running = a.llm_max_sequences;
+  lo.engine.draft.max_draft = a.llm_speculative_ngram;
   lo.engine.threads = a.threads;
   lo.max_token_backlog = a.llm_max_token_backlog;
   lo.prefix_cache_bytes = a.llm_prefix_cache_mb < 0 ? -1 : a.llm_prefix_cache_mb << 20;
@@ -315,6 +317,10 @@ Runner AddServeCommand(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--llm-max-sequences", a->llm_max_sequences, "LLM models: sequences running at once")
       ->capture_default_str()->check(CLI::Range(1, 4096));
+  cmd->add_option("--llm-speculative-ngram", a->llm_speculative_ngram,
+                  "LLM models: speculative decoding by prompt lookup, up to N drafted tokens per sequence and step "
+                  "(the same output as without; 0: off)")
+      ->capture_default_str()->check(CLI::Range(0, 64));
   cmd->add_option("--llm-prefix-cache-mb", a->llm_prefix_cache_mb,
                   "LLM models: KV memory the prefix cache may keep for finished sequences (-1: all of the KV cache, "
                   "0: no prefix cache)")

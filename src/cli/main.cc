@@ -2,9 +2,11 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/omp_spin_limit.h"
 #include "inferloop/version.h"
 
 int main(int argc, char** argv) {
+  inferloop::cli::LimitOmpSpinWait(argv);
   CLI::App app{"inferloop: an inference engine for ONNX models.\nRun 'inferloop COMMAND --help' for a command's options."};
   app.set_version_flag("--version", "inferloop " INFERLOOP_VERSION_STRING, "Print the version and exit");
   app.require_subcommand(1);

@@ -129,23 +129,46 @@ void FillTensorMetadata(const serve::TensorMetadata& in, inference::ModelMetadat
   for (int64_t d : in.shape) out->add_shape(d);
 }
 
+// Every unary method takes its request's bytes and parses them itself: gRPC's generated handler
+// answers a message it cannot parse UNIMPLEMENTED with no details; these answer INVALID_ARGUMENT
+// saying so. The parse and the response's serialization are the ones the generated code does.
+template <class Request>
+Status ParseRequest(const grpc::ByteBuffer* bytes, Request* out) {
+  grpc::ByteBuffer shared(*bytes);  // shares the slices (Deserialize consumes its buffer)
+  if (grpc::SerializationTraits<Request>::Deserialize(&shared, out).ok()) return Status::Ok();
+  return Status::InvalidArgument("the request could not be parsed: its " + std::to_string(bytes->Length()) +
+                                 " bytes are not a protobuf " + std::string(Request::descriptor()->full_name()));
+}
+
+template <class Response>
+Status SerializeResponse(const Response& response, grpc::ByteBuffer* out) {
+  bool own_buffer = false;
+  grpc::Status st = grpc::SerializationTraits<Response>::Serialize(response, out, &own_buffer);
+  if (!st.ok()) return Status::Internal("the response could not be serialized: " + st.error_message());
+  return Status::Ok();
+}
+
 // ModelStreamInfer: reads requests one after another, runs each through the service, and writes
 // one ModelStreamInferResponse per request as each completes (in completion order; responses
-// carry the request id). The stream ends OK once the client half-closed and every answer is
-// written; a cancelled stream ends at once, sets every request's cancelled flag, and drops late
-// answers.
+// carry the request id). A message that is not a ModelInferRequest, or one that does not decode,
+// gets a response with error_message (and whatever identity it had) and the stream goes on. The
+// stream ends OK once the client half-closed and every answer is written; a cancelled stream ends
+// at once, sets every request's cancelled flag, and drops late answers.
+//
+// Messages travel as raw bytes (parsed and serialized here, as the unary methods do): gRPC's
+// generated handler would end the stream without an answer on a message it cannot parse.
 //
 // The state the service's callbacks touch lives in a shared Stream (they may run after the
 // reactor is gone). Every change goes through Update, which decides under the lock whether to
 // start the next write or to finish, and calls into gRPC only after releasing it (gRPC may run
 // a reaction inline). While a write is in progress or reads have not ended the stream cannot
 // finish, so the reactor outlives any call into it that Update decided.
-class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+class StreamReactor : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   StreamReactor(serve::InferenceService& service, const GrpcDecodeOptions& decode)
       : service_(service), decode_(decode), stream_(std::make_shared<Stream>()) {
     stream_->reactor = this;
-    StartRead(&request_);
+    StartRead(&request_bytes_);
   }
 
   void OnReadDone(bool ok) override {
@@ -157,17 +180,20 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
       Update(stream_, [](Stream& s) { s.reads_done = true; });
       return;
     }
-    serve::RequestContext context = MakeContext(request_.ByteSizeLong());
+    serve::RequestContext context = MakeContext(request_bytes_.Length());
     context.cancelled = stream_->cancelled_flag;
-    Result<InferRequest> decoded = DecodeGrpcInferRequest(request_, decode_);
+    inference::ModelInferRequest request;
+    Status parsed = ParseRequest(&request_bytes_, &request);
+    request_bytes_.Clear();
+    Result<InferRequest> decoded = parsed.ok() ? DecodeGrpcInferRequest(request, decode_) : Result<InferRequest>(parsed);
     if (!decoded.ok()) {
-      inference::ModelStreamInferResponse response = ErrorResponse(decoded.status(), request_);
+      grpc::ByteBuffer response = Serialized(ErrorResponse(decoded.status(), request));
       Update(stream_, [&](Stream& s) { s.Enqueue(std::move(response)); });
     } else {
       Update(stream_, [](Stream& s) { ++s.outstanding; });
       std::shared_ptr<Stream> stream = stream_;
       service_.Infer(std::move(decoded).value(), std::move(context),
-                     [stream, request = Identity(request_)](Result<InferResponse> result) {
+                     [stream, request = Identity(request)](Result<InferResponse> result) {
         inference::ModelStreamInferResponse response;
         if (result.ok()) {
           Status encoded = EncodeGrpcInferResponse(result.value(), response.mutable_infer_response());
@@ -175,13 +201,14 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
         } else {
           response = ErrorResponse(result.status(), request);
         }
+        grpc::ByteBuffer bytes = Serialized(response);
         Update(stream, [&](Stream& s) {
           --s.outstanding;
-          s.Enqueue(std::move(response));
+          s.Enqueue(std::move(bytes));
         });
       });
     }
-    StartRead(&request_);
+    StartRead(&request_bytes_);
   }
 
   void OnWriteDone(bool ok) override {
@@ -202,15 +229,15 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
     std::mutex mu;
     StreamReactor* reactor = nullptr;  // used only for actions Update decided
     std::shared_ptr<std::atomic<bool>> cancelled_flag = std::make_shared<std::atomic<bool>>(false);
-    std::deque<inference::ModelStreamInferResponse> queue;
-    inference::ModelStreamInferResponse in_write;  // the message being written
+    std::deque<grpc::ByteBuffer> queue;  // serialized ModelStreamInferResponses
+    grpc::ByteBuffer in_write;           // the message being written
     int outstanding = 0;  // requests the service has not answered yet
     bool writing = false;
     bool reads_done = false;
     bool cancelled = false;
     bool finished = false;
 
-    void Enqueue(inference::ModelStreamInferResponse response) {
+    void Enqueue(grpc::ByteBuffer response) {
       if (!cancelled) queue.push_back(std::move(response));
     }
     void Cancel() {
@@ -219,6 +246,22 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
       queue.clear();
     }
   };
+
+  // The message's bytes; a response that cannot be serialized (larger than protobuf's 2 GiB
+  // limit) is replaced by an error response naming the request.
+  static grpc::ByteBuffer Serialized(const inference::ModelStreamInferResponse& response) {
+    grpc::ByteBuffer bytes;
+    Status st = SerializeResponse(response, &bytes);
+    if (!st.ok()) {
+      inference::ModelStreamInferResponse error;
+      error.set_error_message(st.message());
+      *error.mutable_infer_response()->mutable_model_name() = response.infer_response().model_name();
+      *error.mutable_infer_response()->mutable_id() = response.infer_response().id();
+      bytes.Clear();
+      (void)SerializeResponse(error, &bytes);
+    }
+    return bytes;
+  }
 
   // The request's model, version and id (no inputs), echoed in its error answer.
   static inference::ModelInferRequest Identity(const inference::ModelInferRequest& request) {
@@ -274,7 +317,7 @@ class StreamReactor : public grpc::ServerBidiReactor<inference::ModelInferReques
   serve::InferenceService& service_;
   const GrpcDecodeOptions& decode_;
   std::shared_ptr<Stream> stream_;
-  inference::ModelInferRequest request_;
+  grpc::ByteBuffer request_bytes_;
 };
 
 // Insecure without options.tls; else TLS from the files, which gRPC re-reads every
@@ -298,30 +341,11 @@ std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const GrpcServerOptio
 }  // namespace
 
 // A ModelStreamInfer call refused by the API keys: ends at once with the refusal.
-class RefusedStream : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+class RefusedStream : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   explicit RefusedStream(const grpc::Status& refusal) { Finish(refusal); }
   void OnDone() override { delete this; }
 };
-
-// Every unary method takes its request's bytes and parses them itself: gRPC's generated handler
-// answers a message it cannot parse UNIMPLEMENTED with no details; these answer INVALID_ARGUMENT
-// saying so. The parse and the response's serialization are the ones the generated code does.
-template <class Request>
-Status ParseRequest(const grpc::ByteBuffer* bytes, Request* out) {
-  grpc::ByteBuffer shared(*bytes);  // shares the slices (Deserialize consumes its buffer)
-  if (grpc::SerializationTraits<Request>::Deserialize(&shared, out).ok()) return Status::Ok();
-  return Status::InvalidArgument("the request could not be parsed: its " + std::to_string(bytes->Length()) +
-                                 " bytes are not a protobuf " + std::string(Request::descriptor()->full_name()));
-}
-
-template <class Response>
-Status SerializeResponse(const Response& response, grpc::ByteBuffer* out) {
-  bool own_buffer = false;
-  grpc::Status st = grpc::SerializationTraits<Response>::Serialize(response, out, &own_buffer);
-  if (!st.ok()) return Status::Internal("the response could not be serialized: " + st.error_message());
-  return Status::Ok();
-}
 
 // A unary call answered at once: `body(request, &response)`'s status, with the response sent when OK.
 template <class Request, class Response, class Body>
@@ -341,7 +365,8 @@ using Base = S::WithRawCallbackMethod_ServerLive<S::WithRawCallbackMethod_Server
     S::WithRawCallbackMethod_ServerMetadata<S::WithRawCallbackMethod_ModelReady<S::WithRawCallbackMethod_ModelMetadata<
         S::WithRawCallbackMethod_ModelConfig<S::WithRawCallbackMethod_ModelInfer<S::WithRawCallbackMethod_ModelStatistics<
             S::WithRawCallbackMethod_RepositoryIndex<S::WithRawCallbackMethod_RepositoryModelLoad<
-                S::WithRawCallbackMethod_RepositoryModelUnload<S::CallbackService>>>>>>>>>>>;
+                S::WithRawCallbackMethod_RepositoryModelUnload<S::WithRawCallbackMethod_ModelStreamInfer<
+                    S::Service>>>>>>>>>>>>;  // every method of the service is raw
 }  // namespace raw
 
 class GrpcServer::Service : public raw::Base {
@@ -443,7 +468,7 @@ class GrpcServer::Service : public raw::Base {
     return r;
   }
 
-  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ModelStreamInfer(
       CallbackServerContext* ctx) override {
     grpc::Status refusal;
     if (!AuthorizeGrpc(options_.api_keys, *ctx, "ModelStreamInfer", &refusal)) return new RefusedStream(refusal);

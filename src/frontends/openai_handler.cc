@@ -13,6 +13,7 @@
 
 #include "frontends/http_status.h"
 #include "frontends/json_writer.h"
+#include "frontends/openai_embeddings.h"
 #include "frontends/openai_request.h"
 
 namespace inferloop::frontends {
@@ -462,6 +463,29 @@ struct Exchange {
   }
 };
 
+// POST /v1/embeddings (openai_embeddings.h).
+void HandleEmbeddings(serve::TextGenerationService& service, HttpRequest request, HttpResponder respond) {
+  if (request.method != "POST") {
+    HttpResponse r = Error(405, "use POST for /v1/embeddings");
+    r.headers.emplace_back("Allow", "POST");
+    return respond(std::move(r));
+  }
+  OpenAiEmbeddingsRequest p;
+  OpenAiFieldError err;
+  if (!ParseOpenAiEmbeddingsRequest(request.body, &p, &err)) return respond(Error(400, err.message, err.field));
+  p.request.cancelled = request.cancelled;
+  const std::string model = p.request.model;
+  const bool base64 = p.base64;
+  Status st = service.Embed(std::move(p.request), [respond, model, base64](const serve::EmbeddingResult& r) mutable {
+    if (!r.status.ok()) {
+      respond(r.status.code() == StatusCode::kCancelled ? Error(499, r.status.message()) : Error(500, r.status.message()));
+      return;
+    }
+    respond(JsonResponse(200, OpenAiEmbeddingsJson(r, model, base64)));
+  });
+  if (!st.ok()) respond(FromStatus(st));
+}
+
 std::string Path(const std::string& target) {
   const size_t q = target.find('?');
   return q == std::string::npos ? target : target.substr(0, q);
@@ -516,6 +540,7 @@ void OpenAiHandler::Handle(HttpRequest request, HttpResponder respond) {
     }
     return respond(Error(404, "model '" + id + "' does not exist", "model", "model_not_found"));
   }
+  if (path == "/v1/embeddings") return HandleEmbeddings(service_, std::move(request), std::move(respond));
   const bool chat = path == "/v1/chat/completions";
   if (!chat && path != "/v1/completions") return respond(Error(404, "unknown path " + path));
   if (request.method != "POST") {

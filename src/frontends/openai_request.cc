@@ -128,6 +128,26 @@ bool ParseLogitBias(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError
   return true;
 }
 
+// stop_token_ids (vLLM's extension): up to 256 token ids that end a choice (ids beyond the
+// vocabulary: the service).
+bool ParseStopTokenIds(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError* err) {
+  const rapidjson::Value* ids = f.Get("stop_token_ids");
+  if (ids == nullptr) return true;
+  if (!ids->IsArray() || ids->Size() > 256) {
+    *err = {"stop_token_ids", "'stop_token_ids' must be a list of up to 256 token ids"};
+    return false;
+  }
+  for (rapidjson::SizeType i = 0; i < ids->Size(); ++i) {
+    const rapidjson::Value& v = (*ids)[i];
+    if (!v.IsInt64() || v.GetInt64() < 0 || v.GetInt64() > INT32_MAX) {
+      *err = {"stop_token_ids", "'stop_token_ids[" + std::to_string(i) + "]' must be a token id (a non-negative integer)"};
+      return false;
+    }
+    g->stop_token_ids.push_back(static_cast<int32_t>(v.GetInt64()));
+  }
+  return true;
+}
+
 // One token-id prompt: a non-empty array of non-negative integers.
 bool ReadTokenPrompt(const rapidjson::Value& v, const std::string& where, serve::TextPrompt* out, OpenAiFieldError* err) {
   if (v.Empty()) {
@@ -325,6 +345,7 @@ bool ParseCommon(Fields& f, bool chat, OpenAiRequest* p, OpenAiFieldError* err) 
   if (!ParsePenalties(f, &g, err)) return false;
   if (!ParseLogitBias(f, &g, err)) return false;
   if (!ParseResponseFormat(f, &g, err)) return false;
+  if (!ParseStopTokenIds(f, &g, err)) return false;
   if (const rapidjson::Value* u = f.Get("user"); u != nullptr && !u->IsString()) {
     *err = {"user", "'user' must be a string"};
     return false;
@@ -487,6 +508,28 @@ bool ReadToolChoice(const rapidjson::Value* choice_ptr, bool has_tools, serve::T
   return true;
 }
 
+// best_of (completions): n..16 candidates per prompt, the best n returned (serve/best_of.h); not
+// with stream; prompts * best_of within the 256 choices a request may have.
+bool ParseBestOf(Fields& f, OpenAiRequest* p, OpenAiFieldError* err) {
+  int64_t best_of = p->gen.n;
+  if (!ReadInt(f, "best_of", 1, 16, &best_of, err)) return false;
+  if (best_of < p->gen.n) {
+    *err = {"best_of", "'best_of' (" + std::to_string(best_of) + ") must be at least 'n' (" + std::to_string(p->gen.n) + ")"};
+    return false;
+  }
+  if (best_of > p->gen.n && p->stream) {
+    *err = {"best_of", "'best_of' greater than 'n' cannot be streamed (the best candidates are known at the end)"};
+    return false;
+  }
+  if (p->gen.prompts.size() * static_cast<size_t>(best_of) > 256) {
+    *err = {"best_of", "'best_of' = " + std::to_string(best_of) + " with " + std::to_string(p->gen.prompts.size()) +
+                           " prompts asks for more than 256 candidates"};
+    return false;
+  }
+  p->gen.best_of = best_of > p->gen.n ? static_cast<int>(best_of) : 0;
+  return true;
+}
+
 bool ParseCompletion(const rapidjson::Value& body, OpenAiRequest* p, OpenAiFieldError* err) {
   Fields f(body);
   if (!ParseCommon(f, false, p, err)) return false;
@@ -504,12 +547,7 @@ bool ParseCompletion(const rapidjson::Value& body, OpenAiRequest* p, OpenAiField
     *err = {"echo", "'echo' together with 'logprobs' is not supported (the prompt's logprobs are not computed)"};
     return false;
   }
-  int64_t best_of = p->gen.n;
-  if (!ReadInt(f, "best_of", 1, 16, &best_of, err)) return false;
-  if (best_of != p->gen.n) {
-    *err = {"best_of", "'best_of' is only supported equal to 'n'"};
-    return false;
-  }
+  if (!ParseBestOf(f, p, err)) return false;
   if (const rapidjson::Value* suffix = f.Get("suffix");
       suffix != nullptr && !(suffix->IsString() && suffix->GetStringLength() == 0)) {
     *err = {"suffix", "'suffix' is not supported: the served models cannot fill in text between a prompt and a "

@@ -37,8 +37,10 @@ struct Sequence {
   int disk_hit_tokens = 0;            // tokens the last prefix match read from the disk tier
   int preemptions = 0;
   int pending_forks = 0;        // choices still to fork off after the prefill
+  int draft = 0;                // the last `draft` tokens are a speculative draft, not yet verified
   bool counted_prompt = false;
   double queue_seconds = -1;    // set when first admitted
+  std::vector<double> pooled;   // embedding requests: the sum of the pooled hidden states so far
   KvSequence kv;
   Sampler sampler;
   std::unique_ptr<GrammarMatcher> matcher;  // constrained decoding: the grammar state so far

@@ -139,7 +139,7 @@ Status LlamaModel::Forward(int32_t token, int pos, KvSequence& seq, float* logit
   return Forward(std::span<const BatchToken>(&one, 1), logits, pool);
 }
 
-Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool) const {
+Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool, float* hidden) const {
   const int64_t T = static_cast<int64_t>(batch.size());
   if (T == 0) return Status::Ok();
   int n_logits = 0;
@@ -258,6 +258,12 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
       if (batch[t].logits) RmsNorm(x.data() + t * E, output_norm_, hp_.rms_eps, E, rows.data() + (r++) * E);
     }
     MatMul(output_, rows.data(), n_logits, logits, pool);
+  }
+  if (hidden != nullptr) {
+    int r = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      if (batch[t].hidden) RmsNorm(x.data() + t * E, output_norm_, hp_.rms_eps, E, hidden + static_cast<int64_t>(r++) * E);
+    }
   }
   return Status::Ok();
 }

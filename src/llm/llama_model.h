@@ -34,6 +34,7 @@ struct BatchToken {
   int pos = 0;
   int32_t token = 0;
   bool logits = false;  // compute next-token logits after this token
+  bool hidden = false;  // write this token's final hidden state (after the output norm)
 };
 
 class LlamaModel {
@@ -57,8 +58,11 @@ class LlamaModel {
   // are written to its sequence's KV cache (which must already hold positions [0, pos) and have
   // room reserved for pos), and for tokens marked `logits` the next-token logits are written to
   // `logits`, n_vocab floats each, in batch order. Matrix products run once for the whole batch.
+  // For tokens marked `hidden`, the final hidden state after the output norm (what the output
+  // projection would read; the embedding of the token) is written to `hidden`, n_embd floats
+  // each, in batch order (`hidden` may be null when no token is marked).
   // InvalidArgument for a token id outside the vocab or a position beyond what was reserved.
-  Status Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool) const;
+  Status Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool, float* hidden = nullptr) const;
   // A batch of one.
   Status Forward(int32_t token, int pos, KvSequence& seq, float* logits, ThreadPool* pool) const;
 

@@ -49,6 +49,29 @@ void FillLogprobs(std::span<const float> logits, int32_t chosen, int top, Genera
   for (size_t i = 0; i < k && std::isfinite(logits[ids[i]]); ++i) out->top.push_back({ids[i], logits[ids[i]] - lse});
 }
 
+// A planned piece of work that wants next-token logits (an embedding never does).
+bool WantsLogits(const ScheduledWork& p) { return p.logits && !p.seq->rs->req.embed; }
+
+// Whether position `pos` of an embedding of `len` tokens contributes to its pooled vector.
+bool Pooled(Pooling pooling, int pos, int len) {
+  switch (pooling) {
+    case Pooling::kMean: return true;
+    case Pooling::kCls: return pos == 0;
+    case Pooling::kLast: return pos == len - 1;
+  }
+  return false;
+}
+
+// The pooled sum of `count` rows, averaged and L2-normalised (a zero vector stays zero).
+std::vector<float> Normalised(const std::vector<double>& sum, int count) {
+  double norm = 0;
+  for (double v : sum) norm += (v / count) * (v / count);
+  norm = std::sqrt(norm);
+  std::vector<float> out(sum.size());
+  for (size_t i = 0; i < sum.size(); ++i) out[i] = norm > 0 ? static_cast<float>(sum[i] / count / norm) : 0.f;
+  return out;
+}
+
 }  // namespace
 
 struct LlmEngine::Impl : SchedulerEvents {
@@ -161,19 +184,25 @@ struct LlmEngine::Impl : SchedulerEvents {
     DrainInbox();
     DropCancelled();
     if (sched.running.empty() && sched.waiting.empty()) return false;
+    ProposeDrafts();
     const std::vector<ScheduledWork> plan = sched.PlanStep();
+    // A sequence the plan left out keeps no draft (the budget ran out before it).
+    for (const SeqPtr& s : sched.running) {
+      if (s->draft > 0 && std::none_of(plan.begin(), plan.end(), [&](const ScheduledWork& p) { return p.seq == s.get(); }))
+        Scheduler::DropDraft(*s);
+    }
     if (plan.empty()) {
       PublishStats();
       return !sched.running.empty() || !sched.waiting.empty() ? WaitBriefly() : false;
     }
-    std::vector<float> logits;
-    Status st = Forward(plan, logits);
+    std::vector<float> logits, hidden;
+    Status st = Forward(plan, logits, hidden);
     if (!st.ok()) {
       for (const ScheduledWork& p : plan) FailRunning(p.seq, st);
       PublishStats();
       return true;
     }
-    EmitAll(plan, logits);
+    EmitAll(plan, logits, hidden);
     {
       std::lock_guard<std::mutex> l(mu);
       ++stats.steps;
@@ -182,25 +211,55 @@ struct LlmEngine::Impl : SchedulerEvents {
     return true;
   }
 
-  // One forward pass over the planned tokens; `logits` gets one row per planned logits. A step
-  // that prefills (some sequence computes more than one token) measures the prefill speed.
-  Status Forward(const std::vector<ScheduledWork>& plan, std::vector<float>& logits) {
+  // Speculative decoding: every decoding sequence (its keys and values computed up to its last
+  // token) gets a prompt-lookup draft appended, within its max_tokens and the model's context.
+  void ProposeDrafts() {
+    if (opt.draft.max_draft <= 0) return;
+    const int64_t n_ctx = model->hparams().n_ctx_train;
+    for (const SeqPtr& sp : sched.running) {
+      Sequence& s = *sp;
+      const int len = static_cast<int>(s.tokens.size());
+      if (s.rs->req.embed || s.draft != 0 || s.pending_forks > 0 || s.computed != len - 1) continue;
+      // Room for the draft and the token after it.
+      const int room = static_cast<int>(std::min<int64_t>(s.rs->req.max_tokens - s.generated, n_ctx - len)) - 1;
+      if (room <= 0) continue;
+      NgramDraftOptions o = opt.draft;
+      o.max_draft = std::min(o.max_draft, room);
+      std::vector<int32_t> d = ProposeNgramDraft(s.tokens, o);
+      s.tokens.insert(s.tokens.end(), d.begin(), d.end());
+      s.draft = static_cast<int>(d.size());
+    }
+  }
+
+  // Logit rows a planned piece of work produces.
+  static int LogitRows(const ScheduledWork& p) { return WantsLogits(p) ? 1 + p.seq->draft : 0; }
+
+  // One forward pass over the planned tokens; `logits` gets LogitRows rows per planned work, in
+  // plan order, `hidden` one row per token an embedding pools. A step that prefills (some
+  // sequence computes more than one token of its own, not counting a draft) measures the
+  // prefill speed.
+  Status Forward(const std::vector<ScheduledWork>& plan, std::vector<float>& logits, std::vector<float>& hidden) {
     std::vector<BatchToken> batch;
-    int n_logits = 0, end_pos = 0;
+    int n_logits = 0, n_hidden = 0, end_pos = 0;
     bool prefills = false;
     for (const ScheduledWork& p : plan) {
+      const EngineRequest& req = p.seq->rs->req;
+      const int len = static_cast<int>(p.seq->tokens.size());
+      const int rows = LogitRows(p);
       for (int j = 0; j < p.count; ++j) {
-        const bool last = j + 1 == p.count;
-        batch.push_back({&p.seq->kv, p.from + j, p.seq->tokens[p.from + j], last && p.logits});
+        const bool pooled = req.embed && Pooled(req.pooling, p.from + j, len);
+        batch.push_back({&p.seq->kv, p.from + j, p.seq->tokens[p.from + j], j >= p.count - rows, pooled});
+        n_hidden += pooled ? 1 : 0;
       }
-      n_logits += p.logits ? 1 : 0;
-      prefills = prefills || p.count > 1;
+      n_logits += rows;
+      prefills = prefills || p.count - p.seq->draft > 1;
       end_pos = std::max(end_pos, p.from + p.count);
     }
     const int V = static_cast<int>(model->hparams().n_vocab);
     logits.assign(static_cast<size_t>(n_logits) * V, 0.f);
+    hidden.assign(static_cast<size_t>(n_hidden) * model->hparams().n_embd, 0.f);
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = model->Forward(batch, logits.data(), threads);
+    Status st = model->Forward(batch, logits.data(), threads, hidden.data());
     if (st.ok() && prefills) {
       prefill.Record(end_pos, static_cast<int>(batch.size()),
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -228,16 +287,30 @@ struct LlmEngine::Impl : SchedulerEvents {
     s.pending_forks = 0;
   }
 
-  // After the forward pass: sample, emit, fork, finish.
-  void EmitAll(const std::vector<ScheduledWork>& plan, const std::vector<float>& logits) {
+  // After the forward pass: sample, emit, fork, finish; embeddings pool their hidden rows.
+  void EmitAll(const std::vector<ScheduledWork>& plan, const std::vector<float>& logits,
+               const std::vector<float>& hidden) {
     const int V = static_cast<int>(model->hparams().n_vocab);
     int li = 0;
+    size_t hi = 0;
     std::vector<Sequence*> done_stop, done_length;
     std::vector<SeqPtr> forks;
     for (const ScheduledWork& p : plan) {
       Sequence& s = *p.seq;
+      if (s.draft > 0) {
+        const int rows = LogitRows(p);  // before VerifyDraft drops the draft
+        VerifyDraft(s, p.from, std::span<const float>(logits.data() + static_cast<size_t>(li) * V,
+                                                      static_cast<size_t>(rows) * V),
+                    &done_stop, &done_length);
+        li += rows;
+        continue;
+      }
       s.computed = p.from + p.count;
       sched.OfferFullBlocks(s);
+      if (s.rs->req.embed) {
+        if (PoolHidden(p, hidden, &hi)) done_stop.push_back(&s);
+        continue;
+      }
       if (!p.logits) continue;
       std::span<const float> row(logits.data() + static_cast<size_t>(li++) * V, V);
       ForkChoices(s, forks);
@@ -248,12 +321,11 @@ struct LlmEngine::Impl : SchedulerEvents {
       // The fork samples from its parent's logits: find them again.
       int idx = 0;
       for (const ScheduledWork& p : plan) {
-        if (!p.logits) continue;
-        if (p.seq->rs == c->rs && p.seq->index == 0) {
+        if (WantsLogits(p) && p.seq->rs == c->rs && p.seq->index == 0) {
           row = std::span<const float>(logits.data() + static_cast<size_t>(idx) * V, V);
           break;
         }
-        ++idx;
+        idx += LogitRows(p);
       }
       Sequence* raw = c.get();
       sched.running.push_back(std::move(c));
@@ -281,17 +353,66 @@ struct LlmEngine::Impl : SchedulerEvents {
     return Status::Ok();
   }
 
+  // `s` computed its pending token at `from` and its draft after it; `rows` holds the logits after
+  // each of them. The sampler chooses from row 0, 1, ... as decoding would, and the draft token
+  // at each place stands (its keys and values are then valid) while the choice equals it; the
+  // first choice that differs is emitted and ends the step for `s`, as does the end of the
+  // sequence (stop, length). The rest of the draft is dropped: its cache positions are simply
+  // written again by later steps.
+  void VerifyDraft(Sequence& s, int from, std::span<const float> rows, std::vector<Sequence*>* stop,
+                   std::vector<Sequence*>* length) {
+    const int V = static_cast<int>(model->hparams().n_vocab);
+    const int drafted = s.draft;
+    const std::vector<int32_t> draft(s.tokens.end() - drafted, s.tokens.end());
+    Scheduler::DropDraft(s);
+    s.computed = from + 1;
+    int accepted = 0;
+    for (int i = 0; i <= drafted; ++i) {
+      const size_t ends = stop->size() + length->size();
+      EmitToken(s, rows.subspan(static_cast<size_t>(i) * V, V), stop, length);
+      if (stop->size() + length->size() != ends) break;  // the sequence ended
+      if (i == drafted || s.tokens.back() != draft[i]) break;
+      ++accepted;
+      ++s.computed;
+    }
+    sched.OfferFullBlocks(s);
+    std::lock_guard<std::mutex> l(mu);
+    stats.draft_tokens += drafted;
+    stats.draft_accepted_tokens += accepted;
+  }
+
+  // Adds the hidden rows of embedding work `p` (from *next on in `hidden`) to its pooled sum;
+  // at the prompt's end, hands the embedding over and returns true (the sequence is done).
+  bool PoolHidden(const ScheduledWork& p, const std::vector<float>& hidden, size_t* next) {
+    Sequence& s = *p.seq;
+    const EngineRequest& req = s.rs->req;
+    const int E = static_cast<int>(model->hparams().n_embd);
+    const int len = static_cast<int>(s.tokens.size());
+    if (p.from == 0) s.pooled.assign(E, 0.0);  // a first chunk (again, after a preemption)
+    for (int j = 0; j < p.count; ++j) {
+      if (!Pooled(req.pooling, p.from + j, len)) continue;
+      const float* row = hidden.data() + *next;
+      for (int e = 0; e < E; ++e) s.pooled[e] += row[e];
+      *next += E;
+    }
+    if (p.from + p.count < len) return false;
+    if (req.on_embedding) req.on_embedding(Normalised(s.pooled, req.pooling == Pooling::kMean ? len : 1));
+    return true;
+  }
+
   void EmitToken(Sequence& s, std::span<const float> row, std::vector<Sequence*>* stop, std::vector<Sequence*>* length) {
     const EngineRequest& req = s.rs->req;
     if (s.matcher) {
       if (Status st = MaskRow(s, row); !st.ok()) {
-        grammar_failed.emplace_back(&s, st);
+        const bool listed = std::any_of(grammar_failed.begin(), grammar_failed.end(), [&](const auto& f) { return f.first == &s; });
+        if (!listed) grammar_failed.emplace_back(&s, st);
         return;
       }
       row = masked;
     }
     const int32_t tok = s.sampler.Sample(row);
-    if (req.stop_at_eog && model->tokenizer().IsEndOfGeneration(tok)) {
+    if ((req.stop_at_eog && model->tokenizer().IsEndOfGeneration(tok)) ||
+        std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), tok) != req.stop_token_ids.end()) {
       stop->push_back(&s);
       return;
     }
@@ -346,7 +467,8 @@ struct LlmEngine::Impl : SchedulerEvents {
   void PublishStats() {
     int64_t backlog = 0;
     for (const SeqPtr& s : sched.waiting) backlog += static_cast<int64_t>(s->tokens.size()) - s->computed;
-    for (const SeqPtr& s : sched.running) backlog += std::max<int64_t>(0, static_cast<int64_t>(s->tokens.size()) - s->computed - 1);
+    for (const SeqPtr& s : sched.running)
+      backlog += std::max<int64_t>(0, static_cast<int64_t>(s->tokens.size()) - s->draft - s->computed - 1);
     std::lock_guard<std::mutex> l(mu);
     stats.running = static_cast<int>(sched.running.size());
     stats.waiting = static_cast<int>(sched.waiting.size() + inbox.size());
@@ -462,8 +584,18 @@ Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
                                      std::to_string(m.hparams().n_vocab) + ")");
     }
   }
+  for (int32_t t : r.stop_token_ids) {
+    if (t < 0 || t >= static_cast<int32_t>(m.hparams().n_vocab)) {
+      return Status::InvalidArgument("stop token id " + std::to_string(t) + " is outside the vocab (size " +
+                                     std::to_string(m.hparams().n_vocab) + ")");
+    }
+  }
   if (r.n < 1 || r.n > 128) return Status::InvalidArgument("n must be in 1..128, got " + std::to_string(r.n));
-  if (r.max_tokens < 1) return Status::InvalidArgument("max_tokens must be >= 1, got " + std::to_string(r.max_tokens));
+  if (r.embed) {
+    if (r.n != 1) return Status::InvalidArgument("an embedding request has one choice (n = 1), got n = " + std::to_string(r.n));
+    r.max_tokens = 0;  // nothing is generated: the blocks and the context hold the prompt alone
+  }
+  if (r.max_tokens < 1 && !r.embed) return Status::InvalidArgument("max_tokens must be >= 1, got " + std::to_string(r.max_tokens));
   if (r.top_logprobs > 20) return Status::InvalidArgument("top_logprobs must be at most 20");
   IL_RETURN_IF_ERROR(ValidateSamplingParams(r.sampling, m.hparams().n_vocab));
   if (r.constraint && r.constraint->masker.vocab().size() != static_cast<int32_t>(m.hparams().n_vocab)) {

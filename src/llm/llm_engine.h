@@ -24,6 +24,7 @@
 
 #include "inferloop/status.h"
 #include "llm/llama_model.h"
+#include "llm/ngram_draft.h"
 #include "llm/sampler.h"
 
 namespace inferloop::llm {
@@ -51,6 +52,13 @@ struct EngineOptions {
   int64_t prefix_cache_disk_bytes = int64_t{4096} << 20;
   bool prefix_cache_disk_always_read = false;
   int threads = 0;  // compute threads; 0: the CPUs this process may use
+  // Speculative decoding by prompt lookup (ngram_draft.h); draft.max_draft = 0: off. A decoding
+  // sequence's draft is computed in the same forward pass as its next token; the sampler then
+  // chooses token by token over the draft's logits and keeps the draft while it agrees, so the
+  // tokens are the ones decoding without a draft chooses (same seed, same sampling parameters;
+  // greedy included), up to the last bits of the logits where the batched matrix products round
+  // differently from the one-token ones.
+  NgramDraftOptions draft;
 };
 
 struct EngineStats;
@@ -82,6 +90,10 @@ struct SequenceResult {
   double queue_seconds = 0;   // from Submit to the first step that computed any of it
 };
 
+// How an embedding request pools the final hidden states of its prompt's tokens (GGUF
+// `<arch>.pooling_type` 1, 2, 3): their mean, the first token's, or the last token's.
+enum class Pooling { kMean, kCls, kLast };
+
 struct EngineRequest {
   std::vector<int32_t> prompt;  // non-empty token ids
   int max_tokens = 16;
@@ -89,6 +101,7 @@ struct EngineRequest {
   SamplingParams sampling;      // choice i samples with seed + i
   int priority = 0;             // larger runs first and is preempted last
   bool stop_at_eog = true;      // end at EOS / EOT (the token is not emitted)
+  std::vector<int32_t> stop_token_ids;  // these end a choice too, with kStop (not emitted)
   int top_logprobs = -1;        // -1: no logprobs; k >= 0: chosen token's logprob + k alternatives
   // Called on the engine thread for each generated token of choice `index`; returning false
   // ends that choice with reason kStop (e.g. a stop string was seen). Must not block.
@@ -103,6 +116,14 @@ struct EngineRequest {
   std::shared_ptr<GrammarConstraint> constraint;
   // Optional: setting it cancels the request too (e.g. the HTTP request's "client left" flag).
   std::shared_ptr<std::atomic<bool>> cancel_flag;
+  // An embedding request: the prompt is computed (in chunks, batched with other work, never
+  // matched in nor offered to the prefix cache: its blocks are freed at the end) and nothing is
+  // generated; on_embedding gets the pooled final hidden states, L2-normalised (n_embd floats),
+  // then on_finish reports kStop with generated_tokens 0. n must be 1; max_tokens and sampling
+  // are not used. Called on the engine thread; must not block.
+  bool embed = false;
+  Pooling pooling = Pooling::kMean;
+  std::function<void(std::vector<float> embedding)> on_embedding;
 };
 
 // Lets the submitter cancel a request (all its choices): its blocks are freed at the next step
@@ -137,6 +158,8 @@ struct EngineStats {
   int64_t generated_tokens = 0;
   int64_t preemptions = 0;
   int64_t steps = 0;
+  int64_t draft_tokens = 0;           // speculative decoding: tokens drafted and verified
+  int64_t draft_accepted_tokens = 0;  // of those, kept
 };
 
 class LlmEngine {
@@ -150,7 +173,8 @@ class LlmEngine {
 
   // Queues a request. InvalidArgument up front (nothing is called back) for an empty prompt,
   // token ids outside the vocab, n < 1, bad sampling parameters, a prompt plus max_tokens
-  // beyond the model's context, or a request whose blocks could not fit in the whole cache;
+  // beyond the model's context (an embedding request: the prompt beyond it), an embedding
+  // request with n != 1, or a request whose blocks could not fit in the whole cache;
   // Unavailable once the engine is stopping.
   Result<RequestHandle> Submit(EngineRequest request);
 

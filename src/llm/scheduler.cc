@@ -12,12 +12,17 @@ void Scheduler::InsertWaiting(SeqPtr s) {
 }
 
 void Scheduler::OfferFullBlocks(Sequence& s) {
-  if (!cache_) return;
+  if (!cache_ || s.rs->req.embed) return;  // an embedding's blocks are freed when it ends
   const int full = s.computed / opt_.block_tokens;
   for (int b = s.inserted_blocks; b < full && b < static_cast<int>(s.kv.blocks().size()); ++b) {
     cache_->Insert(s.tokens, b, s.kv.blocks()[b]);
   }
   s.inserted_blocks = std::max(s.inserted_blocks, full);
+}
+
+void Scheduler::DropDraft(Sequence& s) {
+  s.tokens.resize(s.tokens.size() - s.draft);
+  s.draft = 0;
 }
 
 size_t Scheduler::LowestRunning() const {
@@ -31,6 +36,7 @@ size_t Scheduler::LowestRunning() const {
 void Scheduler::Preempt(size_t running_index) {
   SeqPtr s = std::move(running[running_index]);
   running.erase(running.begin() + running_index);
+  DropDraft(*s);
   OfferFullBlocks(*s);
   s->kv.Reset();
   s->computed = 0;
@@ -64,6 +70,12 @@ std::vector<ScheduledWork> Scheduler::PlanStep() {
 void Scheduler::PlanRunning(std::vector<ScheduledWork>& plan, int& budget) {
   for (size_t i = 0; i < running.size() && budget > 0;) {
     Sequence& s = *running[i];
+    // A draft is verified whole or not at all: cut it to what the budget leaves.
+    if (s.draft > 0 && 1 + s.draft > budget) {
+      const int keep = std::max(0, budget - 1);
+      s.tokens.resize(s.tokens.size() - (s.draft - keep));
+      s.draft = keep;
+    }
     const int need = static_cast<int>(s.tokens.size()) - s.computed;
     const int k = std::min(need, budget);
     Status st = s.kv.Reserve(s.computed + k);
@@ -91,7 +103,7 @@ void Scheduler::PlanRunning(std::vector<ScheduledWork>& plan, int& budget) {
 
 bool Scheduler::FitWaiting(Sequence& w, std::vector<ScheduledWork>& plan, int& budget) {
   const int len = static_cast<int>(w.tokens.size());
-  if (cache_ && w.kv.blocks().empty()) {
+  if (cache_ && w.kv.blocks().empty() && !w.rs->req.embed) {  // an embedding computes every token
     // Whole blocks of the prefix, never the last token (its logits are needed).
     int from_disk = 0;
     std::vector<int> hit = cache_->Match(w.tokens, (len - 1) / opt_.block_tokens, &from_disk);

@@ -20,7 +20,8 @@
 namespace inferloop::llm {
 
 // One sequence's share of a step: tokens [from, from + count) computed, logits of the last
-// wanted when it reaches the end of the sequence's tokens.
+// wanted when it reaches the end of the sequence's tokens. A sequence with a draft
+// (Sequence::draft) is planned whole, and wants the logits of its last draft + 1 tokens.
 struct ScheduledWork {
   Sequence* seq;
   int from;
@@ -52,6 +53,9 @@ class Scheduler {
   std::vector<ScheduledWork> PlanStep();
   // KV blocks that hold `tokens` positions.
   int BlocksFor(int64_t tokens) const { return static_cast<int>((tokens + opt_.block_tokens - 1) / opt_.block_tokens); }
+
+  // Drops the unverified draft at the end of `s`'s tokens.
+  static void DropDraft(Sequence& s);
 
   // Into `waiting` at its place (RunsBefore).
   void InsertWaiting(SeqPtr s);

@@ -35,6 +35,9 @@ class TextGenerationRouter final : public TextGenerationService {
   Status Generate(TextGenerationRequest request, std::function<void(const TextPiece&)> on_piece,
                   std::function<void(const TextGenerationResult&)> on_done) override;
 
+  // The same routing for embeddings (a model the idle policy unloaded is loaded first).
+  Status Embed(EmbeddingRequest request, std::function<void(const EmbeddingResult&)> on_done) override;
+
   // Waits until no generation started here is running (or `deadline` passes); true when idle.
   bool WaitIdle(std::chrono::steady_clock::time_point deadline) const;
 

@@ -66,7 +66,9 @@ struct TextGenerationRequest {
   std::vector<std::pair<int32_t, float>> logit_bias;
   std::optional<uint64_t> seed;           // none: a random seed
   int n = 1;
+  int best_of = 0;                        // > n: completions only, see best_of.h (0 or n: off)
   std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;    // vLLM's extension: generating one ends the choice (not emitted)
   int logprobs = -1;                      // -1: none; k >= 0: chosen token + k alternatives
   int priority = 0;
   // Structured output (response_format): free text, any JSON object, or JSON valid under
@@ -121,6 +123,20 @@ struct TextGenerationResult {
   int completion_tokens = 0;
 };
 
+// POST /v1/embeddings: one vector per input.
+struct EmbeddingRequest {
+  std::string model;
+  std::vector<TextPrompt> inputs;  // text (the model adds its BOS) or token ids, as prompts are
+  int dimensions = 0;              // 0: the model's; else truncate to this many and renormalise
+  std::shared_ptr<std::atomic<bool>> cancelled;
+};
+
+struct EmbeddingResult {
+  Status status;                          // not OK: it failed after it started
+  std::vector<std::vector<float>> embeddings;  // per input, in order, L2-normalised
+  int prompt_tokens = 0;
+};
+
 class TextGenerationService {
  public:
   virtual ~TextGenerationService() = default;
@@ -140,6 +156,16 @@ class TextGenerationService {
   // text and then `on_done` exactly once, from another thread; neither may block.
   virtual Status Generate(TextGenerationRequest request, std::function<void(const TextPiece&)> on_piece,
                           std::function<void(const TextGenerationResult&)> on_done) = 0;
+
+  // Computes the embedding of every input (pooled as the model says, L2-normalised). Errors up
+  // front as Generate's ('input' or 'dimensions' quoted), plus InvalidArgument for a model that
+  // gives no pooled embedding. After an OK return `on_done` is called exactly once, from another
+  // thread; it may not block. The default: Unimplemented.
+  virtual Status Embed(EmbeddingRequest request, std::function<void(const EmbeddingResult&)> on_done) {
+    (void)request;
+    (void)on_done;
+    return Status(StatusCode::kUnimplemented, "this service computes no embeddings");
+  }
 };
 
 }  // namespace inferloop::serve

@@ -192,7 +192,7 @@ class TestOpenAiSdk(OpenAiTestBase):
 class TestOpenAiErrors(OpenAiTestBase):
     def test_unsupported_fields_are_400_naming_them(self):
         cases = [({"presence_penalty": 2.5}, "presence_penalty"), ({"logit_bias": {"1": 500}}, "logit_bias"),
-                 ({"echo": True, "logprobs": 1}, "echo"), ({"bogus_field": 1}, "bogus_field"), ({"best_of": 3}, "best_of"),
+                 ({"echo": True, "logprobs": 1}, "echo"), ({"bogus_field": 1}, "bogus_field"), ({"n": 3, "best_of": 2}, "best_of"),
                  ({"temperature": 5}, "temperature"), ({"n": 0}, "n"), ({"stop": [1]}, "stop")]
         for body, field in cases:
             with self.assertRaises(openai.BadRequestError) as cm:
@@ -227,7 +227,7 @@ class TestOpenAiErrors(OpenAiTestBase):
         status, headers, _ = h.request(port, "GET", "/v1/completions")
         self.assertEqual(status, 405)
         self.assertEqual(headers.get("allow"), "POST")
-        status, _, _ = h.request(port, "POST", "/v1/embeddings", b"{}")
+        status, _, _ = h.request(port, "POST", "/v1/audio/speech", b"{}")
         self.assertEqual(status, 404)
         # The server still answers.
         r = self.client.completions.create(model="stories", prompt="x", max_tokens=2)

@@ -241,6 +241,43 @@ class TestBadInput(SamplingTestBase):
         self.assertEqual(len(self.complete(PROMPTS).choices), 4)
 
 
+class TestSpeculativeDecoding(unittest.TestCase):
+    """--llm-speculative-ngram: the same completions as a server without it, greedy and seeded, with
+    drafts accepted (its metrics)."""
+
+    PROMPT = "The dog ran to the park. The dog ran to the park. The dog ran to the"
+
+    def test_same_output_as_without_drafts(self):
+        if not os.path.exists(STORIES):
+            self.skipTest(f"test model not present: {STORIES}")
+        tmp = tempfile.mkdtemp(prefix="inferloop_speculative_")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.makedirs(os.path.join(tmp, "stories", "1"))
+        shutil.copy(STORIES, os.path.join(tmp, "stories", "1", "model.gguf"))
+        answers = {}
+        for draft in (0, 8):
+            with h.Server(INFERLOOP, tmp, "--llm-speculative-ngram", str(draft)) as server:
+                client = openai.OpenAI(base_url=f"http://127.0.0.1:{server.http_port}/v1", api_key="unused",
+                                       max_retries=0, timeout=60)
+                got = []
+                for kw in (dict(temperature=0), dict(temperature=0.8, seed=7), dict(temperature=1.0, seed=3, n=2)):
+                    r = client.completions.create(model="stories", prompt=[self.PROMPT, PROMPTS[0]], max_tokens=40, **kw)
+                    got.append([c.text for c in sorted(r.choices, key=lambda c: c.index)])
+                r = client.chat.completions.create(model="stories", temperature=0, max_tokens=30,
+                                                   messages=[{"role": "user", "content": self.PROMPT}], stream=True)
+                got.append("".join(ch.choices[0].delta.content or "" for ch in r if ch.choices))
+                answers[draft] = got
+                text = h.metrics(server.metrics_port)
+                accepted = h.metric_sum(text, "inferloop_llm_speculative_accepted_tokens_total")
+                drafted = h.metric_sum(text, "inferloop_llm_speculative_draft_tokens_total")
+                if draft:
+                    self.assertGreater(accepted, 0)
+                    self.assertGreaterEqual(drafted, accepted)
+                else:
+                    self.assertEqual(drafted, 0)
+        self.assertEqual(answers[8], answers[0])
+
+
 def set_inferloop(path):
     global INFERLOOP
     INFERLOOP = path

@@ -168,6 +168,35 @@ class TestGrpcGarbage(unittest.TestCase):
                     call(b"", timeout=30)
                 self.assertNotEqual(caught.exception.code(), grpc.StatusCode.UNIMPLEMENTED)
 
+    def test_unparsable_stream_message_is_answered_and_the_stream_goes_on(self):
+        import grpc
+        import numpy as np
+        from tritonclient.grpc import service_pb2
+        repo = make_repository()
+        self.addCleanup(shutil.rmtree, repo, True)
+        good = service_pb2.ModelInferRequest(model_name="simple", id="good")
+        for name in ("INPUT0", "INPUT1"):
+            t = good.inputs.add(name=name, datatype="INT32", shape=[1, 16])
+            t.contents.int_contents.extend(range(16))
+        with Server(INFERLOOP, repo, wait_ready=False) as server:
+            server.wait_event(("server_ready", "server_not_ready"), 120)
+            with grpc.insecure_channel(server.grpc_url) as channel:
+                call = channel.stream_stream("/inference.GRPCInferenceService/ModelStreamInfer",
+                                             request_serializer=None, response_deserializer=None)
+                answers = [service_pb2.ModelStreamInferResponse.FromString(b) for b in
+                           call(iter([b"\xff\xff\xff\xff\xff garbage", good.SerializeToString()]), timeout=60)]
+        self.assertEqual(len(answers), 2, answers)
+        bad = [a for a in answers if a.error_message]
+        ok = [a for a in answers if not a.error_message]
+        self.assertEqual(len(bad), 1, answers)
+        self.assertIn("could not be parsed", bad[0].error_message)
+        self.assertIn("inference.ModelInferRequest", bad[0].error_message)
+        self.assertEqual(len(ok), 1, answers)
+        self.assertEqual(ok[0].infer_response.id, "good")
+        out = {o.name: i for i, o in enumerate(ok[0].infer_response.outputs)}
+        raw = ok[0].infer_response.raw_output_contents[out["OUTPUT0"]]
+        self.assertEqual(np.frombuffer(raw, dtype=np.int32).tolist(), [2 * i for i in range(16)])
+
     def test_unparsable_messages_to_every_unary_method(self):
         import grpc
         repo = make_repository()

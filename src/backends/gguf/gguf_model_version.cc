@@ -194,6 +194,10 @@ Result<std::shared_ptr<GgufModelVersion>> GgufModelVersion::Load(const serve::Ve
   auto chat = llm::ChatFormatOf(model->file());
   if (!chat.ok()) return chat.status().WithContext("'" + r.model_path + "'");
   v->chat_ = *chat;
+  if (auto arch = model->file().GetString("general.architecture"); arch.ok()) {
+    auto pooling = model->file().GetUnsigned(std::string(*arch) + ".pooling_type");
+    if (pooling.ok()) v->pooling_type_ = static_cast<int64_t>(*pooling);
+  }
   v->model_ = std::move(model);
   llm::EngineOptions eo = options.engine;
   const llm::KvCacheShape shape = v->model_->kv_shape(eo.block_tokens, eo.kv_type);
@@ -418,6 +422,13 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
     return Status::InvalidArgument("'" + m.substr(0, space) + "'" + m.substr(space));
   }
   IL_ASSIGN_OR_RETURN(std::shared_ptr<llm::GrammarConstraint> constraint, Constraint(req));
+  for (int32_t t : req.stop_token_ids) {
+    if (t >= static_cast<int64_t>(model_->hparams().n_vocab)) {
+      return Status::InvalidArgument("'stop_token_ids': token id " + std::to_string(t) +
+                                     " is not in the model's vocabulary of " + std::to_string(model_->hparams().n_vocab) +
+                                     " tokens (ids 0.." + std::to_string(model_->hparams().n_vocab - 1) + ")");
+    }
+  }
   const llm::EngineStats stats = engine_->stats();
   if (stats.token_backlog + static_cast<int64_t>(total_prompt) > options_.max_token_backlog && stats.token_backlog > 0) {
     return Status::ResourceExhausted("the server has " + std::to_string(stats.token_backlog) +
@@ -459,6 +470,7 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
     er.sampling.seed = sp.seed + static_cast<uint64_t>(base);  // choice i of the request samples with seed + i
     er.priority = req.priority;
     er.top_logprobs = req.logprobs;
+    er.stop_token_ids = req.stop_token_ids;
     er.cancel_flag = req.cancelled;
     er.constraint = constraint;
     er.on_token = [g, &tok, base](int index, const llm::GeneratedToken& t) {

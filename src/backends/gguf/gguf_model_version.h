@@ -46,6 +46,9 @@ class GgufModelVersion final : public serve::ModelVersion, public serve::TextGen
   std::vector<ModelInfo> ListModels() const override;
   Status Generate(serve::TextGenerationRequest request, std::function<void(const serve::TextPiece&)> on_piece,
                   std::function<void(const serve::TextGenerationResult&)> on_done) override;
+  // Embeddings (gguf_embeddings.cc): pooled as the file's <arch>.pooling_type says (mean without
+  // the key); InvalidArgument for pooling none or rank.
+  Status Embed(serve::EmbeddingRequest request, std::function<void(const serve::EmbeddingResult&)> on_done) override;
 
   struct Stats;  // request statistics (mutex inside)
   GgufModelVersion(std::string name, int64_t version);  // internal: use Load()
@@ -68,6 +71,7 @@ class GgufModelVersion final : public serve::ModelVersion, public serve::TextGen
   LlmModelSeries series_;
   std::shared_ptr<const llm::LlamaModel> model_;
   llm::ChatFormat chat_ = llm::ChatFormat::kPlain;
+  int64_t pooling_type_ = -1;  // <arch>.pooling_type of the file, -1 when it has none
   std::shared_ptr<Stats> stats_;
   std::atomic<bool> draining_{false};
   std::mutex grammar_mu_;

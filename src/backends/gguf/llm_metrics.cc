@@ -16,7 +16,10 @@ struct LlmMetrics::Families {
   serve::CounterFamily* disk_written = nullptr;
   serve::CounterFamily* disk_errors = nullptr;
   serve::GaugeFamily* disk_bytes = nullptr;
+  serve::CounterFamily* draft = nullptr;     // speculative decoding: drafted tokens
+  serve::CounterFamily* accepted = nullptr;  // of those, kept
   serve::CounterFamily* requests = nullptr;
+  serve::CounterFamily* embedding_inputs = nullptr;
   serve::GaugeFamily* blocks_used = nullptr;
   serve::GaugeFamily* blocks_free = nullptr;
   serve::GaugeFamily* blocks_cached = nullptr;
@@ -83,7 +86,13 @@ LlmMetrics::LlmMetrics(serve::MetricsRegistry* registry) : f_(std::make_shared<F
   f.disk_errors = c("inferloop_llm_prefix_cache_disk_errors_total", "Damaged KV block files found (deleted) and failed "
                     "writes of the prefix cache's disk tier.");
   f.disk_bytes = g("inferloop_llm_prefix_cache_disk_bytes", "Bytes of KV block files in the prefix cache's disk tier.");
+  f.draft = c("inferloop_llm_speculative_draft_tokens_total",
+              "Tokens drafted by prompt lookup and verified (--llm-speculative-ngram).");
+  f.accepted = c("inferloop_llm_speculative_accepted_tokens_total",
+                 "Drafted tokens kept (the sampler chose them); each saves one decoding step.");
   f.requests = c("inferloop_llm_requests_total", "Finished choices by finish reason.", {"model", "finish_reason"});
+  f.embedding_inputs = c("inferloop_llm_embedding_inputs_total", "Inputs embedded (POST /v1/embeddings), each one "
+                         "vector; their tokens count in inferloop_llm_prompt_tokens_total.");
   f.blocks_used = g("inferloop_llm_kv_blocks_used", "KV cache blocks in use (by sequences or the prefix cache).");
   f.blocks_free = g("inferloop_llm_kv_blocks_free", "Free KV cache blocks.");
   f.blocks_cached = g("inferloop_llm_kv_blocks_cached_idle", "KV cache blocks held only by the prefix cache (evictable).");
@@ -115,12 +124,14 @@ LlmModelSeries LlmMetrics::Acquire(const std::string& name) {
   s.prefix_hits_disk = Child(serve::Counter(), f.prefix_hits, {name, "disk"});
   serve::Counter disk_read = Child(serve::Counter(), f.disk_read, l),
                  disk_written = Child(serve::Counter(), f.disk_written, l),
-                 disk_errors = Child(serve::Counter(), f.disk_errors, l);
+                 disk_errors = Child(serve::Counter(), f.disk_errors, l),
+                 drafted = Child(serve::Counter(), f.draft, l), accepted = Child(serve::Counter(), f.accepted, l);
   serve::Gauge disk_bytes = Child(serve::Gauge(), f.disk_bytes, l);
   s.finished_stop = Child(serve::Counter(), f.requests, {name, "stop"});
   s.finished_length = Child(serve::Counter(), f.requests, {name, "length"});
   s.finished_cancelled = Child(serve::Counter(), f.requests, {name, "cancelled"});
   s.finished_error = Child(serve::Counter(), f.requests, {name, "error"});
+  s.embedding_inputs = Child(serve::Counter(), f.embedding_inputs, l);
   serve::Gauge used = Child(serve::Gauge(), f.blocks_used, l), free_blocks = Child(serve::Gauge(), f.blocks_free, l),
                cached = Child(serve::Gauge(), f.blocks_cached, l), running = Child(serve::Gauge(), f.running, l),
                waiting = Child(serve::Gauge(), f.waiting, l), backlog = Child(serve::Gauge(), f.backlog, l);
@@ -128,13 +139,15 @@ LlmModelSeries LlmMetrics::Acquire(const std::string& name) {
                gie_running = Child(serve::Gauge(), f.gie_running, l),
                gie_kv = Child(serve::Gauge(), f.gie_kv_usage, l),
                gie_kv_legacy = Child(serve::Gauge(), f.gie_kv_usage_legacy, l);
-  // The disk tier's totals already counted (the engine reports totals; copies of `publish` share it).
+  // The disk tier's and the drafts' totals already counted (the engine reports totals; copies of `publish` share it).
   auto last = std::make_shared<llm::EngineStats>();
   s.publish = [=](const llm::EngineStats& st) mutable {
     auto delta = [](int64_t now, int64_t before) { return static_cast<double>(std::max<int64_t>(0, now - before)); };
     disk_read.Increment(delta(st.disk_bytes_read, last->disk_bytes_read));
     disk_written.Increment(delta(st.disk_bytes_written, last->disk_bytes_written));
     disk_errors.Increment(delta(st.disk_errors, last->disk_errors));
+    drafted.Increment(delta(st.draft_tokens, last->draft_tokens));
+    accepted.Increment(delta(st.draft_accepted_tokens, last->draft_accepted_tokens));
     disk_bytes.Set(static_cast<double>(st.disk_bytes));
     *last = st;
     used.Set(st.kv_blocks_used);
@@ -160,7 +173,7 @@ void LlmMetrics::Release(const std::string& name) {
   for (auto* h : {f.ttft, f.tpot, f.queue})
     if (h) h->RemoveWhere("model", name);
   for (auto* c : {f.prompt_tokens, f.generation_tokens, f.prefix_hits, f.requests, f.disk_read, f.disk_written,
-                  f.disk_errors})
+                  f.disk_errors, f.draft, f.accepted, f.embedding_inputs})
     if (c) c->RemoveWhere("model", name);
   for (auto* g : {f.blocks_used, f.blocks_free, f.blocks_cached, f.running, f.waiting, f.backlog, f.disk_bytes})
     if (g) g->RemoveWhere("model", name);

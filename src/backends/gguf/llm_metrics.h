@@ -19,6 +19,7 @@ struct LlmModelSeries {
   serve::Counter prompt_tokens, generation_tokens;
   serve::Counter prefix_hits_memory, prefix_hits_disk;  // inferloop_llm_prefix_cache_hit_tokens_total{tier}
   serve::Counter finished_stop, finished_length, finished_cancelled, finished_error;
+  serve::Counter embedding_inputs;  // inferloop_llm_embedding_inputs_total (POST /v1/embeddings)
   // Publishes an engine's state to the model's gauges.
   std::function<void(const llm::EngineStats&)> publish;
 };

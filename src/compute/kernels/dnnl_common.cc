@@ -91,9 +91,10 @@ void* ThreadScratch(int slot, size_t bytes) {
   return s.data.get();
 }
 
-ThreadScope::ThreadScope(const KernelContext& ctx) {
+ThreadScope::ThreadScope(const KernelContext& ctx, int64_t macs) {
   ThreadPool* pool = ctx.thread_pool();
-  if (pool != nullptr && pool->num_threads() > 1 && !ThreadPool::InParallelRegion()) {
+  const bool worth_it = macs < 0 || macs >= kParallelMinMacs;
+  if (pool != nullptr && pool->num_threads() > 1 && worth_it && !ThreadPool::InParallelRegion()) {
     reservation_.emplace(pool, pool->num_threads());
     threads_ = reservation_->threads();
   }

@@ -41,7 +41,7 @@ class QMatMulKernel final : public Kernel {
     Shape ys = a->shape();
     ys.back() = N;
     if (a->rank() == 1) ys = {N};
-    ThreadScope threads(ctx);
+    ThreadScope threads(ctx, M * K * N);
     PlanKey key;
     key.Add(M);
     key.Add(threads.threads());
@@ -242,7 +242,7 @@ class DynamicQMatMulKernel final : public Kernel {
     q.scale = as->data<float>()[0];
     q.type = a->dtype();
     q.zp = !az ? 0 : a->dtype() == DataType::kUInt8 ? az->data<uint8_t>()[0] : az->data<int8_t>()[0];
-    ThreadScope threads(ctx);
+    ThreadScope threads(ctx, M * K * N);
     PlanKey key;
     key.Add(M);
     key.Add(static_cast<int64_t>(a->dtype()));

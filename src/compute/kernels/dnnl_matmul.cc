@@ -107,7 +107,10 @@ class MMKernel final : public Kernel {
     const Tensor* b = ctx.input(1);
     const Tensor* c = spec_.gemm || spec_.fused ? ctx.input(2) : nullptr;
     if (!a || !b || !AllFloatOrAbsent({a, b, c})) return Scalar(ctx);
-    ThreadScope threads(ctx);
+    // Multiply-adds: every element of A meets the N columns of its product.
+    const Shape& bs = b->shape();
+    const int64_t n = bs.empty() ? 1 : spec_.gemm ? (spec_.trans_b ? bs[0] : bs.back()) : bs.back();
+    ThreadScope threads(ctx, a->size() * n);
     const bool b_is_const = const_b_.Matches(*b);
     const PlanKey key = WeightedPlanKey({a, b, c}, threads.threads(), b_is_const);
     std::shared_ptr<const MMPlan> plan = plans_.Find(key);  // steady state: no allocation

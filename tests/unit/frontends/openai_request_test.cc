@@ -133,7 +133,11 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logit_bias":{"a":1}})").field, "logit_bias");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","logit_bias":[1]})").field, "logit_bias");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","echo":true,"logprobs":1})").field, "echo");
-  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","best_of":3})").field, "best_of");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","n":3,"best_of":2})").field, "best_of");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","best_of":3,"stream":true})").field, "best_of");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","best_of":17})").field, "best_of");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stop_token_ids":[-1]})").field, "stop_token_ids");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stop_token_ids":7})").field, "stop_token_ids");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","suffix":"s"})").field, "suffix");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stream_options":{"include_usage":true}})").field, "stream_options");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stream":true,"stream_options":{"x":1}})").field, "stream_options.x");

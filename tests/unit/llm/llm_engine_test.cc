@@ -344,6 +344,196 @@ TEST(LlmEngine, DrainFinishesEveryAcceptedRequestThenRefuses) {
   EXPECT_TRUE((*e)->Drain(std::chrono::steady_clock::now()));  // again: still drained
 }
 
+// Speculative decoding by prompt lookup: prompts that repeat themselves, so that drafts are
+// found and (often) accepted.
+const char* kRepetitive[4] = {
+    "Once upon a time, there was a little girl named Lily. She loved to play outside. Once upon a time, there was",
+    "The dog ran to the park. The dog ran to the park. The dog ran to the",
+    "Tom had a big red ball. He liked the big red ball. One day, Tom",
+    "Lily and Ben were friends. They liked to play. Lily and Ben were"};
+
+// Every request alone with and without drafts: `sampling` for all, `n` tokens; the drafted
+// engine's stats come back in `*stats`.
+std::vector<std::vector<int32_t>> RunAll(std::shared_ptr<const LlamaModel> m, EngineOptions o, const SamplingParams& sp,
+                                         int n, EngineStats* stats) {
+  auto e = LlmEngine::Create(m, o);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  Collector c;
+  for (int i = 0; i < 4; ++i) {
+    EngineRequest r = c.Make(i, m->tokenizer().Encode(kRepetitive[i], true), n);
+    r.sampling = sp;
+    r.sampling.seed = sp.seed + i;
+    r.stop_at_eog = false;
+    EXPECT_TRUE((*e)->Submit(std::move(r)).ok());
+  }
+  c.WaitFor(4);
+  std::vector<std::vector<int32_t>> out;
+  for (int i = 0; i < 4; ++i) {
+    out.push_back(c.Tok(i, 0));
+    EXPECT_EQ(c.Res(i, 0).reason, FinishReason::kLength);
+    EXPECT_EQ(c.Res(i, 0).generated_tokens, n);
+    EXPECT_EQ(static_cast<int>(out.back().size()), n);
+  }
+  if (stats) *stats = (*e)->stats();
+  return out;
+}
+
+TEST(LlmEngineSpeculative, GreedyOutputEqualsDecodingAlone) {
+  REQUIRE_STORIES(m);
+  EngineOptions o;
+  o.draft.max_draft = 6;
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  EngineStats st;
+  auto out = RunAll(m, o, greedy, 48, &st);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], Alone(*m, m->tokenizer().Encode(kRepetitive[i], true), 48)) << i;
+  EXPECT_GT(st.draft_accepted_tokens, 20) << "drafted " << st.draft_tokens;
+  EXPECT_LE(st.draft_accepted_tokens, st.draft_tokens);
+  // Fewer steps than tokens: accepted drafts saved decoding steps.
+  EXPECT_LT(st.steps, 48);
+}
+
+TEST(LlmEngineSpeculative, SeededSamplingWithPenaltiesEqualsNoDraft) {
+  REQUIRE_STORIES(m);
+  SamplingParams sp;
+  sp.temperature = 0.7f;
+  sp.top_k = 20;
+  sp.seed = 42;
+  sp.repetition_penalty = 1.05f;
+  sp.frequency_penalty = 0.1f;
+  EngineOptions plain;
+  EngineOptions drafted;
+  drafted.draft.max_draft = 8;
+  EngineStats st;
+  auto want = RunAll(m, plain, sp, 40, nullptr);
+  auto got = RunAll(m, drafted, sp, 40, &st);
+  EXPECT_EQ(got, want);
+  EXPECT_GT(st.draft_accepted_tokens, 0) << "drafted " << st.draft_tokens;
+}
+
+TEST(LlmEngineSpeculative, SmallBudgetAndPreemptionKeepTheOutput) {
+  REQUIRE_STORIES(m);
+  EngineOptions o;
+  o.draft.max_draft = 8;
+  o.max_batch_tokens = 5;  // drafts cut to the budget left, prompts chunked next to them
+  o.block_tokens = 4;
+  o.kv_blocks = 30;        // two sequences at most fit at once: preemption drops drafts
+  o.prefix_cache_blocks = 0;
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  EngineStats st;
+  auto out = RunAll(m, o, greedy, 40, &st);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], Alone(*m, m->tokenizer().Encode(kRepetitive[i], true), 40)) << i;
+  EXPECT_GT(st.draft_accepted_tokens, 0);
+  EXPECT_GT(st.preemptions, 0);
+  EXPECT_EQ(st.kv_blocks_used, 0);
+}
+
+TEST(LlmEngineSpeculative, StopInsideAnAcceptedDraftEndsThere) {
+  REQUIRE_STORIES(m);
+  EngineOptions o;
+  o.draft.max_draft = 8;
+  auto e = LlmEngine::Create(m, o);
+  ASSERT_TRUE(e.ok());
+  Collector c;
+  const std::vector<int32_t> prompt = m->tokenizer().Encode(kRepetitive[1], true);
+  const std::vector<int32_t> alone = Alone(*m, prompt, 30);
+  for (int stop_at : {1, 3, 7, 12}) {
+    EngineRequest r = c.Make(stop_at, prompt, 30);
+    auto inner = r.on_token;
+    auto count = std::make_shared<int>(0);
+    r.on_token = [inner, count, stop_at](int idx, const GeneratedToken& g) {
+      inner(idx, g);
+      return ++*count < stop_at;  // the stop_at-th token is the last
+    };
+    ASSERT_TRUE((*e)->Submit(std::move(r)).ok());
+  }
+  c.WaitFor(4);
+  for (int stop_at : {1, 3, 7, 12}) {
+    EXPECT_EQ(c.Tok(stop_at, 0), std::vector<int32_t>(alone.begin(), alone.begin() + stop_at)) << stop_at;
+    EXPECT_EQ(c.Res(stop_at, 0).reason, FinishReason::kStop);
+    EXPECT_EQ(c.Res(stop_at, 0).generated_tokens, stop_at);
+  }
+  EXPECT_GT((*e)->stats().draft_accepted_tokens, 0);
+}
+
+}  // namespace
+}  // namespace inferloop::llm
+
+namespace inferloop::llm {
+namespace {
+
+// The embedding of each prompt from `e`, submitted together (next to `generations` greedy
+// generations of 40 tokens).
+std::vector<std::vector<float>> Embeddings(LlmEngine& e, const LlamaModel& m, Pooling pooling, int generations) {
+  Collector c;
+  std::mutex mu;
+  std::vector<std::vector<float>> out(16);
+  for (int i = 0; i < generations; ++i) EXPECT_TRUE(e.Submit(c.Make(100 + i, m.tokenizer().Encode(kPrompts[i], true), 40)).ok());
+  for (int i = 0; i < 16; ++i) {
+    EngineRequest r = c.Make(i, m.tokenizer().Encode(kPrompts[i], true), 0);
+    r.embed = true;
+    r.pooling = pooling;
+    r.on_embedding = [&mu, &out, i](std::vector<float> v) {
+      std::lock_guard<std::mutex> l(mu);
+      out[i] = std::move(v);
+    };
+    EXPECT_TRUE(e.Submit(std::move(r)).ok());
+  }
+  c.WaitFor(16 + generations);
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(c.Res(i, 0).reason, FinishReason::kStop);
+    EXPECT_EQ(c.Res(i, 0).generated_tokens, 0);
+    EXPECT_TRUE(c.Tok(i, 0).empty());
+  }
+  return out;
+}
+
+TEST(LlmEngine, EmbeddingsInChunksNextToGenerationsEqualOneBigBatch) {
+  REQUIRE_STORIES(m);
+  for (Pooling pooling : {Pooling::kMean, Pooling::kCls, Pooling::kLast}) {
+    EngineOptions big;
+    auto whole = LlmEngine::Create(m, big);
+    ASSERT_TRUE(whole.ok());
+    const auto want = Embeddings(**whole, *m, pooling, 0);
+    // Nothing kept: an embedding's blocks never enter the prefix cache (on by default).
+    EXPECT_EQ((*whole)->stats().kv_blocks_used, 0);
+    EngineOptions o;
+    o.max_batch_tokens = 3;  // every prompt is cut into chunks, next to the generations' decodes
+    o.block_tokens = 4;
+    o.kv_blocks = 20;  // too few for everything at once: sequences are preempted
+    auto e = LlmEngine::Create(m, o);
+    ASSERT_TRUE(e.ok());
+    const auto got = Embeddings(**e, *m, pooling, 4);
+    for (int i = 0; i < 16; ++i) {
+      ASSERT_EQ(got[i].size(), m->hparams().n_embd);
+      double norm = 0;
+      for (size_t k = 0; k < got[i].size(); ++k) {
+        EXPECT_NEAR(got[i][k], want[i][k], 1e-5) << kPrompts[i] << " " << k;
+        norm += static_cast<double>(got[i][k]) * got[i][k];
+      }
+      EXPECT_NEAR(norm, 1.0, 1e-5);
+    }
+    EXPECT_GT((*e)->stats().preemptions, 0);
+  }
+}
+
+TEST(LlmEngine, RefusesEmbeddingsWithSeveralChoicesOrBeyondTheContext) {
+  REQUIRE_STORIES(m);
+  auto e = LlmEngine::Create(m, EngineOptions{});
+  ASSERT_TRUE(e.ok());
+  EngineRequest r;
+  r.embed = true;
+  r.prompt = {1, 2, 3};
+  r.n = 2;
+  EXPECT_EQ((*e)->Submit(r).status().code(), StatusCode::kInvalidArgument);
+  r.n = 1;
+  r.prompt.assign(m->hparams().n_ctx_train + 1, 5);
+  EXPECT_EQ((*e)->Submit(r).status().code(), StatusCode::kInvalidArgument);
+  r.prompt.assign(m->hparams().n_ctx_train, 5);  // the whole context: nothing is generated after it
+  EXPECT_TRUE((*e)->Submit(r).ok());
+}
+
 }  // namespace
 }  // namespace inferloop::llm
 
