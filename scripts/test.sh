@@ -111,6 +111,7 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
               "image_decode_fuzzer tests/fuzz/corpus_image 3" "response_cache_fuzzer tests/fuzz/corpus_response_cache 3" \
               "kv_block_file_fuzzer tests/fuzz/corpus_kv_block 3" "api_keys_fuzzer tests/fuzz/corpus_api_keys 3" \
               "jinja_fuzzer tests/fuzz/corpus_jinja 3" \
+              "json_schema_fuzzer tests/fuzz/corpus_json_schema 3" \
               "dicom_fuzzer tests/fuzz/corpus_dicom 3 -malloc_limit_mb=4200"; do
     # (DCMTK 3.6.7 asks for the length a bad DICOM element declares, up to 4 GiB, with
     # new(nothrow) before it finds the data short: refused, never touched, but over libFuzzer's

@@ -205,6 +205,32 @@ void WriteUsage(JsonWriter& w, const serve::TextGenerationResult& r) {
   w.EndObject();
 }
 
+// The message of a choice that called a tool.
+void WriteToolCallMessage(JsonWriter& w, const std::string& id, const std::string& name, const std::string& args) {
+  w.StartObject();
+  w.Key("role");
+  w.String("assistant");
+  w.Key("content");
+  w.Null();
+  w.Key("tool_calls");
+  w.StartArray();
+  w.StartObject();
+  w.Key("id");
+  Str(w, id);
+  w.Key("type");
+  w.String("function");
+  w.Key("function");
+  w.StartObject();
+  w.Key("name");
+  Str(w, name);
+  w.Key("arguments");
+  Str(w, args);
+  w.EndObject();
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+}
+
 // State shared by a request's callbacks.
 struct Exchange {
   bool chat = false;
@@ -222,6 +248,8 @@ struct Exchange {
   std::vector<std::vector<serve::TextTokenLogprob>> tokens;
   std::vector<bool> role_sent;       // streamed chat: first delta carries the role
   std::vector<size_t> text_offset;   // streamed completions: text_offset of the next token
+  // Non-streamed: each choice's tool call (the service's call pieces), when it made one.
+  std::vector<std::string> call_id, call_name, call_args;
 
   explicit Exchange(HttpResponder r) : respond(std::move(r)) {}
 
@@ -287,13 +315,79 @@ struct Exchange {
     return sb.GetString();
   }
 
+  // A streamed tool-call delta: the header (id, type, name, empty arguments) or an arguments fragment.
+  std::string ToolDeltaJson(int index, const serve::TextPiece& p) {
+    const bool header = !p.call_name.empty();
+    rapidjson::StringBuffer sb;
+    JsonWriter w(sb);
+    w.StartObject();
+    Head(w, "chat.completion.chunk");
+    w.Key("choices");
+    w.StartArray();
+    w.StartObject();
+    w.Key("index");
+    w.Int(index);
+    w.Key("delta");
+    w.StartObject();
+    if (!role_sent[index]) {
+      w.Key("role");
+      w.String("assistant");
+      role_sent[index] = true;
+    }
+    if (header) {
+      w.Key("content");
+      w.Null();
+    }
+    w.Key("tool_calls");
+    w.StartArray();
+    w.StartObject();
+    w.Key("index");
+    w.Int(0);
+    if (header) {
+      w.Key("id");
+      Str(w, p.call_id);
+      w.Key("type");
+      w.String("function");
+    }
+    w.Key("function");
+    w.StartObject();
+    if (header) {
+      w.Key("name");
+      Str(w, p.call_name);
+    }
+    w.Key("arguments");
+    Str(w, p.call_arguments);
+    w.EndObject();
+    w.EndObject();
+    w.EndArray();
+    w.EndObject();
+    w.Key("logprobs");
+    w.Null();
+    w.Key("finish_reason");
+    w.Null();
+    w.EndObject();
+    w.EndArray();
+    if (include_usage) {
+      w.Key("usage");
+      w.Null();
+    }
+    w.EndObject();
+    return sb.GetString();
+  }
+
   void OnPiece(const serve::TextPiece& p) {
     std::lock_guard<std::mutex> l(mu);
     if (stream) {
-      SendEvent(ChunkJson(p.index, p.text, p.tokens, nullptr));
+      if (!p.text.empty() || !p.has_call()) SendEvent(ChunkJson(p.index, p.text, p.tokens, nullptr));
+      if (p.has_call()) SendEvent(ToolDeltaJson(p.index, p));
     } else {
       text[p.index] += p.text;
       for (const auto& t : p.tokens) tokens[p.index].push_back(t);
+      if (!p.call_name.empty()) {
+        call_id[p.index] = p.call_id;
+        call_name[p.index] = p.call_name;
+      }
+      call_args[p.index] += p.call_arguments;
     }
   }
 
@@ -336,7 +430,12 @@ struct Exchange {
       w.StartObject();
       w.Key("index");
       w.Int(c.index);
-      if (chat) {
+      if (chat && !call_name[c.index].empty()) {  // (a call cut off by max_tokens: finish_reason "length")
+        w.Key("message");
+        WriteToolCallMessage(w, call_id[c.index], call_name[c.index], call_args[c.index]);
+        w.Key("logprobs");
+        if (logprobs) WriteChatLogprobs(w, tokens[c.index]); else w.Null();
+      } else if (chat) {
         w.Key("message");
         w.StartObject();
         w.Key("role");
@@ -468,6 +567,9 @@ void OpenAiHandler::Handle(HttpRequest request, HttpResponder respond) {
   ex->tokens.resize(choices);
   ex->role_sent.assign(choices, false);
   ex->text_offset.assign(choices, 0);
+  ex->call_id.resize(choices);
+  ex->call_name.resize(choices);
+  ex->call_args.resize(choices);
   std::unique_lock<std::mutex> hold(ex->mu);  // the first piece waits until the stream is open
   Status st = service_.Generate(
       std::move(p.gen), [ex](const serve::TextPiece& piece) { ex->OnPiece(piece); },

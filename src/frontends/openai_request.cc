@@ -2,6 +2,8 @@
 
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <algorithm>
 #include <cctype>
@@ -205,6 +207,73 @@ bool ParsePrompts(const rapidjson::Value& prompt, int n, std::vector<serve::Text
   return true;
 }
 
+// response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
+// "json_schema": {"name", "description"?, "schema", "strict"?}} (the schema is compiled by the
+// service, which reports what it cannot enforce).
+bool ParseResponseFormat(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError* err) {
+  const rapidjson::Value* rf = f.Get("response_format");
+  if (rf == nullptr) return true;
+  using Format = serve::TextGenerationRequest::Format;
+  const char* kShape = "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                       "{\"type\": \"json_schema\", \"json_schema\": {\"name\": ..., \"schema\": {...}}}";
+  if (!rf->IsObject()) {
+    *err = {"response_format", kShape};
+    return false;
+  }
+  Fields rff(*rf);
+  const rapidjson::Value* type = rff.Get("type");
+  const std::string t = type != nullptr && type->IsString() ? type->GetString() : "";
+  if (t == "json_schema") {
+    const rapidjson::Value* js = rff.Get("json_schema");
+    if (js == nullptr || !js->IsObject()) {
+      *err = {"response_format.json_schema", "'response_format.json_schema' is required with type json_schema and must be an object"};
+      return false;
+    }
+    Fields jf(*js);
+    const rapidjson::Value* name = jf.Get("name");
+    const bool name_ok = name != nullptr && name->IsString() && name->GetStringLength() > 0 && name->GetStringLength() <= 64 &&
+                         std::all_of(name->GetString(), name->GetString() + name->GetStringLength(),
+                                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+    if (!name_ok) {
+      *err = {"response_format.json_schema.name", "'response_format.json_schema.name' is required: 1 to 64 letters, digits, '_' or '-'"};
+      return false;
+    }
+    if (const rapidjson::Value* d = jf.Get("description"); d != nullptr && !d->IsString()) {
+      *err = {"response_format.json_schema.description", "'response_format.json_schema.description' must be a string"};
+      return false;
+    }
+    const rapidjson::Value* schema = jf.Get("schema");
+    if (schema == nullptr || !(schema->IsObject() || schema->IsBool())) {
+      *err = {"response_format.json_schema.schema", "'response_format.json_schema.schema' is required and must be a JSON schema (an object)"};
+      return false;
+    }
+    if (!ReadBool(jf, "strict", &g->json_schema_strict, err)) {
+      err->field = "response_format.json_schema.strict";
+      err->message = "'response_format.json_schema.strict' must be a boolean";
+      return false;
+    }
+    if (const std::string u = jf.Unknown(); !u.empty()) {
+      *err = {"response_format.json_schema." + u, "'response_format.json_schema." + u + "' is not supported"};
+      return false;
+    }
+    rapidjson::StringBuffer sb;
+    rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+    schema->Accept(w);
+    g->json_schema.assign(sb.GetString(), sb.GetSize());
+    g->format = Format::kJsonSchema;
+  } else if (t == "json_object") {
+    g->format = Format::kJsonObject;
+  } else if (t != "text") {
+    *err = {"response_format.type", kShape};
+    return false;
+  }
+  if (const std::string u = rff.Unknown(); !u.empty()) {
+    *err = {"response_format." + u, "'response_format." + u + "' is not supported with type " + t};
+    return false;
+  }
+  return true;
+}
+
 bool ParseCommon(Fields& f, bool chat, OpenAiRequest* p, OpenAiFieldError* err) {
   serve::TextGenerationRequest& g = p->gen;
   const rapidjson::Value* model = f.Get("model");
@@ -275,9 +344,165 @@ bool ParseCommon(Fields& f, bool chat, OpenAiRequest* p, OpenAiFieldError* err) 
   }
   if (!ParsePenalties(f, &g, err)) return false;
   if (!ParseLogitBias(f, &g, err)) return false;
+  if (!ParseResponseFormat(f, &g, err)) return false;
   if (!ParseStopTokenIds(f, &g, err)) return false;
   if (const rapidjson::Value* u = f.Get("user"); u != nullptr && !u->IsString()) {
     *err = {"user", "'user' must be a string"};
+    return false;
+  }
+  return true;
+}
+
+bool IsToolName(const rapidjson::Value* v) {
+  return v != nullptr && v->IsString() && v->GetStringLength() > 0 && v->GetStringLength() <= 64 &&
+         std::all_of(v->GetString(), v->GetString() + v->GetStringLength(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-'; });
+}
+
+std::string JsonText(const rapidjson::Value& v) {
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  v.Accept(w);
+  return std::string(sb.GetString(), sb.GetSize());
+}
+
+// A message's tool_calls (assistant) and tool_call_id (tool).
+bool ParseToolFields(Fields& mf, const std::string& where, serve::TextChatMessage* msg, OpenAiFieldError* err) {
+  const rapidjson::Value* id = mf.Get("tool_call_id");
+  if (msg->role == "tool") {
+    if (id == nullptr || !id->IsString()) {
+      *err = {where + ".tool_call_id", "'" + where + ".tool_call_id' is required in a tool message (a string)"};
+      return false;
+    }
+    msg->tool_call_id = id->GetString();
+  } else if (id != nullptr) {
+    *err = {where + ".tool_call_id", "'" + where + ".tool_call_id' belongs to tool messages only"};
+    return false;
+  }
+  const rapidjson::Value* calls = mf.Get("tool_calls");
+  if (calls == nullptr) return true;
+  if (msg->role != "assistant" || !calls->IsArray()) {
+    *err = {where + ".tool_calls", "'" + where + ".tool_calls' must be an array, in an assistant message"};
+    return false;
+  }
+  for (rapidjson::SizeType i = 0; i < calls->Size(); ++i) {
+    const std::string at = where + ".tool_calls[" + std::to_string(i) + "]";
+    const rapidjson::Value& c = (*calls)[i];
+    const bool ok = c.IsObject() && c.HasMember("id") && c["id"].IsString() && c.HasMember("function") &&
+                    c["function"].IsObject() && IsToolName(c["function"].HasMember("name") ? &c["function"]["name"] : nullptr) &&
+                    c["function"].HasMember("arguments") && c["function"]["arguments"].IsString() &&
+                    (!c.HasMember("type") || (c["type"].IsString() && std::string_view(c["type"].GetString()) == "function"));
+    if (!ok) {
+      *err = {at, "'" + at + "' must be {\"id\": ..., \"type\": \"function\", \"function\": {\"name\": ..., \"arguments\": \"<JSON text>\"}}"};
+      return false;
+    }
+    rapidjson::Document args;
+    args.Parse(c["function"]["arguments"].GetString());
+    if (args.HasParseError()) {
+      *err = {at + ".function.arguments", "'" + at + ".function.arguments' must be JSON text"};
+      return false;
+    }
+    msg->tool_calls.push_back({c["id"].GetString(), c["function"]["name"].GetString(), JsonText(args)});
+  }
+  return true;
+}
+
+bool ReadToolChoice(const rapidjson::Value* choice, bool has_tools, serve::TextGenerationRequest* g, OpenAiFieldError* err);
+
+// tools: [{"type": "function", "function": {"name", "description"?, "parameters"?, "strict"?}}];
+// tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}};
+// parallel_tool_calls: a boolean (at most one call is made either way).
+bool ParseTools(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldError* err) {
+  using Choice = serve::TextGenerationRequest::ToolChoice;
+  bool parallel = true;
+  if (!ReadBool(f, "parallel_tool_calls", &parallel, err)) return false;
+  const rapidjson::Value* tools = f.Get("tools");
+  if (tools != nullptr) {
+    if (!tools->IsArray() || tools->Empty() || tools->Size() > 128) {
+      *err = {"tools", "'tools' must be an array of 1 to 128 tools"};
+      return false;
+    }
+    for (rapidjson::SizeType i = 0; i < tools->Size(); ++i) {
+      const std::string at = "tools[" + std::to_string(i) + "]";
+      const rapidjson::Value& t = (*tools)[i];
+      if (!t.IsObject() || !t.HasMember("type") || !t["type"].IsString() || std::string_view(t["type"].GetString()) != "function" ||
+          !t.HasMember("function") || !t["function"].IsObject()) {
+        *err = {at, "'" + at + "' must be {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}"};
+        return false;
+      }
+      Fields ff(t["function"]);
+      serve::TextTool tool;
+      const rapidjson::Value* name = ff.Get("name");
+      if (!IsToolName(name)) {
+        *err = {at + ".function.name", "'" + at + ".function.name' is required: 1 to 64 letters, digits, '_' or '-'"};
+        return false;
+      }
+      tool.name = name->GetString();
+      for (const serve::TextTool& other : g->tools) {
+        if (other.name == tool.name) {
+          *err = {at + ".function.name", "'" + at + ".function.name': two tools are named '" + tool.name + "'"};
+          return false;
+        }
+      }
+      if (const rapidjson::Value* d = ff.Get("description")) {
+        if (!d->IsString()) {
+          *err = {at + ".function.description", "'" + at + ".function.description' must be a string"};
+          return false;
+        }
+        tool.description = d->GetString();
+      }
+      const rapidjson::Value* params = ff.Get("parameters");
+      if (params != nullptr && !params->IsObject()) {
+        *err = {at + ".function.parameters", "'" + at + ".function.parameters' must be a JSON schema object"};
+        return false;
+      }
+      tool.parameters = params != nullptr ? JsonText(*params) : R"({"type":"object","properties":{}})";
+      if (!ReadBool(ff, "strict", &tool.strict, err)) {
+        *err = {at + ".function.strict", "'" + at + ".function.strict' must be a boolean"};
+        return false;
+      }
+      if (const std::string u = ff.Unknown(); !u.empty()) {
+        *err = {at + ".function." + u, "'" + at + ".function." + u + "' is not supported"};
+        return false;
+      }
+      g->tools.push_back(std::move(tool));
+    }
+  }
+  const rapidjson::Value* choice = f.Get("tool_choice");
+  g->tool_choice = g->tools.empty() ? Choice::kNone : Choice::kAuto;
+  if (choice != nullptr && !ReadToolChoice(choice, tools != nullptr, g, err)) return false;
+  if (g->tool_choice != Choice::kNone && g->format != serve::TextGenerationRequest::Format::kText) {
+    *err = {"response_format", "'response_format' together with 'tools' is not supported (unless 'tool_choice' is \"none\")"};
+    return false;
+  }
+  return true;
+}
+
+bool ReadToolChoice(const rapidjson::Value* choice_ptr, bool has_tools, serve::TextGenerationRequest* g, OpenAiFieldError* err) {
+  using Choice = serve::TextGenerationRequest::ToolChoice;
+  const rapidjson::Value* choice = choice_ptr;
+  if (!has_tools) {
+    *err = {"tool_choice", "'tool_choice' needs 'tools'"};
+    return false;
+  }
+  if (choice->IsString() && std::string_view(choice->GetString()) == "none") {
+    g->tool_choice = Choice::kNone;
+  } else if (choice->IsString() && std::string_view(choice->GetString()) == "auto") {
+    g->tool_choice = Choice::kAuto;
+  } else if (choice->IsString() && std::string_view(choice->GetString()) == "required") {
+    g->tool_choice = Choice::kRequired;
+  } else if (choice->IsObject() && choice->HasMember("function") && (*choice)["function"].IsObject() &&
+             IsToolName((*choice)["function"].HasMember("name") ? &(*choice)["function"]["name"] : nullptr)) {
+    g->tool_choice = Choice::kFunction;
+    g->tool_choice_name = (*choice)["function"]["name"].GetString();
+    bool known = false;
+    for (const serve::TextTool& t : g->tools) known = known || t.name == g->tool_choice_name;
+    if (!known) {
+      *err = {"tool_choice", "'tool_choice' names the function '" + g->tool_choice_name + "', which is not in 'tools'"};
+      return false;
+    }
+  } else {
+    *err = {"tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}"};
     return false;
   }
   return true;
@@ -362,16 +587,21 @@ bool ParseChat(const rapidjson::Value& body, OpenAiRequest* p, OpenAiFieldError*
     }
     msg.role = role->GetString();
     if (msg.role == "developer") msg.role = "system";
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant") {
-      *err = {where + ".role", "'" + where + ".role' must be system, developer, user or assistant (tool messages are not supported)"};
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool") {
+      *err = {where + ".role", "'" + where + ".role' must be system, developer, user, assistant or tool"};
       return false;
     }
+    if (!ParseToolFields(mf, where, &msg, err)) return false;
     const rapidjson::Value* content = mf.Get("content");
-    if (content == nullptr) {
+    if (content == nullptr && !msg.tool_calls.empty()) {
+      // An assistant message that only calls tools.
+    } else if (content == nullptr) {
       *err = {where + ".content", "'" + where + ".content' is required"};
       return false;
     }
-    if (content->IsString()) {
+    if (content == nullptr) {
+      // (tool calls only)
+    } else if (content->IsString()) {
       msg.content.assign(content->GetString(), content->GetStringLength());
     } else if (content->IsArray()) {
       for (const auto& part : content->GetArray()) {
@@ -402,15 +632,8 @@ bool ParseChat(const rapidjson::Value& body, OpenAiRequest* p, OpenAiFieldError*
     return false;
   }
   p->gen.logprobs = logprobs ? static_cast<int>(std::max<int64_t>(top, 0)) : -1;
-  if (const rapidjson::Value* rf = f.Get("response_format")) {
-    if (!rf->IsObject() || !rf->HasMember("type") || !(*rf)["type"].IsString() ||
-        std::string_view((*rf)["type"].GetString()) != "text" || rf->MemberCount() != 1) {
-      *err = {"response_format", "'response_format' is only supported as {\"type\": \"text\"}"};
-      return false;
-    }
-  }
-  for (const char* unsupported : {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls", "audio",
-                                  "modalities", "prediction", "web_search_options"}) {
+  if (!ParseTools(f, &p->gen, err)) return false;
+  for (const char* unsupported : {"functions", "function_call", "audio", "modalities", "prediction", "web_search_options"}) {
     if (f.Get(unsupported) != nullptr) {
       *err = {unsupported, std::string("'") + unsupported + "' is not supported"};
       return false;

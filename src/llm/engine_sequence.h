@@ -8,9 +8,11 @@
 #include <memory>
 #include <vector>
 
+#include "llm/grammar_matcher.h"
 #include "llm/kv_block_pool.h"
 #include "llm/llm_engine.h"
 #include "llm/sampler.h"
+#include "llm/token_mask.h"
 
 namespace inferloop::llm {
 
@@ -41,8 +43,11 @@ struct Sequence {
   std::vector<double> pooled;   // embedding requests: the sum of the pooled hidden states so far
   KvSequence kv;
   Sampler sampler;
+  std::unique_ptr<GrammarMatcher> matcher;  // constrained decoding: the grammar state so far
   Sequence(std::shared_ptr<RequestState> r, int idx, KvBlockPool* pool, const SamplingParams& p)
-      : rs(std::move(r)), index(idx), kv(pool), sampler(p, rs->req.prompt) {}
+      : rs(std::move(r)), index(idx), kv(pool), sampler(p, rs->req.prompt) {
+    if (rs->req.constraint) matcher = std::make_unique<GrammarMatcher>(&rs->req.constraint->grammar);
+  }
 };
 
 using SeqPtr = std::unique_ptr<Sequence>;

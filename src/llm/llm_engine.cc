@@ -16,6 +16,7 @@
 #include "llm/kv_tier_cost.h"
 #include "llm/prefix_cache.h"
 #include "llm/scheduler.h"
+#include "llm/token_mask.h"
 
 namespace inferloop::llm {
 
@@ -45,7 +46,7 @@ void FillLogprobs(std::span<const float> logits, int32_t chosen, int top, Genera
   std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   });
-  for (size_t i = 0; i < k; ++i) out->top.push_back({ids[i], logits[ids[i]] - lse});
+  for (size_t i = 0; i < k && std::isfinite(logits[ids[i]]); ++i) out->top.push_back({ids[i], logits[ids[i]] - lse});
 }
 
 // A planned piece of work that wants next-token logits (an embedding never does).
@@ -98,6 +99,8 @@ struct LlmEngine::Impl : SchedulerEvents {
 
   // Owned by the worker thread: the running and waiting sequences.
   Scheduler sched;
+  std::vector<float> masked;  // a constrained sequence's logits after its token mask
+  std::vector<std::pair<Sequence*, Status>> grammar_failed;  // this step's sequences with no allowed token
 
   Impl(std::shared_ptr<const LlamaModel> m, EngineOptions o, KvBlockPool p)
       : model(std::move(m)), opt(o), pool(std::move(p)), sched(opt, &pool, this) {}
@@ -328,8 +331,26 @@ struct LlmEngine::Impl : SchedulerEvents {
       sched.running.push_back(std::move(c));
       if (!row.empty()) EmitToken(*raw, row, &done_stop, &done_length);
     }
+    for (auto& [s, st] : grammar_failed) FailRunning(s, st);
+    grammar_failed.clear();
     for (Sequence* s : done_stop) RemoveAndFinish(s, FinishReason::kStop);
     for (Sequence* s : done_length) RemoveAndFinish(s, FinishReason::kLength);
+  }
+
+  // `row` with the tokens the grammar refuses in `s`'s state at -inf (in `masked`), or an error
+  // when it allows none.
+  Status MaskRow(Sequence& s, std::span<const float> row) {
+    const TokenMask& mask = s.rs->req.constraint->masker.Mask(*s.matcher);
+    if (mask.allowed == 0) {
+      return Status::InvalidArgument("constrained decoding: the grammar allows no token of this model's vocabulary here");
+    }
+    masked.assign(row.begin(), row.end());
+    const size_t n = std::min(masked.size(), mask.bits.size() * 64);
+    for (size_t i = 0; i < n; ++i) {
+      if (!((mask.bits[i >> 6] >> (i & 63)) & 1)) masked[i] = -INFINITY;
+    }
+    for (size_t i = n; i < masked.size(); ++i) masked[i] = -INFINITY;
+    return Status::Ok();
   }
 
   // `s` computed its pending token at `from` and its draft after it; `rows` holds the logits after
@@ -381,12 +402,21 @@ struct LlmEngine::Impl : SchedulerEvents {
 
   void EmitToken(Sequence& s, std::span<const float> row, std::vector<Sequence*>* stop, std::vector<Sequence*>* length) {
     const EngineRequest& req = s.rs->req;
+    if (s.matcher) {
+      if (Status st = MaskRow(s, row); !st.ok()) {
+        const bool listed = std::any_of(grammar_failed.begin(), grammar_failed.end(), [&](const auto& f) { return f.first == &s; });
+        if (!listed) grammar_failed.emplace_back(&s, st);
+        return;
+      }
+      row = masked;
+    }
     const int32_t tok = s.sampler.Sample(row);
     if ((req.stop_at_eog && model->tokenizer().IsEndOfGeneration(tok)) ||
         std::find(req.stop_token_ids.begin(), req.stop_token_ids.end(), tok) != req.stop_token_ids.end()) {
       stop->push_back(&s);
       return;
     }
+    if (s.matcher) s.matcher->Advance(req.constraint->masker.vocab().piece(tok));
     GeneratedToken g;
     g.token = tok;
     if (req.top_logprobs >= 0) FillLogprobs(row, tok, req.top_logprobs, &g);
@@ -568,6 +598,9 @@ Result<RequestHandle> LlmEngine::Submit(EngineRequest r) {
   if (r.max_tokens < 1 && !r.embed) return Status::InvalidArgument("max_tokens must be >= 1, got " + std::to_string(r.max_tokens));
   if (r.top_logprobs > 20) return Status::InvalidArgument("top_logprobs must be at most 20");
   IL_RETURN_IF_ERROR(ValidateSamplingParams(r.sampling, m.hparams().n_vocab));
+  if (r.constraint && r.constraint->masker.vocab().size() != static_cast<int32_t>(m.hparams().n_vocab)) {
+    return Status::InvalidArgument("the grammar constraint was built for another vocabulary");
+  }
   const int64_t total = static_cast<int64_t>(r.prompt.size()) + r.max_tokens;
   if (total > m.hparams().n_ctx_train) {
     return Status::InvalidArgument("the prompt (" + std::to_string(r.prompt.size()) + " tokens) plus max_tokens (" +

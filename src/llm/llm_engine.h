@@ -62,6 +62,7 @@ struct EngineOptions {
 };
 
 struct EngineStats;
+struct GrammarConstraint;  // token_mask.h
 
 struct TokenLogprob {
   int32_t token = 0;
@@ -107,6 +108,12 @@ struct EngineRequest {
   std::function<bool(int index, const GeneratedToken&)> on_token;
   // Called once per choice when it ends (on the engine thread). Must not block.
   std::function<void(const SequenceResult&)> on_finish;
+  // Optional: constrained decoding (token_mask.h). Each step, tokens the grammar refuses get a
+  // logit of -inf before the sampler sees the logits (the reported logprobs are those of the
+  // masked distribution, the one sampled from), and end-of-generation is allowed only where
+  // the grammar can end. A state with no allowed token ends the choice with kError. Null: the
+  // logits go to the sampler untouched.
+  std::shared_ptr<GrammarConstraint> constraint;
   // Optional: setting it cancels the request too (e.g. the HTTP request's "client left" flag).
   std::shared_ptr<std::atomic<bool>> cancel_flag;
   // An embedding request: the prompt is computed (in chunks, batched with other work, never

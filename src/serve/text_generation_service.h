@@ -16,14 +16,26 @@
 
 namespace inferloop::serve {
 
-// One chat message, as the model's chat template sees it (llm::ChatMessage documents the fields).
+// A tool call of an assistant message (OpenAI's tool_calls[i]).
+struct TextToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text
+};
+
 struct TextChatMessage {
-  std::string role;     // system, user, assistant, tool
+  std::string role;  // system, user, assistant, tool
   std::string content;
-  bool content_is_null = false;  // an assistant message with tool calls and content null
-  std::string tool_calls_json;   // assistant: OpenAI's tool_calls array as JSON text; "" for none
-  std::string tool_call_id;      // tool: the call this message answers
-  std::string name;              // tool: the function's name (optional)
+  std::vector<TextToolCall> tool_calls;  // assistant
+  std::string tool_call_id;              // tool
+};
+
+// A function the model may call (OpenAI's tools[i].function).
+struct TextTool {
+  std::string name;
+  std::string description;
+  std::string parameters;  // JSON schema text ({"type": "object", "properties": {}} when not given)
+  bool strict = false;
 };
 
 // One completions prompt: text (tokenized by the model, which adds its BOS) or token ids (used
@@ -42,7 +54,6 @@ struct TextGenerationRequest {
   std::vector<TextPrompt> prompts;
   bool echo = false;                      // completions: each choice's text starts with its prompt
   std::vector<TextChatMessage> messages;  // chat completions
-  std::string tools_json;                 // chat completions: OpenAI's tools array as JSON text; "" for none
   int max_tokens = 16;
   float temperature = 1.0f;
   float top_p = 1.0f;
@@ -60,6 +71,18 @@ struct TextGenerationRequest {
   std::vector<int32_t> stop_token_ids;    // vLLM's extension: generating one ends the choice (not emitted)
   int logprobs = -1;                      // -1: none; k >= 0: chosen token + k alternatives
   int priority = 0;
+  // Structured output (response_format): free text, any JSON object, or JSON valid under
+  // `json_schema` (the schema as JSON text; `json_schema_strict`: every property is written).
+  enum class Format { kText, kJsonObject, kJsonSchema };
+  Format format = Format::kText;
+  std::string json_schema;
+  bool json_schema_strict = false;
+  // Chat tools (src/llm/tool_calls.h): kNone never calls (the tools are not shown to the model);
+  // kAuto may call; kRequired calls one of them; kFunction calls `tool_choice_name`.
+  std::vector<TextTool> tools;
+  enum class ToolChoice { kNone, kAuto, kRequired, kFunction };
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_choice_name;
   // Set when the client went away: the generation is cancelled and its KV blocks freed.
   std::shared_ptr<std::atomic<bool>> cancelled;
 };
@@ -77,11 +100,18 @@ struct TextPiece {
   int index = 0;
   std::string text;
   std::vector<TextTokenLogprob> tokens;
+  // Chat with tools: the answer is a tool call instead of text. The call's first piece has
+  // `call_id` and `call_name`; pieces carry fragments of its arguments' JSON text in
+  // `call_arguments` (they concatenate to the whole arguments).
+  std::string call_id;
+  std::string call_name;
+  std::string call_arguments;
+  bool has_call() const { return !call_name.empty() || !call_arguments.empty(); }
 };
 
 struct TextChoiceEnd {
   int index = 0;
-  std::string finish_reason;  // "stop" or "length"
+  std::string finish_reason;  // "stop", "length" or "tool_calls" (a whole tool call was made)
   int completion_tokens = 0;
 };
 

@@ -414,6 +414,50 @@ class ServeChatTemplateTest(unittest.TestCase):
         self.assertEqual(status, 200, body)
 
 
+class ServeToolTemplateTest(unittest.TestCase):
+    """inferloop serve with a tool-aware template (Qwen2.5's): a request with tools, an assistant
+    tool call and a tool result is rendered as jinja2 renders the same conversation (as
+    transformers and vLLM pass it: the call's JSON arguments as an object)."""
+
+    def test_tools_and_tool_messages_reach_the_template(self):
+        tmp = tempfile.mkdtemp(prefix="inferloop_tool_template_")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        os.makedirs(os.path.join(tmp, "repo", "qwen_stories", "1"))
+        model = os.path.join(tmp, "repo", "qwen_stories", "1", "model.gguf")
+        template = os.path.join(TEMPLATES, "qwen2.5-tools.jinja")
+        subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "make_llm_models.py"), "requantize", STORIES, model,
+                        "--type", "F32", "--chat-template", template], check=True, stdout=subprocess.DEVNULL)
+        tool = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
+                                                 "parameters": {"type": "object",
+                                                                "properties": {"city": {"type": "string"}},
+                                                                "required": ["city"]}}}
+        call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+        messages = [msg("user", "Weather?"), msg("assistant", None, tool_calls=[call]),
+                    msg("tool", "sunny", tool_call_id="call_1")]
+        as_template_sees = [dict(m) for m in messages]
+        as_template_sees[1] = msg("assistant", None, tool_calls=[
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}])
+        with open(template, encoding="utf-8") as f:
+            kind, text = render_jinja2(f.read(), {"messages": as_template_sees, "tools": [tool],
+                                                  "add_generation_prompt": True, "bos_token": "<s>",
+                                                  "eos_token": "</s>"})[:2]
+        self.assertEqual(kind, "text", text)
+        self.assertIn("get_weather", text)
+        self.assertIn("sunny", text)
+        want = len(subprocess.run([INFERLOOP, "tokenize", model, "--stdin", "--no-bos", "--parse-special", "--ids-only"],
+                                  input=text.encode(), check=True, capture_output=True).stdout.split())
+        with h.Server(INFERLOOP, os.path.join(tmp, "repo")) as server:
+            status, _, body = h.post_json(server.http_port, "/v1/chat/completions",
+                                          {"model": "qwen_stories", "messages": messages, "tools": [tool],
+                                           "tool_choice": "auto", "max_tokens": 1})
+        # The prompt is longer than stories260k's 128-token context: the 400 says its length.
+        if status == 200:
+            self.assertEqual(body["usage"]["prompt_tokens"], want)
+        else:
+            self.assertEqual(status, 400, body)
+            self.assertIn(f"'messages' is too long: {want} tokens", body["error"]["message"])
+
+
 def write_fixtures(directory):
     os.makedirs(directory, exist_ok=True)
     sources = {t: open(os.path.join(TEMPLATES, t), encoding="utf-8").read() for t in TOKENS}

@@ -202,8 +202,8 @@ class TestOpenAiErrors(OpenAiTestBase):
             self.assertIn(field, err.get("message"))
         with self.assertRaises(openai.BadRequestError) as cm:
             self.client.chat.completions.create(model="stories", messages=[{"role": "user", "content": "x"}],
-                                                tools=[{"type": "function", "function": {"name": "f"}}])
-        self.assertEqual(cm.exception.body.get("param"), "tools")
+                                                extra_body={"functions": [{"name": "f"}]})  # (legacy: use tools)
+        self.assertEqual(cm.exception.body.get("param"), "functions")
         # Neutral values are accepted.
         r = self.client.completions.create(model="stories", prompt="x", max_tokens=2, presence_penalty=0,
                                            frequency_penalty=0, user="someone")

@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <random>
 
+#include "base/json_string.h"
 #include "base/status_macros.h"
+#include "llm/json_schema_grammar.h"
+#include "llm/tool_calls.h"
 #include "llm/text_stream.h"
 #include "serve/version_statistics.h"
 
@@ -42,7 +46,46 @@ struct Generation {
   bool want_logprobs = false;
   std::vector<std::string> echo;  // per choice: text to put before its first piece ("" once sent)
   std::atomic<bool> abandoned{false};  // a later prompt's Submit failed: report nothing
+  bool tools = false;                      // chat with tools: answers may be tool calls
+  std::vector<llm::ToolCallStream> calls;  // per choice, when `tools`
 };
+
+std::string NewCallId() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "call_%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+// Moves `p.text` through the choice's tool call stream: text stays text, a call becomes call pieces.
+void ApplyToolEvents(const std::vector<llm::ToolCallStream::Event>& events, serve::TextPiece& p) {
+  using Kind = llm::ToolCallStream::Event::Kind;
+  for (const auto& e : events) {
+    if (e.kind == Kind::kText) {
+      p.text += e.text;
+    } else if (e.kind == Kind::kCallStart) {
+      p.call_id = NewCallId();
+      p.call_name = e.text;
+    } else {
+      p.call_arguments += e.text;
+    }
+  }
+}
+
+void RouteToolCall(Generation& g, int index, serve::TextPiece& p) {
+  if (!g.tools || p.text.empty()) return;
+  std::string fresh = std::move(p.text);
+  p.text.clear();
+  ApplyToolEvents(g.calls[index].Push(fresh), p);
+}
+
+void ClearPiece(serve::TextPiece& p) {
+  p.text.clear();
+  p.tokens.clear();
+  p.call_id.clear();
+  p.call_name.clear();
+  p.call_arguments.clear();
+}
 
 // Moves the echo text of choice `index` (if not yet sent) to the front of `p`.
 void TakeEcho(Generation& g, int index, serve::TextPiece& p) {
@@ -63,11 +106,11 @@ void OnToken(Generation& g, const llm::Tokenizer& tok, int index, const llm::Gen
   }
   llm::TextStream& s = g.streams[index];
   p.text += s.Push(piece);
+  RouteToolCall(g, index, p);
   if (!p.text.empty() || s.stopped()) TakeEcho(g, index, p);
-  if (!p.text.empty() || s.stopped()) {
-    if (!p.text.empty() || !p.tokens.empty()) g.on_piece(p);
-    p.text.clear();
-    p.tokens.clear();
+  if (!p.text.empty() || p.has_call() || s.stopped()) {
+    if (!p.text.empty() || p.has_call() || !p.tokens.empty()) g.on_piece(p);
+    ClearPiece(p);
   }
 }
 
@@ -77,14 +120,16 @@ void OnFinish(Generation& g, const llm::SequenceResult& r, bool first_of_prompt)
   LlmModelSeries& m = *g.series;
   serve::TextPiece& p = g.pending[r.index];
   p.text += g.streams[r.index].Finish();
+  RouteToolCall(g, r.index, p);
+  bool called = false;
+  if (g.tools) ApplyToolEvents(g.calls[r.index].Finish(r.reason == llm::FinishReason::kStop, &called), p);
   TakeEcho(g, r.index, p);
-  if (!p.text.empty() || !p.tokens.empty()) g.on_piece(p);
-  p.text.clear();
-  p.tokens.clear();
+  if (!p.text.empty() || p.has_call() || !p.tokens.empty()) g.on_piece(p);
+  ClearPiece(p);
   serve::TextChoiceEnd& end = g.result.choices[r.index];
   end.index = r.index;
   end.completion_tokens = r.generated_tokens;
-  end.finish_reason = r.reason == llm::FinishReason::kLength ? "length" : "stop";
+  end.finish_reason = called ? "tool_calls" : r.reason == llm::FinishReason::kLength ? "length" : "stop";
   g.result.completion_tokens += r.generated_tokens;
   if (first_of_prompt) {
     g.result.cached_prompt_tokens += r.cached_prompt_tokens;
@@ -226,6 +271,63 @@ std::vector<serve::TextGenerationService::ModelInfo> GgufModelVersion::ListModel
 
 namespace {
 
+// The conversation a chat request renders. A model's own (Jinja) template gets the messages with
+// their tool calls and, unless tool_choice is "none", the tools, as transformers passes them. The
+// built-in fallback formats have no tool syntax: tool calls, results and (for "auto") the tools
+// are written in the convention of src/llm/tool_calls.h.
+Result<llm::ChatInput> ChatInputFor(const llm::ChatTemplate& chat, const serve::TextGenerationRequest& req) {
+  using Choice = serve::TextGenerationRequest::ToolChoice;
+  const bool show_tools = !req.tools.empty() && req.tool_choice != Choice::kNone;
+  llm::ChatInput input;
+  if (chat.uses_jinja()) {
+    for (const auto& x : req.messages) {
+      llm::ChatMessage m{x.role, x.content};
+      if (!x.tool_calls.empty()) {
+        m.content_is_null = x.content.empty();
+        m.tool_calls_json = "[";
+        for (size_t i = 0; i < x.tool_calls.size(); ++i) {
+          const serve::TextToolCall& c = x.tool_calls[i];
+          m.tool_calls_json += (i ? ",{\"id\":" : "{\"id\":") + JsonString(c.id) +
+                               ",\"type\":\"function\",\"function\":{\"name\":" + JsonString(c.name) +
+                               ",\"arguments\":" + JsonString(c.arguments) + "}}";
+        }
+        m.tool_calls_json += "]";
+      }
+      m.tool_call_id = x.tool_call_id;
+      input.messages.push_back(std::move(m));
+    }
+    if (show_tools) {
+      input.tools_json = "[";
+      for (size_t i = 0; i < req.tools.size(); ++i) {
+        const serve::TextTool& t = req.tools[i];
+        input.tools_json += (i ? ",{\"type\":\"function\",\"function\":{\"name\":" : "{\"type\":\"function\",\"function\":{\"name\":") +
+                            JsonString(t.name) + ",\"description\":" + JsonString(t.description) +
+                            ",\"parameters\":" + t.parameters + "}}";
+      }
+      input.tools_json += "]";
+    }
+    return input;
+  }
+  bool tool_messages = show_tools;
+  for (const auto& x : req.messages) tool_messages = tool_messages || x.role == "tool" || !x.tool_calls.empty();
+  if (!tool_messages) {
+    for (const auto& x : req.messages) input.messages.push_back({x.role, x.content});
+    return input;
+  }
+  std::vector<llm::ToolChatMessage> tm;
+  for (const auto& x : req.messages) {
+    llm::ToolChatMessage m{x.role, x.content, {}, x.tool_call_id};
+    for (const auto& c : x.tool_calls) m.tool_calls.push_back({c.id, c.name, c.arguments});
+    tm.push_back(std::move(m));
+  }
+  std::vector<llm::ToolSpec> specs;
+  if (req.tool_choice == Choice::kAuto) {  // (required / named: the grammar shapes the call)
+    for (const auto& t : req.tools) specs.push_back({t.name, t.description, t.parameters});
+  }
+  input.messages = llm::ToolChatToPlain(tm, specs);
+  return input;
+}
+
 // The token ids of each prompt (chat: the rendered conversation). InvalidArgument naming the
 // field for no prompt, a prompt without tokens, or a token id outside the vocabulary.
 Result<std::vector<std::vector<int32_t>>> PromptTokens(const llm::LlamaModel& model, const llm::ChatTemplate& chat,
@@ -233,11 +335,7 @@ Result<std::vector<std::vector<int32_t>>> PromptTokens(const llm::LlamaModel& mo
   const llm::Tokenizer& tok = model.tokenizer();
   std::vector<std::vector<int32_t>> out;
   if (req.chat) {
-    llm::ChatInput input;
-    for (const auto& x : req.messages) {
-      input.messages.push_back({x.role, x.content, x.content_is_null, x.tool_calls_json, x.tool_call_id, x.name});
-    }
-    input.tools_json = req.tools_json;
+    IL_ASSIGN_OR_RETURN(llm::ChatInput input, ChatInputFor(chat, req));
     bool add_bos = false;
     IL_ASSIGN_OR_RETURN(std::string text, chat.Render(input, &add_bos));
     out.push_back(tok.Encode(text, add_bos, /*parse_special=*/true));
@@ -288,6 +386,53 @@ Result<int> ResolveMaxTokens(int asked, size_t longest, int64_t ctx, int64_t roo
 
 }  // namespace
 
+Result<std::shared_ptr<llm::GrammarConstraint>> GgufModelVersion::Constraint(const serve::TextGenerationRequest& req) {
+  using Format = serve::TextGenerationRequest::Format;
+  using Choice = serve::TextGenerationRequest::ToolChoice;
+  const bool tools = req.chat && req.tool_choice != Choice::kNone;
+  if (req.format == Format::kText && !tools) return std::shared_ptr<llm::GrammarConstraint>();
+  std::string key = req.format == Format::kJsonObject ? std::string("object")
+                                                      : (req.json_schema_strict ? "strict:" : "schema:") + req.json_schema;
+  std::vector<llm::ToolSpec> specs;
+  bool strict = true;
+  if (tools) {
+    key = req.tool_choice == Choice::kAuto ? "tools-auto" : "tools";
+    for (size_t i = 0; i < req.tools.size(); ++i) {
+      const serve::TextTool& t = req.tools[i];
+      if (req.tool_choice == Choice::kFunction && t.name != req.tool_choice_name) continue;
+      if (auto g = llm::JsonSchemaToGrammar(t.parameters, {t.strict}); !g.ok()) {
+        return Status::InvalidArgument("'tools[" + std::to_string(i) + "].function.parameters': " + g.status().message());
+      }
+      specs.push_back({t.name, t.description, t.parameters});
+      strict = strict && t.strict;
+      key += "\n" + t.name + "\n" + t.parameters;
+    }
+    key += strict ? "\nstrict" : "";
+  }
+  {
+    std::lock_guard<std::mutex> l(grammar_mu_);
+    if (auto it = grammars_.find(key); it != grammars_.end()) return it->second;
+  }
+  llm::Grammar grammar;
+  if (tools) {
+    auto g = llm::ToolCallGrammar(specs, strict, req.tool_choice == Choice::kAuto);
+    if (!g.ok()) return Status::InvalidArgument("'tools': " + g.status().message());
+    grammar = std::move(*g);
+  } else if (req.format == Format::kJsonObject) {
+    grammar = llm::JsonObjectGrammar();
+  } else {
+    auto g = llm::JsonSchemaToGrammar(req.json_schema, {req.json_schema_strict});
+    if (!g.ok()) return Status::InvalidArgument("'response_format.json_schema.schema': " + g.status().message());
+    grammar = std::move(*g);
+  }
+  std::lock_guard<std::mutex> l(grammar_mu_);
+  if (!vocab_) vocab_ = llm::TokenVocabulary::FromTokenizer(model_->tokenizer());
+  auto c = std::make_shared<llm::GrammarConstraint>(std::move(grammar), vocab_);
+  if (grammars_.size() >= 16) grammars_.clear();
+  grammars_[key] = c;
+  return c;
+}
+
 Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
                                   std::function<void(const serve::TextPiece&)> on_piece,
                                   std::function<void(const serve::TextGenerationResult&)> on_done) {
@@ -317,6 +462,7 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
     const size_t space = std::min(m.find(' '), m.size());
     return Status::InvalidArgument("'" + m.substr(0, space) + "'" + m.substr(space));
   }
+  IL_ASSIGN_OR_RETURN(std::shared_ptr<llm::GrammarConstraint> constraint, Constraint(req));
   for (int32_t t : req.stop_token_ids) {
     if (t >= static_cast<int64_t>(model_->hparams().n_vocab)) {
       return Status::InvalidArgument("'stop_token_ids': token id " + std::to_string(t) +
@@ -338,6 +484,8 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
   g->on_done = std::move(on_done);
   g->remaining = choices;
   g->want_logprobs = req.logprobs >= 0;
+  g->tools = req.chat && req.tool_choice != serve::TextGenerationRequest::ToolChoice::kNone;
+  g->calls.resize(g->tools ? choices : 0);
   for (int i = 0; i < choices; ++i) {
     g->streams.emplace_back(req.stop);
     g->pending.push_back(serve::TextPiece{i, "", {}});
@@ -365,6 +513,7 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
     er.top_logprobs = req.logprobs;
     er.stop_token_ids = req.stop_token_ids;
     er.cancel_flag = req.cancelled;
+    er.constraint = constraint;
     er.on_token = [g, &tok, base](int index, const llm::GeneratedToken& t) {
       if (g->abandoned.load()) return false;
       OnToken(*g, tok, base + index, t);

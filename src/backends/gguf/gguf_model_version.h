@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +14,7 @@
 #include "llm/chat_template.h"
 #include "llm/llama_model.h"
 #include "llm/llm_engine.h"
+#include "llm/token_mask.h"
 
 namespace inferloop::backends {
 
@@ -52,6 +54,11 @@ class GgufModelVersion final : public serve::ModelVersion, public serve::TextGen
   GgufModelVersion(std::string name, int64_t version);  // internal: use Load()
 
  private:
+  // The grammar constraint of a request's response_format (null for text): compiled once per
+  // distinct format and kept (up to 16, with their token mask caches). InvalidArgument naming
+  // 'response_format.json_schema.schema' for a schema that cannot be compiled.
+  Result<std::shared_ptr<llm::GrammarConstraint>> Constraint(const serve::TextGenerationRequest& req);
+
   const std::string name_;
   const int64_t version_;
   std::string path_;
@@ -67,6 +74,9 @@ class GgufModelVersion final : public serve::ModelVersion, public serve::TextGen
   int64_t pooling_type_ = -1;  // <arch>.pooling_type of the file, -1 when it has none
   std::shared_ptr<Stats> stats_;
   std::atomic<bool> draining_{false};
+  std::mutex grammar_mu_;
+  std::shared_ptr<const llm::TokenVocabulary> vocab_;  // made at the first constrained request
+  std::map<std::string, std::shared_ptr<llm::GrammarConstraint>> grammars_;
   std::unique_ptr<llm::LlmEngine> engine_;  // last: stopped first, its callbacks use the members above
 };
 

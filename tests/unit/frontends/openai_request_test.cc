@@ -143,7 +143,8 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","stream":true,"stream_options":{"x":1}})").field, "stream_options.x");
   EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","mystery":1})").field, "mystery");
   EXPECT_EQ(Refused(R"({"model":"m","messages":[]})", true).field, "messages");
-  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"tool","content":"x"}]})", true).field, "messages[0].role");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"tool","content":"x"}]})", true).field, "messages[0].tool_call_id");
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"robot","content":"x"}]})", true).field, "messages[0].role");
   EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user"}]})", true).field, "messages[0].content");
   EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})", true).field,
             "messages[0].content");
@@ -152,13 +153,63 @@ TEST(OpenAiRequest, RefusalsNameTheField) {
   EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"tools":[]})", true).field, "tools");
   EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"top_logprobs":2})", true).field,
             "top_logprobs");
-  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object"}})",
+  EXPECT_EQ(Refused(R"({"model":"m","messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema"}})",
                     true).field,
-            "response_format");
+            "response_format.json_schema");
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","response_format":{"type":"yaml"}})").field, "response_format.type");
   const OpenAiFieldError broken = Refused(R"({"model": "m", "prompt": )");
   EXPECT_EQ(broken.field, "");
   EXPECT_NE(broken.message.find("malformed JSON"), std::string::npos);
   EXPECT_EQ(Refused("[1,2]").field, "");
+}
+
+TEST(OpenAiRequest, Tools) {
+  using Choice = serve::TextGenerationRequest::ToolChoice;
+  OpenAiRequest r;
+  OpenAiFieldError e;
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","messages":[{"role":"user","content":"x"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]},
+      {"role":"tool","tool_call_id":"call_1","content":"2"}],
+      "tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object"},"strict":true}},
+               {"type":"function","function":{"name":"g"}}],
+      "tool_choice":{"type":"function","function":{"name":"g"}},"parallel_tool_calls":false})", true, &r, &e)) << e.message;
+  ASSERT_EQ(r.gen.tools.size(), 2u);
+  EXPECT_EQ(r.gen.tools[0].parameters, R"({"type":"object"})");
+  EXPECT_TRUE(r.gen.tools[0].strict);
+  EXPECT_EQ(r.gen.tools[1].parameters, R"({"type":"object","properties":{}})");
+  EXPECT_EQ(r.gen.tool_choice, Choice::kFunction);
+  EXPECT_EQ(r.gen.tool_choice_name, "g");
+  ASSERT_EQ(r.gen.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.gen.messages[1].tool_calls[0].arguments, R"({"a":1})");
+  EXPECT_EQ(r.gen.messages[2].tool_call_id, "call_1");
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","messages":[{"role":"user","content":"x"}],
+      "tools":[{"type":"function","function":{"name":"f"}}]})", true, &r, &e));
+  EXPECT_EQ(r.gen.tool_choice, Choice::kAuto);  // the default with tools
+  const std::string head = R"({"model":"m","messages":[{"role":"user","content":"x"}],)";
+  EXPECT_EQ(Refused(head + R"("tool_choice":"auto"})", true).field, "tool_choice");
+  EXPECT_EQ(Refused(head + R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"h"}}})", true).field,
+            "tool_choice");
+  EXPECT_EQ(Refused(head + R"("tools":[{"type":"function","function":{"name":"f","extra":1}}]})", true).field, "tools[0].function.extra");
+  EXPECT_EQ(Refused(head + R"("tools":[{"type":"function","function":{"name":"f"}}],"response_format":{"type":"json_object"}})", true).field,
+            "response_format");
+}
+
+TEST(OpenAiRequest, ResponseFormat) {
+  using Format = serve::TextGenerationRequest::Format;
+  OpenAiRequest r;
+  OpenAiFieldError e;
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","messages":[{"role":"user","content":"x"}],
+      "response_format":{"type":"json_schema","json_schema":{"name":"a_b-1","description":"d","strict":true,
+      "schema":{"type": "object", "properties": {"k": {"type": "integer"}}}}}})", true, &r, &e)) << e.message;
+  EXPECT_EQ(r.gen.format, Format::kJsonSchema);
+  EXPECT_TRUE(r.gen.json_schema_strict);
+  EXPECT_EQ(r.gen.json_schema, R"({"type":"object","properties":{"k":{"type":"integer"}}})");
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","prompt":"x","response_format":{"type":"json_object"}})", false, &r, &e));
+  EXPECT_EQ(r.gen.format, Format::kJsonObject);
+  ASSERT_TRUE(ParseOpenAiRequest(R"({"model":"m","prompt":"x","response_format":{"type":"text"}})", false, &r, &e));
+  EXPECT_EQ(r.gen.format, Format::kText);
+  EXPECT_EQ(Refused(R"({"model":"m","prompt":"x","response_format":{"type":"json_schema","json_schema":{"name":"bad name!","schema":{}}}})").field,
+            "response_format.json_schema.name");
 }
 
 }  // namespace

@@ -14,6 +14,9 @@
 #include <vector>
 
 #include "llm/generation.h"
+#include "llm/grammar_matcher.h"
+#include "llm/json_schema_grammar.h"
+#include "llm/token_mask.h"
 
 namespace inferloop::llm {
 namespace {
@@ -529,6 +532,46 @@ TEST(LlmEngine, RefusesEmbeddingsWithSeveralChoicesOrBeyondTheContext) {
   EXPECT_EQ((*e)->Submit(r).status().code(), StatusCode::kInvalidArgument);
   r.prompt.assign(m->hparams().n_ctx_train, 5);  // the whole context: nothing is generated after it
   EXPECT_TRUE((*e)->Submit(r).ok());
+}
+
+}  // namespace
+}  // namespace inferloop::llm
+
+namespace inferloop::llm {
+namespace {
+
+// Constrained decoding in the engine: every choice (sampled, n = 4, with forks and next to an
+// unconstrained request) writes only text the grammar accepts, ends where the grammar ends, and
+// the unconstrained request gets exactly what it gets alone.
+TEST(LlmEngine, GrammarConstraintHoldsForEveryChoice) {
+  REQUIRE_STORIES(m);
+  auto e = LlmEngine::Create(m, EngineOptions{});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  auto g = JsonSchemaToGrammar(R"({"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":99},
+      "ok":{"type":"boolean"}},"required":["n","ok"]})", {true});
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  auto constraint = std::make_shared<GrammarConstraint>(std::move(*g), TokenVocabulary::FromTokenizer(m->tokenizer()));
+  Collector c;
+  const std::vector<int32_t> prompt = m->tokenizer().Encode("Once upon a time", true);
+  EngineRequest r = c.Make(0, prompt, 60);
+  r.n = 4;
+  r.sampling.temperature = 1;
+  r.sampling.seed = 3;
+  r.top_logprobs = 3;
+  r.constraint = constraint;
+  ASSERT_TRUE((*e)->Submit(std::move(r)).ok());
+  ASSERT_TRUE((*e)->Submit(c.Make(1, prompt, 20)).ok());
+  c.WaitFor(5);
+  for (int i = 0; i < 4; ++i) {
+    GrammarMatcher matcher(&constraint->grammar);
+    std::string text;
+    for (int32_t t : c.Tok(0, i)) text += m->tokenizer().Piece(t);
+    EXPECT_TRUE(matcher.Advance(text)) << text;
+    EXPECT_TRUE(matcher.CanEnd()) << text;
+    EXPECT_EQ(c.Res(0, i).reason, FinishReason::kStop) << text;
+  }
+  EXPECT_EQ(c.Tok(1, 0), Alone(*m, prompt, 20));
+  EXPECT_GT(constraint->masker.hits() + constraint->masker.misses(), 0);
 }
 
 }  // namespace
