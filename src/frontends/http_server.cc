@@ -271,6 +271,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string h = (slot->version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ") + std::to_string(status) + " " +
                     std::string(http::obsolete_reason(static_cast<http::status>(status))) + "\r\n";
     if (!core_.options.server_name.empty()) h += "Server: " + core_.options.server_name + "\r\n";
+    if (head.content_type != nullptr) h += std::string("Content-Type: ") + head.content_type + "\r\n";
     for (auto& [name, value] : head.headers) h += name + ": " + value + "\r\n";
     if (slot->version == 10) {
       slot->close_after = true;  // the end of the body is the end of the connection
@@ -375,6 +376,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res.result(static_cast<unsigned>(status));
     if (status == 499) res.reason("Client Closed Request");
     if (!core_.options.server_name.empty()) res.set(http::field::server, core_.options.server_name);
+    if (answer.content_type != nullptr) res.insert(http::field::content_type, answer.content_type);
     for (auto& [name, value] : answer.headers) res.insert(name, value);
     res.body() = std::move(answer.body);
     res.prepare_payload();
@@ -565,13 +567,12 @@ class Session : public std::enable_shared_from_this<Session> {
     slot.head = req.method() == http::verb::head;
     if (!slot.keep_alive) read_closed_ = true;
 
-    HttpRequest request;
+    HttpRequest request(slot.cancelled, header_time_);
     request.method = std::string(req.method_string());
     request.target = std::string(req.target());
+    request.headers.reserve(static_cast<size_t>(std::distance(req.begin(), req.end())));
     for (const auto& field : req) request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     request.body = std::move(req.body());
-    request.cancelled = slot.cancelled;
-    request.received = header_time_;
 
     auto state = std::make_shared<HttpResponder::State>();
     state->core = core_.self.lock();

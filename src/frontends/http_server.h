@@ -57,6 +57,11 @@ using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 const std::string* FindHttpHeader(const HttpHeaders& headers, std::string_view name);
 
 struct HttpRequest {
+  HttpRequest() = default;
+  // With the server's cancellation flag and arrival time (no default flag made and dropped).
+  HttpRequest(std::shared_ptr<std::atomic<bool>> cancelled_flag, std::chrono::steady_clock::time_point received_at)
+      : cancelled(std::move(cancelled_flag)), received(received_at) {}
+
   std::string method;  // "GET", "POST", ... as sent
   std::string target;  // the request target as sent: path and query, still URL-encoded
   HttpHeaders headers;
@@ -69,6 +74,9 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
+  // When set, a static string sent as the Content-Type header before `headers` (which then must
+  // not have one): the common case costs no allocation.
+  const char* content_type = nullptr;
   // Content-Type and the like; the server sets Content-Length, Connection and Server itself.
   HttpHeaders headers;
   std::string body;
