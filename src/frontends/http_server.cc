@@ -21,6 +21,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include <cstdio>
+#include <memory_resource>
 #include <vector>
 #include <condition_variable>
 #include <deque>
@@ -180,6 +181,15 @@ struct HttpResponder::State {
 
 namespace http_internal {
 
+// Header fields (of a request being parsed, of an answer) from the connection's own pool
+// (Session::fields_pool_): after the first requests, a request's and its answer's fields take no
+// heap allocation. Used on the connection's strand only, as the pool is not thread-safe.
+using FieldsAllocator = std::pmr::polymorphic_allocator<char>;
+using Fields = http::basic_fields<FieldsAllocator>;
+using Request = http::request<http::string_body, Fields>;
+using Response = http::response<http::string_body, Fields>;
+using RequestParser = http::request_parser<http::string_body, FieldsAllocator>;
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(HttpServer::Core& core, ConnStream stream)
@@ -323,7 +333,7 @@ class Session : public std::enable_shared_from_this<Session> {
     bool head = false;
     bool close_after = false;  // an error that leaves the stream unusable
     std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
-    std::optional<http::response<http::string_body>> response;
+    std::optional<Response> response;
     // A streamed answer: bytes (header, framed pieces) queued and not yet handed to a write.
     bool streaming = false;
     bool stream_ended = false;
@@ -366,7 +376,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void SetResponse(Slot& slot, HttpResponse answer) {
-    auto& res = slot.response.emplace();
+    auto& res = slot.response.emplace(std::piecewise_construct, std::make_tuple(), std::make_tuple(FieldsAllocator(&fields_pool_)));
     res.version(slot.version);
     int status = answer.status;
     if (status < 100 || status > 999) {
@@ -497,7 +507,7 @@ class Session : public std::enable_shared_from_this<Session> {
         slots_.size() >= static_cast<size_t>(std::max(1, core_.options.max_pipelined))) {
       return;
     }
-    parser_.emplace();
+    parser_.emplace(std::piecewise_construct, std::make_tuple(), std::make_tuple(FieldsAllocator(&fields_pool_)));
     parser_->header_limit(static_cast<uint32_t>(std::min<size_t>(core_.options.max_header_bytes, UINT32_MAX)));
     parser_->body_limit(static_cast<uint64_t>(core_.options.max_body_bytes));
     reading_ = true;
@@ -552,7 +562,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     if (lingering_) return Discard();
     if (ec) return OnReadError(ec);
-    http::request<http::string_body> req = parser_->release();
+    Request req = parser_->release();
     parser_.reset();
     // An idle connection keeps no large read buffer.
     if (buffer_.size() == 0 && buffer_.capacity() > 16 * 1024) buffer_.shrink_to_fit();
@@ -663,10 +673,12 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   HttpServer::Core& core_;
+  // Declared before everything holding header fields (parser_, slots_), so destroyed after them.
+  std::pmr::unsynchronized_pool_resource fields_pool_;
   ConnStream stream_;
   asio::steady_timer timer_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::deque<Slot> slots_;  // requests handed out and not yet written, in arrival order
   uint64_t next_seq_ = 0;
   Clock::time_point header_time_;
