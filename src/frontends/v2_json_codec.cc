@@ -36,19 +36,47 @@ constexpr unsigned kParseFlags = rj::kParseIterativeFlag | rj::kParseNanAndInfFl
 constexpr unsigned kWriteFlags = rj::kWriteNanAndInfFlag;
 // rapidjson output into a std::string that becomes the response body as is (a StringBuffer
 // would cost an allocator object, its buffer and a copy into the body).
+// The string is kept sized to its capacity while writing (Finish trims it to what was written),
+// so a character costs a store, not push_back's checks.
 class StringOutput {
  public:
   using Ch = char;
-  explicit StringOutput(std::string& s) : s_(s) {}
-  void Put(char c) { s_.push_back(c); }
+  explicit StringOutput(std::string& s, size_t capacity) : s_(s) { s_.resize(capacity); }
+  void Reserve(size_t n) {
+    if (s_.size() - len_ < n) s_.resize(std::max(s_.size() * 2, len_ + n));
+  }
+  void PutUnsafe(char c) { s_[len_++] = c; }
+  void Put(char c) {
+    Reserve(1);
+    PutUnsafe(c);
+  }
   void Flush() {}
+  void Finish() { s_.resize(len_); }
 
  private:
   std::string& s_;
+  size_t len_ = 0;
 };
 using JsonWriter = rj::Writer<StringOutput, rj::UTF8<>, rj::UTF8<>, rj::CrtAllocator, kWriteFlags>;
 // Room for a small response's JSON from the start (one allocation instead of a few growths).
 constexpr size_t kInitialJsonCapacity = 1024;
+}  // namespace
+}  // namespace inferloop::frontends
+
+// rapidjson's Writer reserves room before each value and then writes without checks.
+namespace rapidjson {
+template <>
+inline void PutReserve(inferloop::frontends::StringOutput& stream, size_t count) {
+  stream.Reserve(count);
+}
+template <>
+inline void PutUnsafe(inferloop::frontends::StringOutput& stream, char c) {
+  stream.PutUnsafe(c);
+}
+}  // namespace rapidjson
+
+namespace inferloop::frontends {
+namespace {
 
 // Deeper nesting is refused before parsing: the DOM (and its destructor) recurse per level.
 constexpr int kMaxJsonDepth = 64;
@@ -575,8 +603,7 @@ Result<InferRequest> DecodeJsonInferRequest(std::string_view body, size_t json_h
 
 Result<EncodedBody> EncodeJsonInferResponse(const InferResponse& response, const InferRequest& request) {
   std::string json;
-  json.reserve(kInitialJsonCapacity);
-  StringOutput buf(json);
+  StringOutput buf(json, kInitialJsonCapacity);
   JsonWriter w(buf);
   std::string binary;
   w.StartObject();
@@ -602,13 +629,13 @@ Result<EncodedBody> EncodeJsonInferResponse(const InferResponse& response, const
   }
   w.EndArray();
   w.EndObject();
+  buf.Finish();
   return Assemble(std::move(json), binary);
 }
 
 Result<EncodedBody> EncodeJsonInferRequest(const InferRequest& request, bool binary_inputs) {
   std::string json;
-  json.reserve(kInitialJsonCapacity);
-  StringOutput buf(json);
+  StringOutput buf(json, kInitialJsonCapacity);
   JsonWriter w(buf);
   std::string binary;
   w.StartObject();
@@ -644,6 +671,7 @@ Result<EncodedBody> EncodeJsonInferRequest(const InferRequest& request, bool bin
     w.EndArray();
   }
   w.EndObject();
+  buf.Finish();
   EncodedBody out = Assemble(std::move(json), binary);
   // Zero-sized binary inputs still need the header length so the decoder expects binary data.
   if (binary_inputs && !request.inputs.empty()) out.has_binary = true;
