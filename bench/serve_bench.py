@@ -110,7 +110,7 @@ def wrk(url, body, connections, duration, workdir, threads=2, server_pids=()):
         v, unit = float(m.group(1)), m.group(2)
         return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
 
-    return {"rps": rps, "cpu_us": cpu * 1e6 / requests if requests and server_pids else float("nan"),
+    return {"rps": rps, "requests": requests, "cpu_us": cpu * 1e6 / requests if requests and server_pids else float("nan"),
             "p50_ms": pct(50), "p99_ms": pct(99), "non2xx": int(non2xx.group(1)) if non2xx else 0,
             "socket_errors": errors.group(0) if errors else ""}
 
