@@ -674,7 +674,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   HttpServer::Core& core_;
   // Declared before everything holding header fields (parser_, slots_), so destroyed after them.
-  std::pmr::unsynchronized_pool_resource fields_pool_;
+  // Small chunks: an idle connection keeps what its pools hold (a few KiB after a request).
+  std::pmr::unsynchronized_pool_resource fields_pool_{std::pmr::pool_options{4, 512}};
   ConnStream stream_;
   asio::steady_timer timer_;
   beast::flat_buffer buffer_;
