@@ -21,6 +21,7 @@
 #include <boost/beast/http/write.hpp>
 
 #include <cstdio>
+#include <memory_resource>
 #include <vector>
 #include <condition_variable>
 #include <deque>
@@ -180,6 +181,15 @@ struct HttpResponder::State {
 
 namespace http_internal {
 
+// Header fields (of a request being parsed, of an answer) from the connection's own pool
+// (Session::fields_pool_): after the first requests, a request's and its answer's fields take no
+// heap allocation. Used on the connection's strand only, as the pool is not thread-safe.
+using FieldsAllocator = std::pmr::polymorphic_allocator<char>;
+using Fields = http::basic_fields<FieldsAllocator>;
+using Request = http::request<http::string_body, Fields>;
+using Response = http::response<http::string_body, Fields>;
+using RequestParser = http::request_parser<http::string_body, FieldsAllocator>;
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(HttpServer::Core& core, ConnStream stream)
@@ -271,6 +281,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string h = (slot->version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ") + std::to_string(status) + " " +
                     std::string(http::obsolete_reason(static_cast<http::status>(status))) + "\r\n";
     if (!core_.options.server_name.empty()) h += "Server: " + core_.options.server_name + "\r\n";
+    if (head.content_type != nullptr) h += std::string("Content-Type: ") + head.content_type + "\r\n";
     for (auto& [name, value] : head.headers) h += name + ": " + value + "\r\n";
     if (slot->version == 10) {
       slot->close_after = true;  // the end of the body is the end of the connection
@@ -322,7 +333,7 @@ class Session : public std::enable_shared_from_this<Session> {
     bool head = false;
     bool close_after = false;  // an error that leaves the stream unusable
     std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
-    std::optional<http::response<http::string_body>> response;
+    std::optional<Response> response;
     // A streamed answer: bytes (header, framed pieces) queued and not yet handed to a write.
     bool streaming = false;
     bool stream_ended = false;
@@ -365,7 +376,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void SetResponse(Slot& slot, HttpResponse answer) {
-    auto& res = slot.response.emplace();
+    auto& res = slot.response.emplace(std::piecewise_construct, std::make_tuple(), std::make_tuple(FieldsAllocator(&fields_pool_)));
     res.version(slot.version);
     int status = answer.status;
     if (status < 100 || status > 999) {
@@ -375,6 +386,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res.result(static_cast<unsigned>(status));
     if (status == 499) res.reason("Client Closed Request");
     if (!core_.options.server_name.empty()) res.set(http::field::server, core_.options.server_name);
+    if (answer.content_type != nullptr) res.insert(http::field::content_type, answer.content_type);
     for (auto& [name, value] : answer.headers) res.insert(name, value);
     res.body() = std::move(answer.body);
     res.prepare_payload();
@@ -495,7 +507,7 @@ class Session : public std::enable_shared_from_this<Session> {
         slots_.size() >= static_cast<size_t>(std::max(1, core_.options.max_pipelined))) {
       return;
     }
-    parser_.emplace();
+    parser_.emplace(std::piecewise_construct, std::make_tuple(), std::make_tuple(FieldsAllocator(&fields_pool_)));
     parser_->header_limit(static_cast<uint32_t>(std::min<size_t>(core_.options.max_header_bytes, UINT32_MAX)));
     parser_->body_limit(static_cast<uint64_t>(core_.options.max_body_bytes));
     reading_ = true;
@@ -550,7 +562,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     if (lingering_) return Discard();
     if (ec) return OnReadError(ec);
-    http::request<http::string_body> req = parser_->release();
+    Request req = parser_->release();
     parser_.reset();
     // An idle connection keeps no large read buffer.
     if (buffer_.size() == 0 && buffer_.capacity() > 16 * 1024) buffer_.shrink_to_fit();
@@ -565,13 +577,12 @@ class Session : public std::enable_shared_from_this<Session> {
     slot.head = req.method() == http::verb::head;
     if (!slot.keep_alive) read_closed_ = true;
 
-    HttpRequest request;
+    HttpRequest request(slot.cancelled, header_time_);
     request.method = std::string(req.method_string());
     request.target = std::string(req.target());
+    request.headers.reserve(static_cast<size_t>(std::distance(req.begin(), req.end())));
     for (const auto& field : req) request.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
     request.body = std::move(req.body());
-    request.cancelled = slot.cancelled;
-    request.received = header_time_;
 
     auto state = std::make_shared<HttpResponder::State>();
     state->core = core_.self.lock();
@@ -662,10 +673,13 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   HttpServer::Core& core_;
+  // Declared before everything holding header fields (parser_, slots_), so destroyed after them.
+  // Small chunks: an idle connection keeps what its pools hold (a few KiB after a request).
+  std::pmr::unsynchronized_pool_resource fields_pool_{std::pmr::pool_options{4, 512}};
   ConnStream stream_;
   asio::steady_timer timer_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::deque<Slot> slots_;  // requests handed out and not yet written, in arrival order
   uint64_t next_seq_ = 0;
   Clock::time_point header_time_;

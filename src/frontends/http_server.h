@@ -1,8 +1,9 @@
 // HttpServer: an asynchronous HTTP/1.1 server (Boost.Beast/Asio inside http_server.cc only).
 //
 // N io threads run one io_context; each connection is one session object (no thread per
-// connection), so thousands of idle keep-alive connections cost a socket and a few hundred bytes
-// each. A connection may pipeline requests: they are handed to the handler as they arrive (up to
+// connection), so thousands of idle keep-alive connections cost a socket and a few KiB each (a
+// connection keeps its read buffer and a pool for header fields, which makes its requests'
+// and answers' headers take no heap allocation once warm). A connection may pipeline requests: they are handed to the handler as they arrive (up to
 // HttpServerOptions::max_pipelined at a time) and answered in the order they were sent.
 //
 // Limits: a request whose header exceeds max_header_bytes gets 431, whose body exceeds
@@ -57,6 +58,11 @@ using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 const std::string* FindHttpHeader(const HttpHeaders& headers, std::string_view name);
 
 struct HttpRequest {
+  HttpRequest() = default;
+  // With the server's cancellation flag and arrival time (no default flag made and dropped).
+  HttpRequest(std::shared_ptr<std::atomic<bool>> cancelled_flag, std::chrono::steady_clock::time_point received_at)
+      : cancelled(std::move(cancelled_flag)), received(received_at) {}
+
   std::string method;  // "GET", "POST", ... as sent
   std::string target;  // the request target as sent: path and query, still URL-encoded
   HttpHeaders headers;
@@ -69,6 +75,9 @@ struct HttpRequest {
 
 struct HttpResponse {
   int status = 200;
+  // When set, a static string sent as the Content-Type header before `headers` (which then must
+  // not have one): the common case costs no allocation.
+  const char* content_type = nullptr;
   // Content-Type and the like; the server sets Content-Length, Connection and Server itself.
   HttpHeaders headers;
   std::string body;

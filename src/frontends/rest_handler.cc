@@ -184,6 +184,7 @@ Result<std::vector<std::string>> PathSegments(std::string_view target) {
     return Status::InvalidArgument("the request target must be an absolute path, got '" + std::string(path) + "'");
   }
   std::vector<std::string> segments;
+  segments.reserve(static_cast<size_t>(std::count(path.begin(), path.end(), '/')));
   size_t pos = 1;
   while (pos <= path.size()) {
     size_t slash = path.find('/', pos);
@@ -444,10 +445,10 @@ HttpResponse InferResponseBody(Result<InferResponse> result, const InferRequest&
   if (!encoded.ok()) return Error(encoded.status().WithContext("cannot encode the response"));
   HttpResponse r;
   if (encoded->has_binary) {
-    r.headers.emplace_back("Content-Type", "application/octet-stream");
+    r.content_type = "application/octet-stream";
     r.headers.emplace_back("Inference-Header-Content-Length", std::to_string(encoded->json_length));
   } else {
-    r.headers.emplace_back("Content-Type", kJson);
+    r.content_type = kJson;
   }
   r.body = std::move(encoded->body);
   return r;

@@ -34,7 +34,49 @@ constexpr unsigned kParseFlags = rj::kParseIterativeFlag | rj::kParseNanAndInfFl
 // Strings are checked by IsValidUtf8 before writing: rapidjson 1.1's own writer validation
 // reads past the end of a string ending in a truncated UTF-8 sequence.
 constexpr unsigned kWriteFlags = rj::kWriteNanAndInfFlag;
-using JsonWriter = rj::Writer<rj::StringBuffer, rj::UTF8<>, rj::UTF8<>, rj::CrtAllocator, kWriteFlags>;
+// rapidjson output into a std::string that becomes the response body as is (a StringBuffer
+// would cost an allocator object, its buffer and a copy into the body).
+// The string is kept sized to its capacity while writing (Finish trims it to what was written),
+// so a character costs a store, not push_back's checks.
+class StringOutput {
+ public:
+  using Ch = char;
+  explicit StringOutput(std::string& s, size_t capacity) : s_(s) { s_.resize(capacity); }
+  void Reserve(size_t n) {
+    if (s_.size() - len_ < n) s_.resize(std::max(s_.size() * 2, len_ + n));
+  }
+  void PutUnsafe(char c) { s_[len_++] = c; }
+  void Put(char c) {
+    Reserve(1);
+    PutUnsafe(c);
+  }
+  void Flush() {}
+  void Finish() { s_.resize(len_); }
+
+ private:
+  std::string& s_;
+  size_t len_ = 0;
+};
+using JsonWriter = rj::Writer<StringOutput, rj::UTF8<>, rj::UTF8<>, rj::CrtAllocator, kWriteFlags>;
+// Room for a small response's JSON from the start (one allocation instead of a few growths).
+constexpr size_t kInitialJsonCapacity = 1024;
+}  // namespace
+}  // namespace inferloop::frontends
+
+// rapidjson's Writer reserves room before each value and then writes without checks.
+namespace rapidjson {
+template <>
+inline void PutReserve(inferloop::frontends::StringOutput& stream, size_t count) {
+  stream.Reserve(count);
+}
+template <>
+inline void PutUnsafe(inferloop::frontends::StringOutput& stream, char c) {
+  stream.PutUnsafe(c);
+}
+}  // namespace rapidjson
+
+namespace inferloop::frontends {
+namespace {
 
 // Deeper nesting is refused before parsing: the DOM (and its destructor) recurse per level.
 constexpr int kMaxJsonDepth = 64;
@@ -104,6 +146,11 @@ Status CheckNestingDepth(std::string_view json) {
   return Status::Ok();
 }
 
+// The request DOM: values from a pool on the caller's stack (see DecodeJsonInferRequest), and
+// the parse stack from a second such pool, so a small request's parse takes no heap memory.
+using JsonDocument = rj::GenericDocument<rj::UTF8<>, rj::MemoryPoolAllocator<>, rj::MemoryPoolAllocator<>>;
+using JsonReader = rj::GenericReader<rj::UTF8<>, rj::UTF8<>, rj::MemoryPoolAllocator<>>;
+
 // SAX handler building `doc`, converting numbers itself: Debian's rapidjson 1.1 full-precision
 // strtod has undefined behaviour (clz of 0) on some inputs ("0e300", long integers), and its
 // default strtod is not correctly rounded, so FP64 data would not survive a round trip. Numbers
@@ -111,7 +158,7 @@ Status CheckNestingDepth(std::string_view json) {
 // everything else a correctly rounded double (strtod).
 class NumberConvertingHandler {
  public:
-  explicit NumberConvertingHandler(rj::Document& doc) : doc_(doc) {}
+  explicit NumberConvertingHandler(JsonDocument& doc) : doc_(doc) {}
   bool Null() { return doc_.Null(); }
   bool Bool(bool b) { return doc_.Bool(b); }
   bool Int(int i) { return doc_.Int(i); }
@@ -126,25 +173,25 @@ class NumberConvertingHandler {
   bool StartArray() { return doc_.StartArray(); }
   bool EndArray(rj::SizeType n) { return doc_.EndArray(n); }
   bool RawNumber(const char* s, rj::SizeType n, bool /*copy*/) {
-    std::string text(s, n);
-    bool integral = text.find_first_of(".eEIN") == std::string::npos;  // NaN / Infinity included
-    if (integral) {
-      const char* end = text.data() + text.size();
+    std::string_view text(s, n);
+    bool integral = text.find_first_of(".eEIN") == std::string_view::npos;  // NaN / Infinity included
+    if (integral && n > 0) {
+      const char* end = s + n;
       if (text[0] == '-') {
         int64_t v;
-        auto r = std::from_chars(text.data(), end, v);
+        auto r = std::from_chars(s, end, v);
         if (r.ec == std::errc() && r.ptr == end) return doc_.Int64(v);
       } else {
         uint64_t v;
-        auto r = std::from_chars(text.data(), end, v);
+        auto r = std::from_chars(s, end, v);
         if (r.ec == std::errc() && r.ptr == end) return doc_.Uint64(v);
       }
     }
-    return doc_.Double(std::strtod(text.c_str(), nullptr));  // "Infinity", "NaN" included
+    return doc_.Double(std::strtod(std::string(text).c_str(), nullptr));  // "Infinity", "NaN" included
   }
 
  private:
-  rj::Document& doc_;
+  JsonDocument& doc_;
 };
 
 const char* JsonTypeName(const rj::Value& v) {
@@ -181,13 +228,12 @@ Result<InferParameters> ParseParameters(const rj::Value& v, const std::string& w
   return params;
 }
 
-// Collects the leaves of (possibly nested) array `v`, row-major.
-void CollectLeaves(const rj::Value& v, std::vector<const rj::Value*>* leaves) {
-  if (!v.IsArray()) {
-    leaves->push_back(&v);
-    return;
-  }
-  for (const auto& e : v.GetArray()) CollectLeaves(e, leaves);
+// The number of leaves of (possibly nested) array `v` (1 for a scalar).
+int64_t CountLeaves(const rj::Value& v) {
+  if (!v.IsArray()) return 1;
+  int64_t n = 0;
+  for (const auto& e : v.GetArray()) n += CountLeaves(e);
+  return n;
 }
 
 template <typename T>
@@ -246,6 +292,18 @@ Status ConvertElement(DataType dtype, const rj::Value& v, Tensor& t, int64_t i) 
       return Status::Ok();
     default: return Status::Internal("unhandled datatype");
   }
+}
+
+// Converts the leaves of `v` (row-major) into t's elements from index `i` on; on an error `i` is
+// the element's index.
+Status ConvertLeaves(DataType dtype, const rj::Value& v, Tensor& t, int64_t& i) {
+  if (!v.IsArray()) {
+    IL_RETURN_IF_ERROR(ConvertElement(dtype, v, t, i));
+    ++i;
+    return Status::Ok();
+  }
+  for (const auto& e : v.GetArray()) IL_RETURN_IF_ERROR(ConvertLeaves(dtype, e, t, i));
+  return Status::Ok();
 }
 
 Result<Shape> ParseShape(const rj::Value& v, const std::string& what) {
@@ -307,18 +365,16 @@ Result<InferInput> ParseInput(const rj::Value& v, size_t index, std::string_view
     return in;
   }
   if (data_it == v.MemberEnd()) return Status::InvalidArgument(what + ": missing \"data\"");
-  std::vector<const rj::Value*> leaves;
-  if (data_it->value.IsArray()) CollectLeaves(data_it->value, &leaves);
-  else leaves.push_back(&data_it->value);  // a scalar for a one-element tensor
-  if (static_cast<int64_t>(leaves.size()) != count) {
+  // A scalar "data" is a one-element tensor's.
+  const int64_t leaves = CountLeaves(data_it->value);
+  if (leaves != count) {
     return Status::InvalidArgument(what + ": shape " + ShapeToString(shape) + " has " + std::to_string(count) +
-                                   " elements but \"data\" has " + std::to_string(leaves.size()));
+                                   " elements but \"data\" has " + std::to_string(leaves));
   }
   IL_ASSIGN_OR_RETURN(Tensor t, Tensor::Create(*dtype, shape, SIZE_MAX));
-  for (int64_t i = 0; i < count; ++i) {
-    Status st = ConvertElement(*dtype, *leaves[i], t, i);
-    if (!st.ok()) return st.WithContext(what + ": data element " + std::to_string(i) + " (" + dt_it->value.GetString() + ")");
-  }
+  int64_t i = 0;
+  Status st = ConvertLeaves(*dtype, data_it->value, t, i);
+  if (!st.ok()) return st.WithContext(what + ": data element " + std::to_string(i) + " (" + dt_it->value.GetString() + ")");
   in.tensor = std::move(t);
   return in;
 }
@@ -374,7 +430,7 @@ void WriteShape(JsonWriter& w, const Shape& shape) {
   w.EndArray();
 }
 
-Status WriteData(JsonWriter& w, const Tensor& t, const std::string& what) {
+Status WriteData(JsonWriter& w, const Tensor& t, std::string_view kind, const std::string& name) {
   w.StartArray();
   for (int64_t i = 0; i < t.size(); ++i) {
     switch (t.dtype()) {
@@ -394,13 +450,13 @@ Status WriteData(JsonWriter& w, const Tensor& t, const std::string& what) {
       case DataType::kString: {
         const std::string& s = t.strings()[i];
         if (!IsValidUtf8(s)) {
-          return Status::InvalidArgument(what + ": BYTES element " + std::to_string(i) +
+          return Status::InvalidArgument(std::string(kind) + " '" + name + "': BYTES element " + std::to_string(i) +
                                          " is not valid UTF-8; request it as binary data");
         }
         w.String(s.data(), static_cast<rj::SizeType>(s.size()));
         break;
       }
-      default: return Status::Internal(what + ": unhandled datatype");
+      default: return Status::Internal(std::string(kind) + " '" + name + "': unhandled datatype");
     }
   }
   w.EndArray();
@@ -409,43 +465,49 @@ Status WriteData(JsonWriter& w, const Tensor& t, const std::string& what) {
 
 // One tensor object: name, datatype, shape, parameters and either data or binary_data_size
 // (the raw bytes then appended to *binary).
+// `kind` ("output", "input") and the name make the errors' "output 'x'" (built only on an error).
 Status WriteTensor(JsonWriter& w, const std::string& name, const Tensor& t, const InferParameters& params, bool binary,
-                   std::string* binary_out, const std::string& what) {
+                   std::string* binary_out, std::string_view kind) {
+  auto what = [&] { return std::string(kind) + " '" + name + "'"; };
   const char* dt = V2DataTypeName(t.dtype());
   if (!dt) {
-    return Status::InvalidArgument(what + ": datatype " + std::string(DataTypeName(t.dtype())) +
+    return Status::InvalidArgument(what() + ": datatype " + std::string(DataTypeName(t.dtype())) +
                                    " has no KServe v2 equivalent");
   }
   w.StartObject();
   w.Key("name");
-  IL_RETURN_IF_ERROR(WriteText(w, name, what + " name"));
+  if (!IsValidUtf8(name)) return Status::InvalidArgument(what() + " name is not valid UTF-8");
+  w.String(name.data(), static_cast<rj::SizeType>(name.size()));
   w.Key("datatype");
   w.String(dt);
   w.Key("shape");
   WriteShape(w, t.shape());
-  InferParameters p = params;
-  p.erase(kBinaryDataSizeParam);
-  if (binary) p[kBinaryDataSizeParam] = static_cast<int64_t>(RawByteSize(t));
-  if (!p.empty()) {
+  // The parameters as given, binary_data_size replaced by the size written (when binary).
+  bool other_params = false;
+  for (const auto& entry : params) other_params = other_params || entry.first != kBinaryDataSizeParam;
+  if (other_params || binary) {
+    InferParameters p = params;
+    if (auto it = p.find(kBinaryDataSizeParam); it != p.end()) p.erase(it);
+    if (binary) p[kBinaryDataSizeParam] = static_cast<int64_t>(RawByteSize(t));
     w.Key("parameters");
-    IL_RETURN_IF_ERROR(WriteParameters(w, p).WithContext(what));
+    IL_RETURN_IF_ERROR(WriteParameters(w, p).WithContext(what()));
   }
   if (binary) {
     AppendRawBytes(t, binary_out);
   } else {
     w.Key("data");
-    IL_RETURN_IF_ERROR(WriteData(w, t, what));
+    IL_RETURN_IF_ERROR(WriteData(w, t, kind, name));
   }
   w.EndObject();
   return Status::Ok();
 }
 
-EncodedBody Assemble(rj::StringBuffer& json, std::string binary) {
+// The body: the JSON (`json`, moved in) and the binary data after it.
+EncodedBody Assemble(std::string json, const std::string& binary) {
   EncodedBody out;
-  out.json_length = json.GetSize();
+  out.json_length = json.size();
   out.has_binary = !binary.empty();
-  out.body.reserve(json.GetSize() + binary.size());
-  out.body.append(json.GetString(), json.GetSize());
+  out.body = std::move(json);
   out.body += binary;
   return out;
 }
@@ -467,10 +529,13 @@ Result<InferRequest> DecodeJsonInferRequest(std::string_view body, size_t json_h
   // parsing a small request (simple's REST path: 15% of the server's CPU before this).
   alignas(16) char pool_buffer[16384];
   rj::MemoryPoolAllocator<> pool(pool_buffer, sizeof pool_buffer);
-  rj::Document doc(&pool);
-  rj::Reader reader;
+  // The parse stacks (the reader's and the document's) likewise, 4 KiB before the heap.
+  alignas(16) char stack_buffer[4096];
+  rj::MemoryPoolAllocator<> stack_pool(stack_buffer, sizeof stack_buffer);
+  JsonDocument doc(&pool, 1024, &stack_pool);
+  JsonReader reader(&stack_pool, 256);
   rj::MemoryStream stream(json.data(), json.size());
-  auto generate = [&](rj::Document& d) {
+  auto generate = [&](JsonDocument& d) {
     NumberConvertingHandler handler(d);
     return !reader.Parse<kParseFlags>(stream, handler).IsError();
   };
@@ -497,13 +562,22 @@ Result<InferRequest> DecodeJsonInferRequest(std::string_view body, size_t json_h
   if (inputs == doc.MemberEnd()) return Status::InvalidArgument("missing \"inputs\"");
   if (!inputs->value.IsArray()) return Status::InvalidArgument("\"inputs\" must be an array");
   size_t binary_pos = 0;
-  std::set<std::string> names;
+  std::set<std::string> names;  // only past kLinearNameCheck inputs: before, req.inputs is searched
+  constexpr rj::SizeType kLinearNameCheck = 16;
+  req.inputs.reserve(inputs->value.Size());
   for (rj::SizeType i = 0; i < inputs->value.Size(); ++i) {
     const rj::Value& v = inputs->value[i];
     if (v.IsObject()) {  // check for duplicates before decoding the data
       auto n = v.FindMember("name");
-      if (n != v.MemberEnd() && n->value.IsString() && !names.insert(JsonString(n->value)).second) {
-        return Status::InvalidArgument("input '" + JsonString(n->value) + "' appears more than once");
+      if (n != v.MemberEnd() && n->value.IsString()) {
+        std::string_view name(n->value.GetString(), n->value.GetStringLength());
+        bool seen = false;
+        if (inputs->value.Size() <= kLinearNameCheck) {
+          for (const auto& in : req.inputs) seen = seen || in.name == name;
+        } else {
+          seen = !names.insert(std::string(name)).second;
+        }
+        if (seen) return Status::InvalidArgument("input '" + JsonString(n->value) + "' appears more than once");
       }
     }
     IL_ASSIGN_OR_RETURN(InferInput in, ParseInput(v, i, binary, &binary_pos, has_binary_section, options));
@@ -528,7 +602,8 @@ Result<InferRequest> DecodeJsonInferRequest(std::string_view body, size_t json_h
 }
 
 Result<EncodedBody> EncodeJsonInferResponse(const InferResponse& response, const InferRequest& request) {
-  rj::StringBuffer buf;
+  std::string json;
+  StringOutput buf(json, kInitialJsonCapacity);
   JsonWriter w(buf);
   std::string binary;
   w.StartObject();
@@ -550,15 +625,17 @@ Result<EncodedBody> EncodeJsonInferResponse(const InferResponse& response, const
   w.StartArray();
   for (const auto& out : response.outputs) {
     IL_RETURN_IF_ERROR(WriteTensor(w, out.name, out.tensor, out.parameters, WantsBinaryOutput(request, out.name),
-                                   &binary, "output '" + out.name + "'"));
+                                   &binary, "output"));
   }
   w.EndArray();
   w.EndObject();
-  return Assemble(buf, std::move(binary));
+  buf.Finish();
+  return Assemble(std::move(json), binary);
 }
 
 Result<EncodedBody> EncodeJsonInferRequest(const InferRequest& request, bool binary_inputs) {
-  rj::StringBuffer buf;
+  std::string json;
+  StringOutput buf(json, kInitialJsonCapacity);
   JsonWriter w(buf);
   std::string binary;
   w.StartObject();
@@ -573,8 +650,7 @@ Result<EncodedBody> EncodeJsonInferRequest(const InferRequest& request, bool bin
   w.Key("inputs");
   w.StartArray();
   for (const auto& in : request.inputs) {
-    IL_RETURN_IF_ERROR(WriteTensor(w, in.name, in.tensor, in.parameters, binary_inputs, &binary,
-                                   "input '" + in.name + "'"));
+    IL_RETURN_IF_ERROR(WriteTensor(w, in.name, in.tensor, in.parameters, binary_inputs, &binary, "input"));
   }
   w.EndArray();
   if (!request.outputs.empty()) {
@@ -595,7 +671,8 @@ Result<EncodedBody> EncodeJsonInferRequest(const InferRequest& request, bool bin
     w.EndArray();
   }
   w.EndObject();
-  EncodedBody out = Assemble(buf, std::move(binary));
+  buf.Finish();
+  EncodedBody out = Assemble(std::move(json), binary);
   // Zero-sized binary inputs still need the header length so the decoder expects binary data.
   if (binary_inputs && !request.inputs.empty()) out.has_binary = true;
   return out;

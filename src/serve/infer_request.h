@@ -21,7 +21,7 @@ namespace inferloop::serve {
 // string parameters; gRPC's InferParameter oneof).
 using InferParameter = std::variant<bool, int64_t, uint64_t, double, std::string>;
 // Ordered by name, so encoding is deterministic.
-using InferParameters = std::map<std::string, InferParameter>;
+using InferParameters = std::map<std::string, InferParameter, std::less<>>;  // find(const char*) builds no string
 
 // Reserved parameter names of the binary tensor data extension.
 inline constexpr const char kBinaryDataSizeParam[] = "binary_data_size";      // int64, on inputs/outputs

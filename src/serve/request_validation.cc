@@ -77,19 +77,26 @@ Status ValidateRequest(const InferRequest& request, const std::string& model_nam
                        const std::vector<std::string>& input_names, const std::vector<std::string>& output_names,
                        PendingRequest& p) {
   const bool batching = config.max_batch_size() > 0;
-  std::map<std::string, const InferInput*> by_name;
   for (const auto& in : request.inputs) {
-    by_name[in.name] = &in;
     if (std::find(input_names.begin(), input_names.end(), in.name) == input_names.end())
       return Status::InvalidArgument("unexpected input '" + in.name + "' for model '" + model_name + "'");
   }
+  // The request's input named `name` (the last one of that name, as a map by name would keep), or
+  // null. Every request input is one of the model's (above), so this is as costly as that check
+  // and needs no map per request.
+  auto find_input = [&request](const std::string& name) -> const InferInput* {
+    for (auto it = request.inputs.rbegin(); it != request.inputs.rend(); ++it)
+      if (it->name == name) return &*it;
+    return nullptr;
+  };
   // Which optional inputs are present is part of the batch key: requests batch together only
   // with the same inputs.
   std::vector<std::string> present;
+  present.reserve(static_cast<size_t>(config.input_size()));
   std::string presence;
   for (const auto& ci : config.input()) {
-    auto it = by_name.find(ci.name());
-    if (it == by_name.end()) {
+    const InferInput* found = find_input(ci.name());
+    if (found == nullptr) {
       if (ci.optional()) {
         presence += '-';
         continue;
@@ -99,7 +106,7 @@ Status ValidateRequest(const InferRequest& request, const std::string& model_nam
     }
     presence += '+';
     present.push_back(ci.name());
-    if (Status st = CheckInput(it->second->tensor, ci, model_name, config); !st.ok()) return st;
+    if (Status st = CheckInput(found->tensor, ci, model_name, config); !st.ok()) return st;
   }
   // Rows (the inputs must agree on dim 0) and the key of non-batch shapes.
   auto shape = ComputeBatchShape(request, present, batching);

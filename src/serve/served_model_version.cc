@@ -221,14 +221,18 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
     fail(st);
     return true;
   }
-  // The tickets live as long as the request: they are released once `done` has run.
-  auto tickets = std::make_shared<std::pair<AdmissionTicket, AdmissionTicket>>(std::move(server_ticket),
-                                                                                 std::move(ticket).value());
+  // The tickets live as long as the request: they are released once `done` has run (one shared
+  // object for the callback and both tickets: one allocation per request, not two).
+  struct Answer {
+    InferCallback done;
+    AdmissionTicket server_ticket, ticket;
+  };
+  auto state = std::make_shared<Answer>(Answer{std::move(done), std::move(server_ticket), std::move(ticket).value()});
   const auto received = context.received;
-  auto answer = [shared_done = std::make_shared<InferCallback>(std::move(done)), tickets](Result<InferResponse> r) {
-    (*shared_done)(std::move(r));
-    tickets->first.Release();
-    tickets->second.Release();
+  auto answer = [state](Result<InferResponse> r) {
+    state->done(std::move(r));
+    state->server_ticket.Release();
+    state->ticket.Release();
   };
   p->request = std::move(request);
   p->context = std::move(context);
