@@ -11,7 +11,7 @@ import os as _os
 # src/cli/omp_spin_limit.h, where the CLI does the same). It reads the variable once, when it is
 # loaded: this takes effect when nothing imported before inferloop loaded libgomp already.
 if "GOMP_SPINCOUNT" not in _os.environ and "OMP_WAIT_POLICY" not in _os.environ:
-    _os.environ["GOMP_SPINCOUNT"] = "1000"
+    _os.environ["GOMP_SPINCOUNT"] = "10000"
 
 # NotImplemented (an unsupported operator) is in inferloop.capi.onnxruntime_pybind11_state only,
 # as in onnxruntime: at the top level it would shadow the builtin under `from inferloop import *`.
