@@ -8,67 +8,21 @@
 #include <set>
 
 #include "frontends/json_writer.h"
+#include "frontends/openai_text_inputs.h"
 
 namespace inferloop::frontends {
 namespace {
 
 constexpr size_t kMaxInputs = 2048;  // OpenAI's limit per request
 
-// One token-id input: a non-empty array of token ids.
-bool ReadTokenInput(const rapidjson::Value& v, const std::string& where, serve::TextPrompt* out, OpenAiFieldError* err) {
-  if (v.Empty()) {
-    *err = {"input", "'" + where + "' is an empty list of token ids"};
-    return false;
-  }
-  out->is_tokens = true;
-  for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
-    if (!v[i].IsInt64() || v[i].GetInt64() < 0 || v[i].GetInt64() > INT32_MAX) {
-      *err = {"input", "'" + where + "[" + std::to_string(i) + "]' must be a token id (a non-negative integer)"};
-      return false;
-    }
-    out->tokens.push_back(static_cast<int32_t>(v[i].GetInt64()));
-  }
-  return true;
-}
-
-// input: a string, [string, ...], [id, ...] or [[id, ...], ...].
+// input: a string, [string, ...], [id, ...] or [[id, ...], ...]; at most kMaxInputs; no empty string.
 bool ParseInputs(const rapidjson::Value& in, std::vector<serve::TextPrompt>* out, OpenAiFieldError* err) {
-  auto text = [](const rapidjson::Value& v) {
-    return serve::TextPrompt{std::string(v.GetString(), v.GetStringLength()), {}, false};
-  };
-  if (in.IsString()) {
-    out->push_back(text(in));
-  } else if (!in.IsArray()) {
-    *err = {"input", "'input' must be a string, a list of strings, a list of token ids or a list of lists of token ids"};
+  if (IsListOfInputs(in) && in.Size() > kMaxInputs) {
+    *err = {"input", "'input' holds " + std::to_string(in.Size()) + " inputs, at most " + std::to_string(kMaxInputs) +
+                         " are allowed in one request"};
     return false;
-  } else if (in.Empty()) {
-    *err = {"input", "'input' is an empty list: give at least one input"};
-    return false;
-  } else if (in[0].IsNumber()) {  // one input of token ids
-    out->emplace_back();
-    if (!ReadTokenInput(in, "input", &out->back(), err)) return false;
-  } else {
-    if (in.Size() > kMaxInputs) {
-      *err = {"input", "'input' holds " + std::to_string(in.Size()) + " inputs, at most " + std::to_string(kMaxInputs) +
-                           " are allowed in one request"};
-      return false;
-    }
-    const bool strings = in[0].IsString();
-    for (rapidjson::SizeType i = 0; i < in.Size(); ++i) {
-      const rapidjson::Value& v = in[i];
-      const std::string where = "input[" + std::to_string(i) + "]";
-      if (strings ? !v.IsString() : !v.IsArray()) {
-        *err = {"input", "'" + where + "' must be " + (strings ? "a string, like input[0]" : "a list of token ids, like input[0]")};
-        return false;
-      }
-      out->emplace_back();
-      if (strings) {
-        out->back() = text(v);
-      } else if (!ReadTokenInput(v, where, &out->back(), err)) {
-        return false;
-      }
-    }
   }
+  if (!ParseTextInputs(in, "input", out, err)) return false;
   for (size_t i = 0; i < out->size(); ++i) {
     if (!(*out)[i].is_tokens && (*out)[i].text.empty()) {
       *err = {"input", out->size() > 1 ? "'input[" + std::to_string(i) + "]' is an empty string" : "'input' is an empty string"};

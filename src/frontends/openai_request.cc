@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <set>
 
+#include "frontends/openai_text_inputs.h"
+
 namespace inferloop::frontends {
 namespace {
 
@@ -148,63 +150,15 @@ bool ParseStopTokenIds(Fields& f, serve::TextGenerationRequest* g, OpenAiFieldEr
   return true;
 }
 
-// One token-id prompt: a non-empty array of non-negative integers.
-bool ReadTokenPrompt(const rapidjson::Value& v, const std::string& where, serve::TextPrompt* out, OpenAiFieldError* err) {
-  if (v.Empty()) {
-    *err = {"prompt", "'" + where + "' is an empty list of token ids"};
-    return false;
-  }
-  out->is_tokens = true;
-  for (rapidjson::SizeType i = 0; i < v.Size(); ++i) {
-    if (!v[i].IsInt64() || v[i].GetInt64() < 0 || v[i].GetInt64() > INT32_MAX) {
-      *err = {"prompt", "'" + where + "[" + std::to_string(i) + "]' must be a token id (a non-negative integer)"};
-      return false;
-    }
-    out->tokens.push_back(static_cast<int32_t>(v[i].GetInt64()));
-  }
-  return true;
-}
-
 // prompt: a string, [string, ...], [id, ...] or [[id, ...], ...]; at most 256 choices in all.
 bool ParsePrompts(const rapidjson::Value& prompt, int n, std::vector<serve::TextPrompt>* out, OpenAiFieldError* err) {
   constexpr size_t kMaxChoices = 256;
-  if (prompt.IsString()) {
-    out->push_back({std::string(prompt.GetString(), prompt.GetStringLength()), {}, false});
-    return true;
-  }
-  if (!prompt.IsArray()) {
-    *err = {"prompt", "'prompt' must be a string, a list of strings, a list of token ids or a list of lists of token ids"};
-    return false;
-  }
-  if (prompt.Empty()) {
-    *err = {"prompt", "'prompt' is an empty list: give at least one prompt"};
-    return false;
-  }
-  if (prompt[0].IsNumber()) {  // one prompt of token ids
-    out->emplace_back();
-    return ReadTokenPrompt(prompt, "prompt", &out->back(), err);
-  }
-  if (prompt.Size() * static_cast<size_t>(n) > kMaxChoices) {
+  if (IsListOfInputs(prompt) && prompt.Size() * static_cast<size_t>(n) > kMaxChoices) {
     *err = {"prompt", "'prompt' holds " + std::to_string(prompt.Size()) + " prompts: with n = " + std::to_string(n) +
                           " that is more than " + std::to_string(kMaxChoices) + " choices"};
     return false;
   }
-  const bool strings = prompt[0].IsString();
-  for (rapidjson::SizeType i = 0; i < prompt.Size(); ++i) {
-    const rapidjson::Value& v = prompt[i];
-    const std::string where = "prompt[" + std::to_string(i) + "]";
-    serve::TextPrompt p;
-    if (strings && v.IsString()) {
-      p.text.assign(v.GetString(), v.GetStringLength());
-    } else if (!strings && v.IsArray()) {
-      if (!ReadTokenPrompt(v, where, &p, err)) return false;
-    } else {
-      *err = {"prompt", "'" + where + "' must be " + (strings ? "a string, like prompt[0]" : "a list of token ids, like prompt[0]")};
-      return false;
-    }
-    out->push_back(std::move(p));
-  }
-  return true;
+  return ParseTextInputs(prompt, "prompt", out, err);
 }
 
 // response_format: {"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
