@@ -135,6 +135,22 @@ class TestSamplingParameters(SamplingTestBase):
                 self.assertGreaterEqual(adj[tok] + 1e-4, max(adj.values()), (tok, adj))
             counts[tok] = counts.get(tok, 0) + 1
 
+    def test_seed_reproduces_across_batch_compositions(self):
+        """A seeded request gives the same text alone, as the first prompt of a batch, and while other
+        requests run next to it in the engine's batches."""
+        import concurrent.futures
+        kw = dict(max_tokens=40, temperature=1.0, top_p=0.95, seed=21, presence_penalty=0.5)
+        alone = self.text(PROMPTS[1], **kw)
+        batched = self.complete([PROMPTS[1], PROMPTS[0], PROMPTS[3]], **kw)
+        self.assertEqual(sorted(batched.choices, key=lambda c: c.index)[0].text, alone)
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            others = [pool.submit(self.text, PROMPTS[i % 4], max_tokens=60, temperature=0.8, seed=100 + i)
+                      for i in range(6)]
+            crowded = [pool.submit(self.text, PROMPTS[1], **kw) for _ in range(2)]
+            self.assertEqual([f.result() for f in crowded], [alone, alone])
+            for f in others:
+                f.result()
+
     def test_penalties_reduce_repeats_as_documented(self):
         kw = dict(max_tokens=64, logprobs=5)
         plain = self.complete(PROMPTS[0], **kw).choices[0]
