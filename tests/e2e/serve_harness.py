@@ -216,6 +216,42 @@ def raw_socket_send(port, data):
     return s
 
 
+STORIES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                       "tests", "data", "llm", "stories260k.gguf")
+
+
+class StoriesOpenAiTest(unittest.TestCase):
+    """A class-wide `inferloop serve` with stories260k as model "stories" and an openai client on
+    it (cls.server, cls.client). `inferloop` is set by the script (its set_inferloop); subclasses
+    may set `server_args` and `client_timeout`. Skips when the model file is not present."""
+
+    inferloop = None
+    server_args = ()
+    client_timeout = 60
+
+    @classmethod
+    def setUpClass(cls):
+        import shutil
+        import tempfile
+        import openai
+        if not os.path.exists(STORIES):
+            raise unittest.SkipTest(f"test model not present: {STORIES} (see shared/models/README.md)")
+        cls.tmp = tempfile.mkdtemp(prefix="inferloop_stories_")
+        os.makedirs(os.path.join(cls.tmp, "stories", "1"))
+        shutil.copy(STORIES, os.path.join(cls.tmp, "stories", "1", "model.gguf"))
+        cls.server = Server(cls.inferloop, cls.tmp, *cls.server_args)
+        cls.client = openai.OpenAI(base_url=f"http://127.0.0.1:{cls.server.http_port}/v1", api_key="unused",
+                                   max_retries=0, timeout=cls.client_timeout)
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+        if hasattr(cls, "server"):
+            cls.server.terminate()
+        if hasattr(cls, "tmp"):
+            shutil.rmtree(cls.tmp, ignore_errors=True)
+
+
 def run_tests(set_inferloop, skipped_is_failure=False):
     """The e2e scripts' main: parses --inferloop (passed to set_inferloop), runs the calling
     module's unittest cases (the rest of argv goes to unittest) and exits 0 when all passed, 1 on

@@ -31,25 +31,7 @@ VOCAB = 512  # stories260k.md
 PROMPTS = ["Once upon a time", "Lily and Ben", "The cat sat", "One day, a little boy"]
 
 
-class SamplingTestBase(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(STORIES):
-            raise unittest.SkipTest(f"test model not present: {STORIES} (see shared/models/README.md)")
-        cls.tmp = tempfile.mkdtemp(prefix="inferloop_openai_sampling_")
-        os.makedirs(os.path.join(cls.tmp, "stories", "1"))
-        shutil.copy(STORIES, os.path.join(cls.tmp, "stories", "1", "model.gguf"))
-        cls.server = h.Server(INFERLOOP, cls.tmp)
-        cls.client = openai.OpenAI(base_url=f"http://127.0.0.1:{cls.server.http_port}/v1", api_key="unused",
-                                   max_retries=0, timeout=60)
-
-    @classmethod
-    def tearDownClass(cls):
-        if hasattr(cls, "server"):
-            cls.server.terminate()
-        if hasattr(cls, "tmp"):
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-
+class SamplingTestBase(h.StoriesOpenAiTest):
     def complete(self, prompt, **kw):
         kw.setdefault("max_tokens", 12)
         kw.setdefault("temperature", 0)
@@ -297,6 +279,7 @@ class TestSpeculativeDecoding(unittest.TestCase):
 def set_inferloop(path):
     global INFERLOOP
     INFERLOOP = path
+    h.StoriesOpenAiTest.inferloop = path
 
 
 if __name__ == "__main__":

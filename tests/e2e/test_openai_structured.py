@@ -50,24 +50,8 @@ RF = {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA,
 MESSAGES = [{"role": "user", "content": "Tell me about Lily."}]
 
 
-class StructuredTestBase(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(STORIES):
-            raise unittest.SkipTest(f"test model not present: {STORIES} (see shared/models/README.md)")
-        cls.tmp = tempfile.mkdtemp(prefix="inferloop_openai_structured_")
-        os.makedirs(os.path.join(cls.tmp, "stories", "1"))
-        shutil.copy(STORIES, os.path.join(cls.tmp, "stories", "1", "model.gguf"))
-        cls.server = h.Server(INFERLOOP, cls.tmp)
-        cls.client = openai.OpenAI(base_url=f"http://127.0.0.1:{cls.server.http_port}/v1", api_key="unused",
-                                   max_retries=0, timeout=120)
-
-    @classmethod
-    def tearDownClass(cls):
-        if hasattr(cls, "server"):
-            cls.server.terminate()
-        if hasattr(cls, "tmp"):
-            shutil.rmtree(cls.tmp, ignore_errors=True)
+class StructuredTestBase(h.StoriesOpenAiTest):
+    client_timeout = 120
 
     def chat(self, **kw):
         kw.setdefault("model", "stories")
@@ -217,6 +201,7 @@ class TestStructuredErrors(StructuredTestBase):
 def set_inferloop(path):
     global INFERLOOP
     INFERLOOP = path
+    h.StoriesOpenAiTest.inferloop = path
 
 
 if __name__ == "__main__":

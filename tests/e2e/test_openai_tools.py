@@ -41,25 +41,7 @@ PARAMS = {"add": ADD, "pet": PET}
 MESSAGES = [{"role": "user", "content": "Add 2 and 3."}]
 
 
-class ToolsTestBase(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(STORIES):
-            raise unittest.SkipTest(f"test model not present: {STORIES} (see shared/models/README.md)")
-        cls.tmp = tempfile.mkdtemp(prefix="inferloop_openai_tools_")
-        os.makedirs(os.path.join(cls.tmp, "stories", "1"))
-        shutil.copy(STORIES, os.path.join(cls.tmp, "stories", "1", "model.gguf"))
-        cls.server = h.Server(INFERLOOP, cls.tmp)
-        cls.client = openai.OpenAI(base_url=f"http://127.0.0.1:{cls.server.http_port}/v1", api_key="unused",
-                                   max_retries=0, timeout=60)
-
-    @classmethod
-    def tearDownClass(cls):
-        if hasattr(cls, "server"):
-            cls.server.terminate()
-        if hasattr(cls, "tmp"):
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-
+class ToolsTestBase(h.StoriesOpenAiTest):
     def chat(self, **kw):
         kw.setdefault("model", "stories")
         kw.setdefault("messages", MESSAGES)
@@ -186,6 +168,7 @@ class TestToolErrors(ToolsTestBase):
 def set_inferloop(path):
     global INFERLOOP
     INFERLOOP = path
+    h.StoriesOpenAiTest.inferloop = path
 
 
 if __name__ == "__main__":
