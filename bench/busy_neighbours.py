@@ -74,7 +74,7 @@ def main():
                     order.reverse()
                 for name, cmd, env in order:
                     res[name].append(p50(cmd, env))
-                print(f"{model} round {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in res.items()),
+                print(f"{model} round {r + 1}: " + ", ".join(f"{k} {v[-1]:.3f}" for k, v in res.items()),
                       file=sys.stderr, flush=True)
             rows.append((model, {k: statistics.median(v) for k, v in res.items()}))
     finally:
@@ -86,7 +86,8 @@ def main():
     print("| model | inferloop | inferloop, libgomp default spin | ONNX Runtime | inferloop / ORT |")
     print("|---|---:|---:|---:|---:|")
     for model, m in rows:
-        print(f"| {model} | {m['inferloop']:.1f} | {m['inferloop_spin']:.1f} | {m['ort']:.1f} | "
+        ms = {k: f"{v:.1f}" if v >= 10 else f"{v:.3f}" for k, v in m.items()}
+        print(f"| {model} | {ms['inferloop']} | {ms['inferloop_spin']} | {ms['ort']} | "
               f"{m['inferloop'] / m['ort']:.2f} |")
 
 
