@@ -87,6 +87,11 @@ def transformers_env():
 ENV = transformers_env()
 
 
+def read_template(name):
+    with open(os.path.join(TEMPLATES, name), encoding="utf-8") as f:
+        return f.read()
+
+
 def render_jinja2(template_text, context):
     """("text", str) or ("error", message, raised)."""
     try:
@@ -299,7 +304,7 @@ class ChatTemplateTest(unittest.TestCase):
 
     def test_real_templates_match_jinja2(self):
         cases = chat_cases()
-        sources = {t: open(os.path.join(TEMPLATES, t), encoding="utf-8").read() for t in TOKENS}
+        sources = {t: read_template(t) for t in TOKENS}
         stats = self.compare(cases, lambda tname, case, ctx: render_jinja2(sources[tname], ctx))
         print(f"real templates: {len(TOKENS)} templates, {len(cases)} renderings: {stats['text']} equal byte for byte, "
               f"{stats['raised']} refused by both")
@@ -460,7 +465,7 @@ class ServeToolTemplateTest(unittest.TestCase):
 
 def write_fixtures(directory):
     os.makedirs(directory, exist_ok=True)
-    sources = {t: open(os.path.join(TEMPLATES, t), encoding="utf-8").read() for t in TOKENS}
+    sources = {t: read_template(t) for t in TOKENS}
     out = []
     for name, tname, ctx, case in chat_cases():
         r = render_jinja2(sources[tname], ctx)
