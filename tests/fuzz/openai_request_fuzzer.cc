@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   OpenAiEmbeddingsRequest er;
   OpenAiFieldError ee;
   if (ParseOpenAiEmbeddingsRequest(body, &er, &ee)) {
-    serve::EmbeddingResult res;
+    inferloop::serve::EmbeddingResult res;
     for (const auto& in : er.request.inputs) res.embeddings.push_back(std::vector<float>(in.tokens.size() % 7, 0.5f));
     (void)OpenAiEmbeddingsJson(res, er.request.model, er.base64);
   }
