@@ -25,6 +25,21 @@ std::vector<TextGenerationService::ModelInfo> TextGenerationRouter::ListModels()
   return out;
 }
 
+namespace {
+
+Status DoesNotGenerateText(const std::string& model) {
+  return Status::InvalidArgument("model '" + model + "' does not generate text (infer with POST /v2/models/" + model +
+                                 "/infer)");
+}
+
+Status ComputesNoEmbeddings(const std::string& model) {
+  return Status::InvalidArgument("'model': model '" + model +
+                                 "' is not a GGUF language model and computes no embeddings (infer with POST "
+                                 "/v2/models/" + model + "/infer)");
+}
+
+}  // namespace
+
 Status TextGenerationRouter::Generate(TextGenerationRequest req, std::function<void(const TextPiece&)> on_piece,
                                       std::function<void(const TextGenerationResult&)> on_done) {
   if (req.best_of > req.n) {  // generate the candidates; the selector returns the best n
@@ -32,16 +47,40 @@ Status TextGenerationRouter::Generate(TextGenerationRequest req, std::function<v
     on_piece = [sel](const TextPiece& p) { sel->OnPiece(p); };
     on_done = [sel](const TextGenerationResult& r) { sel->OnDone(r); };
   }
-  auto running = running_;
-  // A copy: on_done itself is still needed when the model has to be loaded first (WaitForLoad).
-  auto done = [running, on_done](const TextGenerationResult& r) {
-    on_done(r);
-    running->fetch_sub(1);
+  const std::string model = req.model;
+  auto start = [req = std::move(req), on_piece, on_done](TextGenerationService& tg, std::function<void()> finished) {
+    return tg.Generate(req, on_piece, [on_done, finished](const TextGenerationResult& r) {
+      on_done(r);
+      finished();
+    });
   };
+  auto fail = [on_done](const Status& st) {
+    TextGenerationResult r;
+    r.status = st;
+    on_done(r);
+  };
+  return Route(model, DoesNotGenerateText, start, fail);
+}
+
+Status TextGenerationRouter::Embed(EmbeddingRequest req, std::function<void(const EmbeddingResult&)> on_done) {
+  const std::string model = req.model;
+  auto start = [req = std::move(req), on_done](TextGenerationService& tg, std::function<void()> finished) {
+    return tg.Embed(req, [on_done, finished](const EmbeddingResult& r) {
+      on_done(r);
+      finished();
+    });
+  };
+  auto fail = [on_done](const Status& st) { on_done(EmbeddingResult{st, {}, 0}); };
+  return Route(model, ComputesNoEmbeddings, start, fail);
+}
+
+Status TextGenerationRouter::Route(const std::string& model, Status (*not_text)(const std::string& model),
+                                   const StartFn& start, const FailFn& fail) {
+  auto running = running_;
   for (int attempt = 0;; ++attempt) {
-    auto found = find_(req.model);
+    auto found = find_(model);
     if (!found.ok() && found.status().code() == StatusCode::kUnavailable && load_on_demand_ && attempt < 3) {
-      switch (WaitForLoad(req, on_piece, on_done)) {
+      switch (WaitForLoad(model, not_text, start, fail)) {
         case LoadWait::kNotUnloaded: break;
         case LoadWait::kLoadedAlready: continue;
         case LoadWait::kWaiting: return Status::Ok();
@@ -49,76 +88,26 @@ Status TextGenerationRouter::Generate(TextGenerationRequest req, std::function<v
     }
     if (!found.ok()) {
       if (found.status().code() == StatusCode::kNotFound)
-        return Status::NotFound("model '" + NameForMessage(req.model) + "' does not exist");
+        return Status::NotFound("model '" + NameForMessage(model) + "' does not exist");
       return found.status();
     }
     std::shared_ptr<ModelVersion> v = std::move(found).value();
     TextGenerationService* tg = v->TextGeneration();
-    if (tg == nullptr)
-      return Status::InvalidArgument("model '" + req.model + "' does not generate text (infer with POST /v2/models/" +
-                                     req.model + "/infer)");
+    if (tg == nullptr) return not_text(model);
     running->fetch_add(1);
-    Status st = tg->Generate(req, on_piece, done);
+    Status st = start(*tg, [running] { running->fetch_sub(1); });
     if (st.ok()) return st;
     running->fetch_sub(1);
-    // A reload swapped the version out between Find and Generate: go to the one serving now.
+    // A reload swapped the version out between Find and the start: go to the one serving now.
     if (st.code() != StatusCode::kUnavailable || attempt >= 3) return st;
-    auto now = find_(req.model);
+    auto now = find_(model);
     if (!now.ok() || now.value() == v) return st;
   }
 }
 
-Status TextGenerationRouter::Embed(EmbeddingRequest req, std::function<void(const EmbeddingResult&)> on_done) {
-  auto running = running_;
-  auto done = [running, on_done](const EmbeddingResult& r) {
-    on_done(r);
-    running->fetch_sub(1);
-  };
-  for (int attempt = 0;; ++attempt) {
-    auto found = find_(req.model);
-    if (!found.ok() && found.status().code() == StatusCode::kUnavailable && load_on_demand_ && attempt < 3) {
-      // Unloaded while idle: load it, then embed from the load's completion (or look again when
-      // the load answered at once).
-      auto inline_answer = std::make_shared<std::atomic<int>>(0);  // 0 pending, 1 returned, 2 inline
-      running->fetch_add(1);
-      const bool accepted = load_on_demand_(req.model, [this, req, on_done, running, inline_answer](
-                                                           Result<std::shared_ptr<ModelVersion>> v) {
-        int expected = 0;
-        if (inline_answer->compare_exchange_strong(expected, 2)) return;  // answered before returning
-        Status st = v.ok() ? Embed(req, on_done) : v.status();
-        if (!st.ok()) on_done(EmbeddingResult{st, {}, 0});
-        running->fetch_sub(1);
-      });
-      int expected = 0;
-      const bool waiting = accepted && inline_answer->compare_exchange_strong(expected, 1);
-      if (!waiting) running->fetch_sub(1);
-      if (waiting) return Status::Ok();
-      if (accepted) continue;
-    }
-    if (!found.ok()) {
-      if (found.status().code() == StatusCode::kNotFound)
-        return Status::NotFound("model '" + NameForMessage(req.model) + "' does not exist");
-      return found.status();
-    }
-    std::shared_ptr<ModelVersion> v = std::move(found).value();
-    TextGenerationService* tg = v->TextGeneration();
-    if (tg == nullptr)
-      return Status::InvalidArgument("'model': model '" + req.model +
-                                     "' is not a GGUF language model and computes no embeddings (infer with POST "
-                                     "/v2/models/" + req.model + "/infer)");
-    running->fetch_add(1);
-    Status st = tg->Embed(req, done);
-    if (st.ok()) return st;
-    running->fetch_sub(1);
-    if (st.code() != StatusCode::kUnavailable || attempt >= 3) return st;
-    auto now = find_(req.model);
-    if (!now.ok() || now.value() == v) return st;
-  }
-}
-
-TextGenerationRouter::LoadWait TextGenerationRouter::WaitForLoad(
-    const TextGenerationRequest& req, const std::function<void(const TextPiece&)>& on_piece,
-    const std::function<void(const TextGenerationResult&)>& on_done) {
+TextGenerationRouter::LoadWait TextGenerationRouter::WaitForLoad(const std::string& model,
+                                                                 Status (*not_text)(const std::string& model),
+                                                                 const StartFn& start, const FailFn& fail) {
   // The load may answer before LoadOnDemand returns (loaded since we looked): then the caller
   // simply looks again, on its own thread.
   struct Call {
@@ -129,8 +118,8 @@ TextGenerationRouter::LoadWait TextGenerationRouter::WaitForLoad(
   auto call = std::make_shared<Call>();
   auto running = running_;
   running->fetch_add(1);
-  const bool accepted = load_on_demand_(req.model, [this, call, running, req, on_piece, on_done](
-                                                       Result<std::shared_ptr<ModelVersion>> v) {
+  const bool accepted = load_on_demand_(model, [this, call, running, model, not_text, start, fail](
+                                                   Result<std::shared_ptr<ModelVersion>> v) {
     {
       std::lock_guard<std::mutex> lock(call->mu);
       if (!call->returned) {
@@ -138,12 +127,8 @@ TextGenerationRouter::LoadWait TextGenerationRouter::WaitForLoad(
         return;
       }
     }
-    Status st = v.ok() ? Generate(req, on_piece, on_done) : v.status();
-    if (!st.ok()) {
-      TextGenerationResult r;
-      r.status = st;
-      on_done(r);
-    }
+    Status st = v.ok() ? Route(model, not_text, start, fail) : v.status();
+    if (!st.ok()) fail(st);
     running->fetch_sub(1);
   });
   std::lock_guard<std::mutex> lock(call->mu);

@@ -42,10 +42,22 @@ class TextGenerationRouter final : public TextGenerationService {
   bool WaitIdle(std::chrono::steady_clock::time_point deadline) const;
 
  private:
+  // Starts one request on a version's service; calls `finished` once the request has ended (after
+  // the caller's own completion callback).
+  using StartFn = std::function<Status(TextGenerationService& service, std::function<void()> finished)>;
+  // Reports a failure that happens after Route has returned (a failed load on demand).
+  using FailFn = std::function<void(const Status&)>;
+  // The routing both request kinds share: the version serving `model` now (loaded on demand
+  // first when the idle policy unloaded it; resent to the replacement when a reload swaps it
+  // out between the lookup and `start`). `not_text`: the error for a model that is no LLM.
+  Status Route(const std::string& model, Status (*not_text)(const std::string& model), const StartFn& start,
+               const FailFn& fail);
+
   enum class LoadWait { kNotUnloaded, kLoadedAlready, kWaiting };
-  // The model was unloaded while idle: LoadOnDemand, and generate from its completion.
-  LoadWait WaitForLoad(const TextGenerationRequest& req, const std::function<void(const TextPiece&)>& on_piece,
-                       const std::function<void(const TextGenerationResult&)>& on_done);
+  // The model was unloaded while idle: LoadOnDemand, and Route again from its completion
+  // (`fail` with the load's or the new Route's error).
+  LoadWait WaitForLoad(const std::string& model, Status (*not_text)(const std::string& model), const StartFn& start,
+                       const FailFn& fail);
 
   FindFn find_;
   ServingFn serving_;
