@@ -270,21 +270,11 @@ struct Exchange {
                         const char* finish_reason) {
     rapidjson::StringBuffer sb;
     JsonWriter w(sb);
-    w.StartObject();
-    Head(w, chat ? "chat.completion.chunk" : "text_completion");
-    w.Key("choices");
-    w.StartArray();
-    w.StartObject();
-    w.Key("index");
-    w.Int(index);
+    StartChunk(w, chat ? "chat.completion.chunk" : "text_completion", index);
     if (chat) {
       w.Key("delta");
       w.StartObject();
-      if (!role_sent[index]) {
-        w.Key("role");
-        w.String("assistant");
-        role_sent[index] = true;
-      }
+      RoleOnce(w, index);
       if (finish_reason == nullptr || !text.empty()) {
         w.Key("content");
         Str(w, text);
@@ -303,6 +293,24 @@ struct Exchange {
         w.Null();
       }
     }
+    EndChunk(w, finish_reason);
+    return sb.GetString();
+  }
+
+  // A streamed chunk's start: the head and one choice opened, with its index.
+  void StartChunk(JsonWriter& w, const char* object, int index) {
+    w.StartObject();
+    Head(w, object);
+    w.Key("choices");
+    w.StartArray();
+    w.StartObject();
+    w.Key("index");
+    w.Int(index);
+  }
+
+  // A streamed chunk's end: the choice's finish_reason (null: none yet), usage null when the
+  // stream reports usage in its own last chunk.
+  void EndChunk(JsonWriter& w, const char* finish_reason) {
     w.Key("finish_reason");
     if (finish_reason == nullptr) w.Null(); else w.String(finish_reason);
     w.EndObject();
@@ -312,7 +320,14 @@ struct Exchange {
       w.Null();
     }
     w.EndObject();
-    return sb.GetString();
+  }
+
+  // The delta's role, in the first delta of a choice only.
+  void RoleOnce(JsonWriter& w, int index) {
+    if (role_sent[index]) return;
+    w.Key("role");
+    w.String("assistant");
+    role_sent[index] = true;
   }
 
   // A streamed tool-call delta: the header (id, type, name, empty arguments) or an arguments fragment.
@@ -320,20 +335,10 @@ struct Exchange {
     const bool header = !p.call_name.empty();
     rapidjson::StringBuffer sb;
     JsonWriter w(sb);
-    w.StartObject();
-    Head(w, "chat.completion.chunk");
-    w.Key("choices");
-    w.StartArray();
-    w.StartObject();
-    w.Key("index");
-    w.Int(index);
+    StartChunk(w, "chat.completion.chunk", index);
     w.Key("delta");
     w.StartObject();
-    if (!role_sent[index]) {
-      w.Key("role");
-      w.String("assistant");
-      role_sent[index] = true;
-    }
+    RoleOnce(w, index);
     if (header) {
       w.Key("content");
       w.Null();
@@ -363,15 +368,7 @@ struct Exchange {
     w.EndObject();
     w.Key("logprobs");
     w.Null();
-    w.Key("finish_reason");
-    w.Null();
-    w.EndObject();
-    w.EndArray();
-    if (include_usage) {
-      w.Key("usage");
-      w.Null();
-    }
-    w.EndObject();
+    EndChunk(w, nullptr);
     return sb.GetString();
   }
 
