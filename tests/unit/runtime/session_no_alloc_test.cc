@@ -94,41 +94,9 @@ void PrepareHooks() {
 }  // namespace
 
 #ifndef RT_NO_ALLOC_HOOKS
-// glibc's allocator under the counting hooks (the executable's definitions take precedence).
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
+#include "unit/libc_alloc_hooks.h"
 
-void* malloc(size_t n) {
-  Count();
-  return __libc_malloc(n);
-}
-void* calloc(size_t n, size_t m) {
-  Count();
-  return __libc_calloc(n, m);
-}
-void* realloc(void* p, size_t n) {
-  Count();
-  return __libc_realloc(p, n);
-}
-void* memalign(size_t a, size_t n) {
-  Count();
-  return __libc_memalign(a, n);
-}
-void* aligned_alloc(size_t a, size_t n) {
-  Count();
-  return __libc_memalign(a, n);
-}
-int posix_memalign(void** out, size_t a, size_t n) {
-  Count();
-  void* p = __libc_memalign(a, n);
-  if (!p) return ENOMEM;
-  *out = p;
-  return 0;
-}
-}
+void OnHeapAllocation() { Count(); }
 #endif
 
 namespace inferloop {
