@@ -6,6 +6,7 @@
 
 #include "base/file_bytes.h"
 #include "base/status_macros.h"
+#include "base/utf8.h"
 
 namespace inferloop {
 namespace {
@@ -135,10 +136,7 @@ Result<Tensor> ParseNpy(const std::string& b) {
         uint32_t cp;
         std::memcpy(&cp, data + i * item + c * 4, 4);
         if (cp == 0) break;
-        if (cp < 0x80) s += static_cast<char>(cp);
-        else if (cp < 0x800) { s += static_cast<char>(0xC0 | (cp >> 6)); s += static_cast<char>(0x80 | (cp & 0x3F)); }
-        else if (cp < 0x10000) { s += static_cast<char>(0xE0 | (cp >> 12)); s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)); s += static_cast<char>(0x80 | (cp & 0x3F)); }
-        else { s += static_cast<char>(0xF0 | (cp >> 18)); s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F)); s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)); s += static_cast<char>(0x80 | (cp & 0x3F)); }
+        AppendUtf8(s, cp);
       }
       vals.push_back(std::move(s));
     }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/utf8.h"
 #include "inferloop/status.h"
 
 namespace inferloop::llm::jinja {
@@ -115,7 +116,6 @@ Result<std::string> JsonDumps(const Value& v, const JsonDumpOptions& options);
 Result<Value> ParseJson(std::string_view text);
 
 // UTF-8 helpers with Python's code-point semantics.
-std::vector<uint32_t> DecodeUtf8(std::string_view s);  // invalid bytes as U+FFFD
-void AppendUtf8(std::string& out, uint32_t cp);
+std::vector<uint32_t> DecodeUtf8(std::string_view s);  // invalid bytes as U+FFFD (encoding: base/utf8.h)
 
 }  // namespace inferloop::llm::jinja

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/utf8.h"
+
 namespace inferloop::perf {
 namespace {
 
@@ -47,25 +49,6 @@ std::string Printf(const char* fmt, double v) {
 
 // A coordinate: one decimal is finer than a screen pixel.
 std::string Num(double v) { return Printf("%.1f", v); }
-
-// Appends one Unicode code point as UTF-8.
-void AppendUtf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 // Text and attribute content: the five XML specials as entities; bytes that are not valid UTF-8
 // and characters XML 1.0 forbids (controls other than tab/newline, U+FFFE, U+FFFF) become U+FFFD.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/status_macros.h"
+#include "base/utf8.h"
 #include "compute/broadcast.h"
 #include "compute/kernel_registry.h"
 
@@ -58,20 +59,8 @@ char32_t DecodeUtf8(const std::string& s, size_t& i) {
 void EncodeUtf8(char32_t cp, std::string& out) {
   if (cp >= 0xDC80 && cp <= 0xDCFF) {  // an invalid byte carried through
     out.push_back(static_cast<char>(cp - 0xDC00));
-  } else if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
   } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    AppendUtf8(out, static_cast<uint32_t>(cp));
   }
 }
 
