@@ -33,9 +33,9 @@ struct ChatMessage {
   // An assistant's tool calls: a JSON array as OpenAI sends it ([{"id", "type": "function",
   // "function": {"name", "arguments": "<JSON text>"}}]); "" for none. Templates see arguments
   // as an object (parsed from the JSON text, as vLLM does), or the string when it is not one.
-  std::string tool_calls_json;
-  std::string tool_call_id;    // role "tool": the call answered
-  std::string name;            // role "tool": the function's name (optional)
+  std::string tool_calls_json = {};
+  std::string tool_call_id = {};  // role "tool": the call answered
+  std::string name = {};          // role "tool": the function's name (optional)
 };
 
 // What a chat template renders: the conversation, the tools (a JSON array as OpenAI's request

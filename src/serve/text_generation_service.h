@@ -103,9 +103,9 @@ struct TextPiece {
   // Chat with tools: the answer is a tool call instead of text. The call's first piece has
   // `call_id` and `call_name`; pieces carry fragments of its arguments' JSON text in
   // `call_arguments` (they concatenate to the whole arguments).
-  std::string call_id;
-  std::string call_name;
-  std::string call_arguments;
+  std::string call_id = {};
+  std::string call_name = {};
+  std::string call_arguments = {};
   bool has_call() const { return !call_name.empty() || !call_arguments.empty(); }
 };
 
