@@ -41,6 +41,7 @@ Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int3
   IL_RETURN_IF_ERROR(seq.Reserve(static_cast<int>(total)));
   ThreadPool* threads = SharedThreadPool(o.threads);
   std::vector<float> logits(model.hparams().n_vocab);
+  ForwardScratch scratch;
   GenerationStats st;
   using Clock = std::chrono::steady_clock;
   auto t0 = Clock::now();
@@ -51,7 +52,7 @@ Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int3
     const size_t end = std::min(prompt.size(), start + kChunk);
     batch.clear();
     for (size_t i = start; i < end; ++i) batch.push_back({&seq, static_cast<int>(i), prompt[i], i + 1 == prompt.size()});
-    IL_RETURN_IF_ERROR(model.Forward(batch, logits.data(), threads));
+    IL_RETURN_IF_ERROR(model.Forward(batch, logits.data(), threads, nullptr, &scratch));
   }
   auto t1 = Clock::now();
   st.prompt_tokens = static_cast<int>(prompt.size());
@@ -68,7 +69,7 @@ Result<GenerationStats> Generate(const LlamaModel& model, const std::vector<int3
     }
     if (!on_token(tok)) break;
     if (n + 1 == o.max_tokens) break;  // the last token needs no forward pass
-    IL_RETURN_IF_ERROR(model.Forward(tok, pos++, seq, logits.data(), threads));
+    IL_RETURN_IF_ERROR(model.Forward(tok, pos++, seq, logits.data(), threads, &scratch));
   }
   st.generate_seconds = std::chrono::duration<double>(Clock::now() - t1).count();
   return st;

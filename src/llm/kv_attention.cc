@@ -9,74 +9,98 @@
 namespace inferloop::llm {
 namespace {
 
-void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int HD, const float* q, int n,
-               float scale, float* out, AttentionScratch& s) {
-  s.scores.resize(n);
+// Each head's arithmetic is the single-head computation (the same operations in the same order),
+// only interleaved: the key and value rows of a position are read once for all `G` heads.
+void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int HD, int G, const float* q,
+               int n, float scale, float* out, AttentionScratch& s) {
+  s.scores.resize(static_cast<size_t>(G) * n);
   s.q16.resize(HD);
-  s.qf.resize(HD);
-  k.to_f16(q, s.q16.data(), HD);
-  for (int d = 0; d < HD; ++d) s.qf[d] = HalfToFloat(s.q16[d]);
-  const float* qh = s.qf.data();
+  s.qf.resize(static_cast<size_t>(G) * HD);
+  s.head.resize(G);
+  for (int g = 0; g < G; ++g) {
+    k.to_f16(q + g * HD, s.q16.data(), HD);
+    for (int d = 0; d < HD; ++d) s.qf[g * HD + d] = HalfToFloat(s.q16[d]);
+    s.head[g] = -INFINITY;  // the head's maximum score
+  }
   float* scores = s.scores.data();
-  float mx = -INFINITY;
   for (int j = 0; j < n; ++j) {
-    scores[j] = k.dot_f16(seq.Key(layer, j) + kv_head * HD, qh, HD) * scale;
-    mx = std::max(mx, scores[j]);
+    const uint16_t* krow = seq.Key(layer, j) + kv_head * HD;
+    for (int g = 0; g < G; ++g) {
+      const float sc = k.dot_f16(krow, s.qf.data() + g * HD, HD) * scale;
+      scores[g * n + j] = sc;
+      s.head[g] = std::max(s.head[g], sc);
+    }
   }
-  float sum = 0;
-  for (int j = 0; j < n; ++j) {
-    scores[j] = std::exp(scores[j] - mx);
-    sum += scores[j];
+  for (int g = 0; g < G; ++g) {
+    float* sg = scores + g * n;
+    float sum = 0;
+    for (int j = 0; j < n; ++j) {
+      sg[j] = std::exp(sg[j] - s.head[g]);
+      sum += sg[j];
+    }
+    s.head[g] = 1.0f / sum;  // now the head's inverse softmax total
+    std::fill(out + g * HD, out + (g + 1) * HD, 0.0f);
   }
-  std::fill(out, out + HD, 0.0f);
-  const float inv = 1.0f / sum;
   for (int j = 0; j < n; ++j) {
-    const float w = HalfToFloat(FloatToHalf(scores[j] * inv));
-    k.axpy_f16(w, seq.Value(layer, j) + kv_head * HD, out, HD);
+    const uint16_t* vrow = seq.Value(layer, j) + kv_head * HD;
+    for (int g = 0; g < G; ++g) {
+      const float w = HalfToFloat(FloatToHalf(scores[g * n + j] * s.head[g]));
+      k.axpy_f16(w, vrow, out + g * HD, HD);
+    }
   }
 }
 
-void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int HD, const float* q, int n,
-                float scale, float* out, AttentionScratch& s) {
+void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int HD, int G, const float* q,
+                int n, float scale, float* out, AttentionScratch& s) {
   const int nb = HD / kQ8_0BlockValues;
-  s.q8.resize(HD);
-  s.qd.resize(nb);
-  s.qsum.resize(nb);
-  k.quantize_q8(q, HD, s.q8.data(), s.qd.data(), s.qsum.data());
-  Q8Row qr;
-  qr.q = s.q8.data();
-  qr.d = s.qd.data();
-  qr.sum = s.qsum.data();
+  s.q8.resize(static_cast<size_t>(G) * HD);
+  s.qd.resize(static_cast<size_t>(G) * nb);
+  s.qsum.resize(static_cast<size_t>(G) * nb);
+  s.head.resize(2 * static_cast<size_t>(G));
+  float* m = s.head.data();          // per head: running maximum score
+  float* total = s.head.data() + G;  // per head: running softmax denominator, relative to m
+  for (int g = 0; g < G; ++g) {
+    k.quantize_q8(q + g * HD, HD, s.q8.data() + g * HD, s.qd.data() + g * nb, s.qsum.data() + g * nb);
+    m[g] = -INFINITY;
+    total[g] = 0;
+  }
+  std::fill(out, out + static_cast<size_t>(G) * HD, 0.0f);
   const size_t head = static_cast<size_t>(kv_head) * nb * kQ8_0BlockBytes;
   KvBlockPool& pool = *seq.pool();
   const int bt = pool.shape().block_tokens;
   const size_t row = pool.shape().row_bytes();
-  float m = -INFINITY;  // running maximum score
-  float total = 0;      // running softmax denominator, relative to m
-  std::fill(out, out + HD, 0.0f);
   // Positions in order, a block of the sequence's table at a time (its rows are row bytes apart).
   for (int j0 = 0; j0 < n; j0 += bt) {
     const int block = seq.blocks()[j0 / bt];
     const uint8_t* krow = pool.KeyRow(block, layer, 0) + head;
     const uint8_t* vrow = pool.ValueRow(block, layer, 0) + head;
     for (int j = j0; j < std::min(n, j0 + bt); ++j, krow += row, vrow += row) {
-      const float sc = k.dot_q8_0(krow, qr, HD) * scale;
-      float ms = 1.0f;  // rescales what was summed so far when sc is a new maximum
-      float vs = 1.0f;  // exp(sc - m)
-      if (sc > m) {
-        const float old = m;
-        m = sc;
-        ms = std::exp(old - m);
-        for (int d = 0; d < HD; ++d) out[d] *= ms;
-      } else {
-        vs = std::exp(sc - m);
+      for (int g = 0; g < G; ++g) {
+        Q8Row qr;
+        qr.q = s.q8.data() + g * HD;
+        qr.d = s.qd.data() + g * nb;
+        qr.sum = s.qsum.data() + g * nb;
+        float* og = out + g * HD;
+        const float sc = k.dot_q8_0(krow, qr, HD) * scale;
+        float ms = 1.0f;  // rescales what was summed so far when sc is a new maximum
+        float vs = 1.0f;  // exp(sc - m)
+        if (sc > m[g]) {
+          const float old = m[g];
+          m[g] = sc;
+          ms = std::exp(old - m[g]);
+          for (int d = 0; d < HD; ++d) og[d] *= ms;
+        } else {
+          vs = std::exp(sc - m[g]);
+        }
+        k.axpy_q8_0(vs, vrow, og, HD);
+        total[g] = total[g] * ms + vs;
       }
-      k.axpy_q8_0(vs, vrow, out, HD);
-      total = total * ms + vs;
     }
   }
-  const float inv = total == 0.0f ? 0.0f : 1.0f / total;
-  for (int d = 0; d < HD; ++d) out[d] *= inv;
+  for (int g = 0; g < G; ++g) {
+    const float inv = total[g] == 0.0f ? 0.0f : 1.0f / total[g];
+    for (int d = 0; d < HD; ++d) out[g * HD + d] *= inv;
+  }
 }
 
 }  // namespace
@@ -97,12 +121,12 @@ void StoreKvRow(const LlmKernelTable& k, KvType type, const float* x, int n, uin
   }
 }
 
-void AttendHead(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int head_dim, const float* q,
-                int n, float scale, float* out, AttentionScratch& s) {
+void AttendHeads(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int head_dim, int heads,
+                 const float* q, int n, float scale, float* out, AttentionScratch& s) {
   if (seq.pool()->type() == KvType::kQ8_0) {
-    AttendQ8_0(k, seq, layer, kv_head, head_dim, q, n, scale, out, s);
+    AttendQ8_0(k, seq, layer, kv_head, head_dim, heads, q, n, scale, out, s);
   } else {
-    AttendF16(k, seq, layer, kv_head, head_dim, q, n, scale, out, s);
+    AttendF16(k, seq, layer, kv_head, head_dim, heads, q, n, scale, out, s);
   }
 }
 

@@ -26,18 +26,23 @@ namespace inferloop::llm {
 // stored as F16 and q = x * 127 / max|x| rounded to nearest even (ggml's quantize_row_q8_0).
 void StoreKvRow(const LlmKernelTable& k, KvType type, const float* x, int n, uint8_t* row);
 
-// Scratch space of AttendHead, reused across calls by one thread.
+// Scratch space of AttendHeads, reused across calls by one thread (calls of sizes seen before do
+// not allocate).
 struct AttentionScratch {
   std::vector<float> scores, qf;
   std::vector<uint16_t> q16;
   std::vector<int8_t> q8;
   std::vector<float> qd, qsum;
+  std::vector<float> head;  // per-head running values
 };
 
-// out[0, head_dim) = sum_j softmax_j(scale * q . K_j) * V_j over positions j in [0, n) of
-// `seq`'s layer `layer`, key/value head `kv_head` (n >= 1; the rows must have been written).
-// `q` is the query head's head_dim floats. The cache type is the sequence's pool's.
-void AttendHead(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int head_dim, const float* q,
-                int n, float scale, float* out, AttentionScratch& s);
+// Grouped-query attention: for each of `heads` query heads g sharing key/value head `kv_head`,
+// out[g * head_dim, (g + 1) * head_dim) = sum_j softmax_j(scale * q_g . K_j) * V_j over positions
+// j in [0, n) of `seq`'s layer `layer` (n >= 1; the rows must have been written). `q` holds the
+// heads' queries, head_dim floats each, one after the other. The cache type is the sequence's
+// pool's. Each head's result is bit for bit what a call with heads = 1 gives for it: the heads
+// only share the reads of each position's key and value rows.
+void AttendHeads(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int head_dim, int heads,
+                 const float* q, int n, float scale, float* out, AttentionScratch& s);
 
 }  // namespace inferloop::llm

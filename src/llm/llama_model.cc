@@ -134,12 +134,62 @@ uint64_t LlamaModel::weight_bytes() const {
   return b;
 }
 
-Status LlamaModel::Forward(int32_t token, int pos, KvSequence& seq, float* logits, ThreadPool* pool) const {
+Status LlamaModel::Forward(int32_t token, int pos, KvSequence& seq, float* logits, ThreadPool* pool,
+                           ForwardScratch* scratch) const {
   const BatchToken one{&seq, pos, token, logits != nullptr};
-  return Forward(std::span<const BatchToken>(&one, 1), logits, pool);
+  return Forward(std::span<const BatchToken>(&one, 1), logits, pool, nullptr, scratch);
 }
 
-Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool, float* hidden) const {
+namespace {
+
+// Sizes `v` to n values, allocating only when it never held that many.
+float* Sized(std::vector<float>& v, int64_t n) {
+  v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+}  // namespace
+
+void LlamaModel::Attend(std::span<const BatchToken> batch, int layer, const float* q, float* att, ThreadPool* pool,
+                        ForwardScratch& fs) const {
+  const LlmKernelTable& k = ActiveLlmKernels();
+  const int64_t T = static_cast<int64_t>(batch.size());
+  const int HD = static_cast<int>(hp_.head_dim), NH = static_cast<int>(hp_.n_head);
+  const int NKV = static_cast<int>(hp_.n_head_kv), QD = NH * HD, group = NH / NKV;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
+  int64_t work = 0;  // multiply-adds of the scores
+  for (const BatchToken& b : batch) work += int64_t{NH} * (b.pos + 1) * HD;
+  const int threads = pool == nullptr || work < (1 << 17) ? 1 : pool->num_threads();
+  // Units of work: the query heads of one token that share a key/value head, read together
+  // (AttendHeads), unless that leaves fewer units than twice the threads (one sequence's decode
+  // step on a model with few key/value heads): then one query head per unit.
+  const int per_unit = T * NKV >= 2 * threads ? group : 1;
+  const int64_t units = T * NH / per_unit;
+  // Slot s takes units s, s + slots, ... with its own scratch: interleaved, so the long and short
+  // positions of a prefill spread evenly; a few slots per thread, so a thread slowed by other
+  // load does not hold the others up.
+  const int64_t slots = std::min<int64_t>(units, int64_t{threads} * 4);
+  if (fs.attention.size() < static_cast<size_t>(slots)) fs.attention.resize(slots);
+  auto run = [&](int64_t begin, int64_t end) {
+    for (int64_t slot = begin; slot < end; ++slot) {
+      for (int64_t u = slot; u < units; u += slots) {
+        const int64_t t = u * per_unit / NH;
+        const int hh = static_cast<int>(u * per_unit % NH);
+        const BatchToken& b = batch[t];
+        AttendHeads(k, *b.seq, layer, hh / group, HD, per_unit, q + t * QD + hh * HD, b.pos + 1, scale,
+                    att + t * QD + hh * HD, fs.attention[slot]);
+      }
+    }
+  };
+  if (threads > 1) {
+    pool->ParallelFor(slots, 1, run);
+  } else {
+    run(0, slots);
+  }
+}
+
+Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool, float* hidden,
+                           ForwardScratch* scratch) const {
   const int64_t T = static_cast<int64_t>(batch.size());
   if (T == 0) return Status::Ok();
   int n_logits = 0;
@@ -157,14 +207,24 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
   const LlmKernelTable& k = ActiveLlmKernels();
   const int E = static_cast<int>(hp_.n_embd), F = static_cast<int>(hp_.n_ff), HD = static_cast<int>(hp_.head_dim);
   const int NH = static_cast<int>(hp_.n_head), NKV = static_cast<int>(hp_.n_head_kv);
-  const int QD = NH * HD, KVD = NKV * HD, group = NH / NKV;
-  std::vector<float> x(T * E), h(T * E), q(T * QD), kk(T * KVD), vv(T * KVD), att(T * QD), tmp(T * E), gate(T * F),
-      up(T * F);
-  for (int64_t t = 0; t < T; ++t) ReadRow(tok_embd_, batch[t].token, x.data() + t * E);
+  const int QD = NH * HD, KVD = NKV * HD;
+  ForwardScratch own;
+  ForwardScratch& fs = scratch != nullptr ? *scratch : own;
+  float* x = Sized(fs.x, T * E);
+  float* h = Sized(fs.h, T * E);
+  float* q = Sized(fs.q, T * QD);
+  float* kk = Sized(fs.kk, T * KVD);
+  float* vv = Sized(fs.vv, T * KVD);
+  float* att = Sized(fs.att, T * QD);
+  float* tmp = Sized(fs.tmp, T * E);
+  float* gate = Sized(fs.gate, T * F);
+  float* up = Sized(fs.up, T * F);
+  for (int64_t t = 0; t < T; ++t) ReadRow(tok_embd_, batch[t].token, x + t * E);
 
   // RoPE angles of each token's position.
   const int half = static_cast<int>(hp_.rope_dims / 2);
-  std::vector<float> cos_t(T * half), sin_t(T * half);
+  float* cos_t = Sized(fs.cos_t, T * half);
+  float* sin_t = Sized(fs.sin_t, T * half);
   for (int64_t t = 0; t < T; ++t) {
     const float p = static_cast<float>(batch[t].pos) * hp_.rope_freq_scale;
     for (int i = 0; i < half; ++i) {
@@ -175,8 +235,8 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
   }
   const bool norm_style = hp_.rope_style == RopeStyle::kNorm;
   auto rope = [&](float* v, int heads, int64_t t) {
-    const float* c = cos_t.data() + t * half;
-    const float* sn = sin_t.data() + t * half;
+    const float* c = cos_t + t * half;
+    const float* sn = sin_t + t * half;
     for (int hh = 0; hh < heads; ++hh) {
       float* r = v + hh * HD;
       for (int i = 0; i < half; ++i) {
@@ -188,22 +248,18 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
       }
     }
   };
-  const float scale = 1.0f / std::sqrt(static_cast<float>(HD));
-  int max_pos = 0;
-  for (const BatchToken& b : batch) max_pos = std::max(max_pos, b.pos);
-
   for (int l = 0; l < static_cast<int>(hp_.n_layer); ++l) {
     const LlamaLayer& L = layers_[l];
-    for (int64_t t = 0; t < T; ++t) RmsNorm(x.data() + t * E, L.attn_norm, hp_.rms_eps, E, h.data() + t * E);
+    for (int64_t t = 0; t < T; ++t) RmsNorm(x + t * E, L.attn_norm, hp_.rms_eps, E, h + t * E);
     {
       const WeightMatrix* ws[3] = {&L.wq, &L.wk, &L.wv};
-      float* ys[3] = {q.data(), kk.data(), vv.data()};
-      MatMulMany(ws, h.data(), T, ys, pool);
+      float* ys[3] = {q, kk, vv};
+      MatMulMany(ws, h, T, ys, pool);
     }
     for (int64_t t = 0; t < T; ++t) {
-      float* qt = q.data() + t * QD;
-      float* kt = kk.data() + t * KVD;
-      float* vt = vv.data() + t * KVD;
+      float* qt = q + t * QD;
+      float* kt = kk + t * KVD;
+      float* vt = vv + t * KVD;
       if (hp_.attn_bias) {
         for (int i = 0; i < QD; ++i) qt[i] += L.bq[i];
         for (int i = 0; i < KVD; ++i) {
@@ -220,49 +276,35 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
     // Attention of every (token, head) over its sequence's positions [0, pos], in the cache's
     // type as llama.cpp computes it for that type (kv_attention.h), so that greedy decoding
     // follows llama.cpp's choices on the same file.
-    auto attend = [&](int64_t begin, int64_t end) {
-      AttentionScratch scratch;
-      for (int64_t th = begin; th < end; ++th) {
-        const int64_t t = th / NH;
-        const int hh = static_cast<int>(th % NH);
-        const BatchToken& b = batch[t];
-        AttendHead(k, *b.seq, l, hh / group, HD, q.data() + t * QD + hh * HD, b.pos + 1, scale,
-                   att.data() + t * QD + hh * HD, scratch);
-      }
-    };
-    if (pool != nullptr && pool->num_threads() > 1 && T * NH * (max_pos + 1) * HD >= (1 << 17)) {
-      pool->ParallelFor(T * NH, 1, attend);
-    } else {
-      attend(0, T * NH);
-    }
-    MatMul(L.wo, att.data(), T, tmp.data(), pool);
+    Attend(batch, l, q, att, pool, fs);
+    MatMul(L.wo, att, T, tmp, pool);
     for (int64_t i = 0; i < T * E; ++i) x[i] += tmp[i];
 
-    for (int64_t t = 0; t < T; ++t) RmsNorm(x.data() + t * E, L.ffn_norm, hp_.rms_eps, E, h.data() + t * E);
+    for (int64_t t = 0; t < T; ++t) RmsNorm(x + t * E, L.ffn_norm, hp_.rms_eps, E, h + t * E);
     {
       const WeightMatrix* ws[2] = {&L.w_gate, &L.w_up};
-      float* ys[2] = {gate.data(), up.data()};
-      MatMulMany(ws, h.data(), T, ys, pool);
+      float* ys[2] = {gate, up};
+      MatMulMany(ws, h, T, ys, pool);
     }
     for (int64_t i = 0; i < T * F; ++i) {
       const float g = gate[i];
       gate[i] = g / (1.0f + std::exp(-g)) * up[i];  // SiLU(gate) * up
     }
-    MatMul(L.w_down, gate.data(), T, tmp.data(), pool);
+    MatMul(L.w_down, gate, T, tmp, pool);
     for (int64_t i = 0; i < T * E; ++i) x[i] += tmp[i];
   }
   if (n_logits > 0 && logits != nullptr) {
-    std::vector<float> rows(static_cast<size_t>(n_logits) * E);
+    float* rows = Sized(fs.rows, int64_t{n_logits} * E);
     int r = 0;
     for (int64_t t = 0; t < T; ++t) {
-      if (batch[t].logits) RmsNorm(x.data() + t * E, output_norm_, hp_.rms_eps, E, rows.data() + (r++) * E);
+      if (batch[t].logits) RmsNorm(x + t * E, output_norm_, hp_.rms_eps, E, rows + (r++) * E);
     }
-    MatMul(output_, rows.data(), n_logits, logits, pool);
+    MatMul(output_, rows, n_logits, logits, pool);
   }
   if (hidden != nullptr) {
     int r = 0;
     for (int64_t t = 0; t < T; ++t) {
-      if (batch[t].hidden) RmsNorm(x.data() + t * E, output_norm_, hp_.rms_eps, E, hidden + static_cast<int64_t>(r++) * E);
+      if (batch[t].hidden) RmsNorm(x + t * E, output_norm_, hp_.rms_eps, E, hidden + static_cast<int64_t>(r++) * E);
     }
   }
   return Status::Ok();

@@ -10,6 +10,7 @@
 
 #include "inferloop/status.h"
 #include "llm/gguf_file.h"
+#include "llm/kv_attention.h"
 #include "llm/kv_block_pool.h"
 #include "llm/llama_hparams.h"
 #include "llm/tokenizer.h"
@@ -37,6 +38,16 @@ struct BatchToken {
   bool hidden = false;  // write this token's final hidden state (after the output norm)
 };
 
+// The intermediate buffers of LlamaModel::Forward (activations, RoPE angles, each thread's
+// attention scratch), kept by the caller between calls so that a step no larger than one seen
+// before allocates nothing for them. One per caller: concurrent Forward calls need one each.
+class ForwardScratch {
+ private:
+  friend class LlamaModel;
+  std::vector<float> x, h, q, kk, vv, att, tmp, gate, up, cos_t, sin_t, rows;
+  std::vector<AttentionScratch> attention;  // one per attention work slot
+};
+
 class LlamaModel {
  public:
   // Opens and validates `path`: architecture, hyperparameters, every tensor's presence, dims and
@@ -61,14 +72,22 @@ class LlamaModel {
   // For tokens marked `hidden`, the final hidden state after the output norm (what the output
   // projection would read; the embedding of the token) is written to `hidden`, n_embd floats
   // each, in batch order (`hidden` may be null when no token is marked).
+  // `scratch` (may be null: then the buffers are allocated for this call) holds the intermediate
+  // buffers between calls.
   // InvalidArgument for a token id outside the vocab or a position beyond what was reserved.
-  Status Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool, float* hidden = nullptr) const;
+  Status Forward(std::span<const BatchToken> batch, float* logits, ThreadPool* pool, float* hidden = nullptr,
+                 ForwardScratch* scratch = nullptr) const;
   // A batch of one.
-  Status Forward(int32_t token, int pos, KvSequence& seq, float* logits, ThreadPool* pool) const;
+  Status Forward(int32_t token, int pos, KvSequence& seq, float* logits, ThreadPool* pool,
+                 ForwardScratch* scratch = nullptr) const;
 
  private:
   LlamaModel(GgufFile file, Tokenizer tok) : file_(std::move(file)), tokenizer_(std::move(tok)) {}
   Status Bind();
+  // Attention of every token's query heads (q: T x n_head * head_dim) over its sequence's
+  // positions [0, pos] of layer `layer` into att (same shape), split over `pool`.
+  void Attend(std::span<const BatchToken> batch, int layer, const float* q, float* att, ThreadPool* pool,
+              ForwardScratch& fs) const;
 
   GgufFile file_;
   std::string path_;

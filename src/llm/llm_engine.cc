@@ -101,6 +101,7 @@ struct LlmEngine::Impl : SchedulerEvents {
   Scheduler sched;
   std::vector<float> masked;  // a constrained sequence's logits after its token mask
   std::vector<std::pair<Sequence*, Status>> grammar_failed;  // this step's sequences with no allowed token
+  ForwardScratch forward_scratch;  // the forward passes' buffers, kept between steps
 
   Impl(std::shared_ptr<const LlamaModel> m, EngineOptions o, KvBlockPool p)
       : model(std::move(m)), opt(o), pool(std::move(p)), sched(opt, &pool, this) {}
@@ -259,7 +260,7 @@ struct LlmEngine::Impl : SchedulerEvents {
     logits.assign(static_cast<size_t>(n_logits) * V, 0.f);
     hidden.assign(static_cast<size_t>(n_hidden) * model->hparams().n_embd, 0.f);
     const auto t0 = std::chrono::steady_clock::now();
-    Status st = model->Forward(batch, logits.data(), threads, hidden.data());
+    Status st = model->Forward(batch, logits.data(), threads, hidden.data(), &forward_scratch);
     if (st.ok() && prefills) {
       prefill.Record(end_pos, static_cast<int>(batch.size()),
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -179,7 +179,7 @@ TEST(KvCacheType, Q8_0AttentionMatchesDoubleSoftmaxOnDequantizedRows) {
       auto f = Fill(KvType::kQ8_0, HD, n, 7 + n, *t);
       AttentionScratch s;
       std::vector<float> out(HD);
-      AttendHead(*t, f->seq, 0, 1, HD, q.data(), n, scale, out.data(), s);
+      AttendHeads(*t, f->seq, 0, 1, HD, 1, q.data(), n, scale, out.data(), s);
       // Reference: the query as llama.cpp quantizes it (Q8_0), keys and values dequantized,
       // softmax and weighted sum in double.
       std::vector<uint8_t> qrow(HD / 32 * 34);
@@ -218,8 +218,8 @@ TEST(KvCacheType, Q8_0AttentionCloseToF16) {
     std::vector<float> q(HD), a(HD), b(HD);
     for (float& v : q) v = nd(g) * 2.0f;
     AttentionScratch s;
-    AttendHead(k, f16->seq, 0, 1, HD, q.data(), n, scale, a.data(), s);
-    AttendHead(k, q8->seq, 0, 1, HD, q.data(), n, scale, b.data(), s);
+    AttendHeads(k, f16->seq, 0, 1, HD, 1, q.data(), n, scale, a.data(), s);
+    AttendHeads(k, q8->seq, 0, 1, HD, 1, q.data(), n, scale, b.data(), s);
     for (int i = 0; i < HD; ++i) worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
   }
   // Values are N(0, 1); softmax weights are peaked (scores of std ~2.8). Q8_0's steps are
@@ -241,6 +241,39 @@ TEST(KvCacheType, Stories260kRefusesQ8_0Clearly) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.status().message().find("head dim is 8"), std::string::npos) << st.status().message();
+}
+
+// Grouped-query attention: several query heads over one key/value head in one call give each
+// head exactly what a call for that head alone gives (both cache types, every kernel table).
+TEST(KvCacheType, GroupedHeadsEqualSingleHeadCalls) {
+  const int HD = 64, G = 3;
+  const float scale = 1.0f / 8.0f;
+  for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
+    for (int n : {1, 5, 33, 70}) {
+      std::mt19937 g(300 + n);
+      std::normal_distribution<float> nd(0.0f, 1.0f);
+      std::vector<float> q(G * HD);
+      for (float& v : q) v = nd(g) * 2.0f;
+      for (const LlmKernelTable* t : AvailableLlmKernels()) {
+        auto f = Fill(type, HD, n, 11 + n, *t);
+        AttentionScratch s;
+        std::vector<float> grouped(G * HD, -1.0f), single(HD);
+        AttendHeads(*t, f->seq, 0, 1, HD, G, q.data(), n, scale, grouped.data(), s);
+        for (int h = 0; h < G; ++h) {
+          AttentionScratch fresh;
+          AttendHeads(*t, f->seq, 0, 1, HD, 1, q.data() + h * HD, n, scale, single.data(), fresh);
+          for (int i = 0; i < HD; ++i) {
+            ASSERT_EQ(grouped[h * HD + i], single[i]) << t->name << " type " << static_cast<int>(type) << " n " << n
+                                                      << " head " << h << " i " << i;
+          }
+        }
+        // The scratch of a larger call serves a smaller one: same answer again.
+        std::vector<float> again(G * HD);
+        AttendHeads(*t, f->seq, 0, 1, HD, G, q.data(), n, scale, again.data(), s);
+        EXPECT_EQ(again, grouped);
+      }
+    }
+  }
 }
 
 }  // namespace
