@@ -31,6 +31,9 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
       s.head[g] = std::max(s.head[g], sc);
     }
   }
+  // The weights softmax(score) rounded to half precision by the table's vector conversion
+  // (most are tiny: half subnormals, which the scalar FloatToHalf takes a slow branch for).
+  s.w16.resize(static_cast<size_t>(G) * n);
   for (int g = 0; g < G; ++g) {
     float* sg = scores + g * n;
     float sum = 0;
@@ -38,15 +41,14 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
       sg[j] = std::exp(sg[j] - s.head[g]);
       sum += sg[j];
     }
-    s.head[g] = 1.0f / sum;  // now the head's inverse softmax total
+    const float inv = 1.0f / sum;
+    for (int j = 0; j < n; ++j) sg[j] *= inv;
+    k.to_f16(sg, s.w16.data() + g * n, n);
     std::fill(out + g * HD, out + (g + 1) * HD, 0.0f);
   }
   for (int j = 0; j < n; ++j) {
     const uint16_t* vrow = seq.Value(layer, j) + kv_head * HD;
-    for (int g = 0; g < G; ++g) {
-      const float w = HalfToFloat(FloatToHalf(scores[g * n + j] * s.head[g]));
-      k.axpy_f16(w, vrow, out + g * HD, HD);
-    }
+    for (int g = 0; g < G; ++g) k.axpy_f16(HalfToFloat(s.w16[g * n + j]), vrow, out + g * HD, HD);
   }
 }
 
