@@ -138,16 +138,24 @@ void InferInt8(ShapeContext& c) {
   else if (op == "QAdd") t = present(7) ? in_type(7) : DataType::kUInt8;
   else t = !present(6) ? DataType::kFloat : present(7) ? in_type(7) : DataType::kUInt8;
   if (const Attribute* d = n.FindAttribute("dequantize_output"); d && d->i != 0) t = DataType::kFloat;
-  const Attribute* layout = n.FindAttribute("layout");
-  if (layout && layout->s == "NHWC") {
-    c.Out(0, Unknown(t));
-    return;
-  }
   Node plain = n;
   plain.domain.clear();
   plain.op_type = it->second.first;
   plain.inputs.clear();
   for (size_t i : it->second.second) plain.inputs.push_back(i < n.inputs.size() ? n.inputs[i] : "");
+  const Attribute* layout = n.FindAttribute("layout");
+  if (layout && layout->s == "NHWC") {
+    // Channels-last X [N, H, W, C] (QConv and the pools; Int8NhwcLayout): the plain op on the
+    // logical [N, C, H, W], its [N, C', H', W'] stored as [N, H', W', C']. Known shapes let the
+    // memory plan place these tensors in the arena instead of the heap at every run.
+    const InferredValue* x = c.In(0);
+    if (!x || !x->has_shape || x->dims.size() != 4) return c.Out(0, Unknown(t));
+    InferredValue logical = *x;
+    logical.dims = {x->dims[0], x->dims[3], x->dims[1], x->dims[2]};
+    const InferredValue y = c.InferTemporary(std::move(plain), &logical);
+    if (!y.has_shape || y.dims.size() != 4) return c.Out(0, Unknown(t));
+    return c.Out(0, TensorInfo(t, {y.dims[0], y.dims[2], y.dims[3], y.dims[1]}));
+  }
   const InferredValue y = c.InferTemporary(std::move(plain));
   c.Out(0, y.has_shape ? TensorInfo(t, y.dims) : Unknown(t));
 }

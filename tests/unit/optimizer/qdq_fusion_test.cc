@@ -4,6 +4,7 @@
 // are left alone.
 #include <gtest/gtest.h>
 
+#include "graph/shape_inference.h"
 #include "optimizer/graph_editor.h"
 #include "unit/optimizer/opt_test_util.h"
 
@@ -151,6 +152,49 @@ TEST(OptQdqFusion, ResidualAddAndPoolsStayChannelsLastBetweenConvs) {
   EXPECT_EQ(CountOp(o.model, "QGlobalAveragePool"), 1);
   EXPECT_EQ(CountOp(o.model, "Transpose"), 2);  // into the first conv, out of the pool
   EXPECT_EQ(o.report.rewrites["Int8NhwcLayout"], 5);
+}
+
+// The channels-last int8 ops' outputs have known shapes ([N, H, W, C]), so the memory plan
+// places them in the arena: H != W != C catches a wrong permutation.
+TEST(OptQdqFusion, ChannelsLastInt8OpsHaveInferredShapes) {
+  ModelBuilder b(17);
+  b.Input("x", DataType::kFloat, {1, 8, 6, 10}).Output("y", DataType::kFloat, {1, 12, 1, 1});
+  Qdq(b, "x", "xd", 0.02f, 128);
+  Weight(b, "w1", {12, 8, 3, 3});
+  IntsAttr(b.Node("Conv", {"xd", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
+  b.Node("Relu", {"c1"}, {"r1"});
+  Qdq(b, "r1", "r1d", 0.04f, 0);
+  Weight(b, "w2", {12, 12, 1, 1});
+  b.Node("Conv", {"r1d", "w2"}, {"c2"});
+  Qdq(b, "c2", "c2d", 0.04f, 128);
+  b.Node("Add", {"c2d", "r1d"}, {"s"});
+  Qdq(b, "s", "sd", 0.05f, 0);
+  auto& pool = b.Node("MaxPool", {"sd"}, {"p"});
+  IntsAttr(pool, "kernel_shape", {2, 2});
+  IntsAttr(pool, "strides", {2, 2});
+  Qdq(b, "p", "pd", 0.05f, 0);
+  b.Node("GlobalAveragePool", {"pd"}, {"g"});
+  Qdq(b, "g", "y", 0.01f, 0);
+  const Model m = LoadBuilt(b);
+  auto o = OptimizeAndCompare(m, {{"x", RandomTensor({1, 8, 6, 10}, 7)}}, 2, 0.01f * 1.001f, 0.f);
+  auto shapes = InferShapes(o.model);
+  ASSERT_TRUE(shapes.ok()) << shapes.status().ToString();
+  std::map<std::string, std::vector<int64_t>> want = {
+      {"QConv", {1, 6, 10, 12}}, {"QAdd", {1, 6, 10, 12}}, {"QMaxPool", {1, 3, 5, 12}}, {"QGlobalAveragePool", {1, 1, 1, 12}}};
+  int checked = 0;
+  for (const Node& n : o.model.graph.nodes) {
+    auto it = want.find(n.op_type);
+    if (it == want.end()) continue;
+    const TypeInfo& t = shapes->types.at(n.outputs[0]);
+    ASSERT_TRUE(t.has_shape) << n.op_type << " " << n.outputs[0];
+    std::vector<int64_t> dims;
+    for (const Dim& d : t.dims) dims.push_back(d.value);
+    EXPECT_EQ(dims, it->second) << n.op_type << " " << n.outputs[0];
+    EXPECT_EQ(t.elem_type, DataType::kUInt8) << n.op_type;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 5);  // two QConvs, QAdd, QMaxPool, QGlobalAveragePool
+  EXPECT_EQ(shapes->unknown, 0);
 }
 
 TEST(OptQdqFusion, AveragePoolAndConcatRunOn8Bits) {
