@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/cpu_features.h"
 #include "base/float_types.h"
 #include "base/status_macros.h"
 #include "compute/dispatch.h"
@@ -31,8 +32,7 @@ bool Enabled() {
 
 bool Bf16ComputeSupported() {
   if (!Enabled()) return false;
-  Engine();  // oneDNN reads ONEDNN_MAX_CPU_ISA once, at its first use
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto isa = static_cast<unsigned>(EffectiveIsa());
   const auto bf16 = static_cast<unsigned>(dnnl::cpu_isa::avx512_core_bf16);
   return (isa & bf16) == bf16;  // the ISA values are nested bit sets
 }
@@ -49,8 +49,34 @@ const char* PrecisionKey(Precision p) {
   }
 }
 
+namespace {
+
+// INFERLOOP_ISA caps oneDNN's kernels as it caps inferloop's own, so that `INFERLOOP_ISA=avx512`
+// runs what a CPU with AVX-512 VNNI and BF16 but no AMX runs (AMD EPYC), and `avx2` what an
+// AVX2-only CPU runs; before, oneDNN kept choosing AMX for int8 and bf16 under either (measured:
+// ResNet-50's QConvs as brgconv:avx512_core_amx_int8 with INFERLOOP_ISA=avx512). A cap the user
+// gives oneDNN itself (ONEDNN_MAX_CPU_ISA) wins. Called before oneDNN's first use.
+void CapOneDnnIsa() {
+  const char* own = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (own != nullptr && own[0] != '\0') return;
+  switch (IsaCapFromEnv()) {
+    case IsaCap::kAvx512: dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx512_core_bf16); break;
+    case IsaCap::kAvx2: dnnl::set_max_cpu_isa(dnnl::cpu_isa::avx2); break;
+    case IsaCap::kScalar: dnnl::set_max_cpu_isa(dnnl::cpu_isa::sse41); break;
+    case IsaCap::kNone: break;
+  }
+}
+
+}  // namespace
+
+dnnl::cpu_isa EffectiveIsa() {
+  Engine();  // the cap is set there, before oneDNN's first use (it reads its ISA once)
+  return dnnl::get_effective_cpu_isa();
+}
+
 const dnnl::engine& Engine() {
   static const dnnl::engine engine = [] {
+    CapOneDnnIsa();
     // Kernels keep their own primitives per shape (ShapeCache); oneDNN's global cache only
     // shares identical primitives between kernels (e.g. the layers of a transformer). Its
     // default of 1024 entries would keep the JIT code of every shape a dynamic-shape model ever

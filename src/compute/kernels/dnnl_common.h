@@ -46,6 +46,10 @@ using dt = dnnl::memory::data_type;
 bool Enabled();
 
 const dnnl::engine& Engine();
+// The instruction set oneDNN's kernels use: the CPU's, lowered by ONEDNN_MAX_CPU_ISA or else by
+// INFERLOOP_ISA (avx512: no AMX; avx2; scalar: SSE4.1). Ask here, not oneDNN directly: the cap
+// must be set before oneDNN first reads its ISA.
+dnnl::cpu_isa EffectiveIsa();
 // The calling thread's stream (streams are cheap; one per thread avoids sharing questions).
 dnnl::stream& ThreadStream();
 

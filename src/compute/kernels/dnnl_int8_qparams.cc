@@ -112,7 +112,7 @@ void AddZeroPoints(const ZeroPoints& z, ExecArgs& args, MemArg* src_m, MemArg* d
 
 bool NativeInt8() {
   static const bool native = [] {
-    const auto isa = dnnl::get_effective_cpu_isa();
+    const auto isa = EffectiveIsa();
     using I = dnnl::cpu_isa;
     return isa == I::avx512_core_vnni || isa == I::avx512_core_bf16 || isa == I::avx512_core_amx || isa == I::avx2_vnni;
   }();

@@ -1,8 +1,9 @@
 // PackedWeights: packing into oneDNN layouts, dropping the plain original after the first
 // blocked packing, rebuilding the exact plain values from the packed copy, and Retain; float16
-// copies (GetHalf) and bf16 packings (Precision modes).
+// copies (GetHalf) and bf16 packings (Precision modes). INFERLOOP_ISA capping oneDNN's ISA.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -104,6 +105,36 @@ TEST(DnnlPackedWeights, HalfCopiesKeepHalfTheBytesAndRebuildRoundedValues) {
   auto m = packed16.Get(plain, bf16_plain);
   const auto* b = static_cast<const uint16_t*>(m->get_data_handle());
   for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(b[i], FloatToBFloat16(v[i])) << i;
+}
+
+// INFERLOOP_ISA lowers oneDNN's instruction set as it lowers inferloop's own kernels (each case
+// in a fresh process, as oneDNN reads its ISA once): avx512 runs no AMX kernels, avx2 nothing
+// above AVX2; ONEDNN_MAX_CPU_ISA, when the user sets it, wins. oneDNN's ISA values are nested bit
+// sets, so "at most X" is "no bits outside X's".
+bool AtMost(dnnl::cpu_isa isa, dnnl::cpu_isa cap) {
+  return (static_cast<unsigned>(isa) & ~static_cast<unsigned>(cap)) == 0;
+}
+
+void ExpectCap(const char* inferloop_isa, const char* onednn_isa, dnnl::cpu_isa cap) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("INFERLOOP_ISA", inferloop_isa, 1);
+        if (onednn_isa) setenv("ONEDNN_MAX_CPU_ISA", onednn_isa, 1);
+        else unsetenv("ONEDNN_MAX_CPU_ISA");
+        const dnnl::cpu_isa isa = dnnl_kernels::EffectiveIsa();
+        std::fprintf(stderr, "effective isa %#x\n", static_cast<unsigned>(isa));
+        std::exit(AtMost(isa, cap) ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "effective isa")
+      << "INFERLOOP_ISA=" << inferloop_isa;
+}
+
+TEST(DnnlIsaCap, InferloopIsaLowersOneDnn) {
+  ExpectCap("avx512", nullptr, dnnl::cpu_isa::avx512_core_bf16);
+  ExpectCap("avx2", nullptr, dnnl::cpu_isa::avx2);
+  ExpectCap("scalar", nullptr, dnnl::cpu_isa::sse41);
+  ExpectCap("avx512", "AVX2", dnnl::cpu_isa::avx2);  // the user's oneDNN cap wins
 }
 
 }  // namespace
