@@ -102,6 +102,7 @@ struct LlmEngine::Impl : SchedulerEvents {
   std::vector<float> masked;  // a constrained sequence's logits after its token mask
   std::vector<std::pair<Sequence*, Status>> grammar_failed;  // this step's sequences with no allowed token
   ForwardScratch forward_scratch;  // the forward passes' buffers, kept between steps
+  std::vector<float> step_logits, step_hidden;  // a step's logit rows and pooled hidden states
 
   Impl(std::shared_ptr<const LlamaModel> m, EngineOptions o, KvBlockPool p)
       : model(std::move(m)), opt(o), pool(std::move(p)), sched(opt, &pool, this) {}
@@ -196,14 +197,13 @@ struct LlmEngine::Impl : SchedulerEvents {
       PublishStats();
       return !sched.running.empty() || !sched.waiting.empty() ? WaitBriefly() : false;
     }
-    std::vector<float> logits, hidden;
-    Status st = Forward(plan, logits, hidden);
+    Status st = Forward(plan, step_logits, step_hidden);
     if (!st.ok()) {
       for (const ScheduledWork& p : plan) FailRunning(p.seq, st);
       PublishStats();
       return true;
     }
-    EmitAll(plan, logits, hidden);
+    EmitAll(plan, step_logits, step_hidden);
     {
       std::lock_guard<std::mutex> l(mu);
       ++stats.steps;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/status_macros.h"
+#include "base/thread_pool.h"
 #include "compute/kernels/dnnl_common.h"
 #include "compute/kernels/nn_common.h"
 
@@ -15,6 +16,7 @@ namespace {
 
 struct PoolPlan {
   bool scalar_only = false;  // the scalar kernel runs this shape
+  bool halving_max = false;  // HalvingMaxPool runs this shape (not oneDNN)
   Shape y_shape;
   dnnl::pooling_v2_forward prim;
   memory::desc src_md, dst_md, scratch_md;
@@ -53,6 +55,11 @@ class PoolKernel final : public Kernel {
       return scalar_->Compute(ctx);
     }
     IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(DataType::kFloat, plan->y_shape));
+    if (plan->halving_max) {
+      HalvingMaxPool(*x, y, ctx.thread_pool());
+      ctx.SetOutput(0, std::move(y));
+      return Status::Ok();
+    }
     MemArg src(plan->src_md, x->raw_data()), dst(plan->dst_md, y.raw_data());
     ExecArgs args;
     args.Add(DNNL_ARG_SRC, src.get());
@@ -106,11 +113,63 @@ class PoolKernel final : public Kernel {
         y_shape.push_back(g->out[d]);
       }
     }
+    if (!blocked_ && kind_ == PoolKind::kMax && (nd == 2 || nd == 3)) {
+      bool halving = true;
+      for (int d = 0; d < nd; ++d) {
+        halving = halving && kernel[d] == 2 && strides[d] == 2 && dil[d] == 0 && pl[d] == 0 && pr[d] == 0 &&
+                  y_shape[d + 2] == xs[d + 2] / 2;
+      }
+      if (halving) {
+        auto plan = std::make_shared<PoolPlan>();
+        plan->halving_max = true;
+        plan->y_shape = y_shape;
+        return plan;
+      }
+    }
     try {
       return Build(xs, y_shape, kernel, strides, dil, pl, pr);
     } catch (const dnnl::error&) {
       return scalar;
     }
+  }
+
+  // MaxPool with a 2 (x 2) x 2 window and stride 2, no padding, on plain NCHW / NCDHW (the
+  // U-Nets' downsampling): each output the largest of its window's values (the first of equal
+  // ones, NaN as the scalar kernel treats it). oneDNN runs this shape with its reference
+  // `simple_nchw` pooling: measured on [1, 8, 32, 64, 64] (the CT template's U-Net), 1 thread,
+  // INFERLOOP_ISA=avx2, a machine busy with two compilers: 9.9 ms inside the model, 35-38 ms as a
+  // one-node model, against 1.1-4.8 ms for this loop (ONNX Runtime 0.64 ms).
+  static void HalvingMaxPool(const Tensor& x, Tensor& y, ThreadPool* pool) {
+    const Shape& xs = x.shape();
+    const Shape& ys = y.shape();
+    const bool three = xs.size() == 5;
+    const int64_t ID = three ? xs[2] : 1, IH = xs[xs.size() - 2], IW = xs.back();
+    const int64_t OD = three ? ys[2] : 1, OH = ys[ys.size() - 2], OW = ys.back();
+    const int64_t rows = xs[0] * xs[1] * OD;  // (plane, output depth) pairs
+    const float* px = x.data<float>();
+    float* py = y.data<float>();
+    ParallelFor(pool, rows, 4, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t plane = r / OD, od = r % OD;
+        const float* in = px + (plane * ID + (three ? 2 * od : 0)) * IH * IW;
+        float* out = py + r * OH * OW;
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const float* a = in + 2 * oh * IW;
+          const float* rows4[4] = {a, a + IW, a + IH * IW, a + IH * IW + IW};
+          const int n_rows = three ? 4 : 2;
+          float* o = out + oh * OW;
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            float v = rows4[0][2 * ow];
+            for (int k = 0; k < n_rows; ++k) {
+              const float p = rows4[k][2 * ow], q = rows4[k][2 * ow + 1];
+              if (k > 0 && p > v) v = p;
+              if (q > v) v = q;
+            }
+            o[ow] = v;
+          }
+        }
+      }
+    });
   }
 
   std::shared_ptr<const PoolPlan> Build(const Shape& x_shape, const Shape& y_shape, const memory::dims& kernel,
