@@ -124,15 +124,17 @@ TEST(OptQdqFusion, DqQPairWithSameParametersCancelsAndTransposeRunsOn8Bits) {
   EXPECT_EQ(t->inputs[0], "xd_q");
 }
 
-TEST(OptQdqFusion, ResidualAddAndPoolsStayChannelsLastBetweenConvs) {
+// x [1, C, H, W] -> QConv 3x3 (m channels) + Relu -> QConv 1x1 -> QAdd (residual) + Relu ->
+// QMaxPool 2x2 -> QGlobalAveragePool -> y [1, m, 1, 1], every tensor between them QDQ.
+Model ResidualBlock(const Shape& x, int64_t m) {
   ModelBuilder b(17);
-  b.Input("x", DataType::kFloat, {1, 8, 8, 8}).Output("y", DataType::kFloat, {1, 8, 1, 1});
+  b.Input("x", DataType::kFloat, x).Output("y", DataType::kFloat, {1, m, 1, 1});
   Qdq(b, "x", "xd", 0.02f, 128);
-  Weight(b, "w1", {8, 8, 3, 3});
+  Weight(b, "w1", {m, x[1], 3, 3});
   IntsAttr(b.Node("Conv", {"xd", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
   b.Node("Relu", {"c1"}, {"r1"});
   Qdq(b, "r1", "r1d", 0.04f, 0);
-  Weight(b, "w2", {8, 8, 1, 1});
+  Weight(b, "w2", {m, m, 1, 1});
   b.Node("Conv", {"r1d", "w2"}, {"c2"});
   Qdq(b, "c2", "c2d", 0.04f, 128);
   b.Node("Add", {"c2d", "r1d"}, {"s"});
@@ -144,7 +146,11 @@ TEST(OptQdqFusion, ResidualAddAndPoolsStayChannelsLastBetweenConvs) {
   Qdq(b, "p", "pd", 0.05f, 0);
   b.Node("GlobalAveragePool", {"pd"}, {"g"});
   Qdq(b, "g", "y", 0.01f, 0);
-  const Model m = LoadBuilt(b);
+  return LoadBuilt(b);
+}
+
+TEST(OptQdqFusion, ResidualAddAndPoolsStayChannelsLastBetweenConvs) {
+  const Model m = ResidualBlock({1, 8, 8, 8}, 8);
   auto o = OptimizeAndCompare(m, {{"x", RandomTensor({1, 8, 8, 8}, 6)}}, 2, 0.01f * 1.001f, 0.f);
   EXPECT_EQ(CountOp(o.model, "QConv"), 2);
   EXPECT_EQ(CountOp(o.model, "QAdd"), 1);
@@ -157,25 +163,7 @@ TEST(OptQdqFusion, ResidualAddAndPoolsStayChannelsLastBetweenConvs) {
 // The channels-last int8 ops' outputs have known shapes ([N, H, W, C]), so the memory plan
 // places them in the arena: H != W != C catches a wrong permutation.
 TEST(OptQdqFusion, ChannelsLastInt8OpsHaveInferredShapes) {
-  ModelBuilder b(17);
-  b.Input("x", DataType::kFloat, {1, 8, 6, 10}).Output("y", DataType::kFloat, {1, 12, 1, 1});
-  Qdq(b, "x", "xd", 0.02f, 128);
-  Weight(b, "w1", {12, 8, 3, 3});
-  IntsAttr(b.Node("Conv", {"xd", "w1"}, {"c1"}), "pads", {1, 1, 1, 1});
-  b.Node("Relu", {"c1"}, {"r1"});
-  Qdq(b, "r1", "r1d", 0.04f, 0);
-  Weight(b, "w2", {12, 12, 1, 1});
-  b.Node("Conv", {"r1d", "w2"}, {"c2"});
-  Qdq(b, "c2", "c2d", 0.04f, 128);
-  b.Node("Add", {"c2d", "r1d"}, {"s"});
-  Qdq(b, "s", "sd", 0.05f, 0);
-  auto& pool = b.Node("MaxPool", {"sd"}, {"p"});
-  IntsAttr(pool, "kernel_shape", {2, 2});
-  IntsAttr(pool, "strides", {2, 2});
-  Qdq(b, "p", "pd", 0.05f, 0);
-  b.Node("GlobalAveragePool", {"pd"}, {"g"});
-  Qdq(b, "g", "y", 0.01f, 0);
-  const Model m = LoadBuilt(b);
+  const Model m = ResidualBlock({1, 8, 6, 10}, 12);
   auto o = OptimizeAndCompare(m, {{"x", RandomTensor({1, 8, 6, 10}, 7)}}, 2, 0.01f * 1.001f, 0.f);
   auto shapes = InferShapes(o.model);
   ASSERT_TRUE(shapes.ok()) << shapes.status().ToString();
