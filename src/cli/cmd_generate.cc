@@ -141,7 +141,7 @@ int RunParallel(std::unique_ptr<llm::LlamaModel> model, const std::vector<int32_
   }
   const llm::EngineStats st = (*engine)->stats();
   if (a.parallel == 1) {
-    const std::string text = m->tokenizer().Decode(prompt) + m->tokenizer().Decode(first_ids);
+    const std::string text = m->tokenizer().DecodeText(prompt) + m->tokenizer().Decode(first_ids);
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fputc('\n', stdout);
     if (a.ids) {
@@ -273,7 +273,7 @@ Runner AddGenerateCommand(CLI::App& app) {
     o.stop_at_eog = !a->ignore_eos;
     o.kv_type = *kv_type;
     std::vector<int32_t> out;
-    const std::string shown = a->prompt.empty() ? tok.Decode(prompt) : a->prompt;
+    const std::string shown = a->prompt.empty() ? tok.DecodeText(prompt) : a->prompt;
     std::fwrite(shown.data(), 1, shown.size(), stdout);
     std::fflush(stdout);
     auto st = llm::Generate(**model, prompt, o, [&](int32_t id) {

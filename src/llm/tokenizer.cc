@@ -394,6 +394,12 @@ std::string Tokenizer::Decode(const std::vector<TokenId>& ids, bool render_speci
   return s;
 }
 
+std::string Tokenizer::DecodeText(const std::vector<TokenId>& ids) const {
+  std::string s = Decode(ids);
+  if (v_->add_space_prefix && !s.empty() && s[0] == ' ') s.erase(0, 1);
+  return s;
+}
+
 int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(v_->text.size()); }
 TokenId Tokenizer::bos() const { return v_->bos; }
 TokenId Tokenizer::eos() const { return v_->eos; }

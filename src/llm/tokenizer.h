@@ -47,6 +47,11 @@ class Tokenizer {
   std::string Piece(TokenId id, bool render_special = false) const;
   // Concatenated pieces.
   std::string Decode(const std::vector<TokenId>& ids, bool render_special = false) const;
+  // The text a whole sequence of ids stands for (a prompt given as ids, echoed): Decode without
+  // the one space that encoding with the vocab's space prefix (SentencePiece) put before the
+  // first word, as llama.cpp's llama_detokenize and Hugging Face's decode (special tokens
+  // skipped) give it. Control tokens are skipped.
+  std::string DecodeText(const std::vector<TokenId>& ids) const;
 
   int32_t vocab_size() const;
   TokenId bos() const;   // -1 when the vocab has none

@@ -491,7 +491,7 @@ Status GgufModelVersion::Generate(serve::TextGenerationRequest req,
     g->pending.push_back(serve::TextPiece{i, "", {}});
     if (req.echo) {
       const serve::TextPrompt& p = req.prompts[i / req.n];
-      g->echo.push_back(p.is_tokens ? tok.Decode(p.tokens) : p.text);
+      g->echo.push_back(p.is_tokens ? tok.DecodeText(p.tokens) : p.text);
     }
   }
   g->first_token.assign(choices, Clock::time_point{});

@@ -76,6 +76,7 @@ TEST_P(BpeVocab, RoundTripsAndSpecials) {
                               "x = [i ** 2 for i in range(10)]", "2024-11-30 12:34:56", "I'm sure you're right"}) {
     const auto ids = t->Encode(s, /*add_bos=*/false);
     EXPECT_EQ(t->Decode(ids), s);  // byte-level BPE adds no space
+    EXPECT_EQ(t->DecodeText(ids), s);  // nor removes one
     for (int32_t id : ids) EXPECT_NE(t->Kind(id), TokenKind::kControl) << s;
   }
   // Merges apply: a frequent word of the training text is fewer tokens than bytes.

@@ -67,6 +67,9 @@ TEST(Tokenizer, RoundTripsWithByteFallback) {
                               "\xFF\xFE invalid utf8", "x"}) {
     const std::vector<int32_t> ids = t.Encode(s, false);
     EXPECT_EQ(t.Decode(ids), " " + s) << s;  // the llama vocab adds a leading space
+    // ... which the text of a whole sequence leaves out (llama_detokenize), BOS first or not.
+    EXPECT_EQ(t.DecodeText(ids), s) << s;
+    EXPECT_EQ(t.DecodeText(t.Encode(s, true)), s) << s;
     for (int32_t id : ids) EXPECT_NE(id, 0) << "unknown token for " << s;  // bytes fall back, never <unk>
   }
   EXPECT_TRUE(t.Encode("", false).empty());
