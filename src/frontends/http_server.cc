@@ -12,11 +12,13 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
@@ -74,6 +76,11 @@ namespace {
 constexpr std::chrono::seconds kLingerTime{2};
 // Pause before accepting again after an accept error (out of file descriptors, ...).
 constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
+// Answers with bodies up to this size are copied into the connection's out buffer and written
+// with the answers ready next to them in one send; larger ones go out from their own buffers.
+constexpr size_t kGatherBodyBytes = 64 * 1024;
+// At most this many answers in one send.
+constexpr size_t kMaxGathered = 64;
 
 HttpResponse ErrorResponse(int status, std::string_view message) {
   HttpResponse r;
@@ -200,6 +207,14 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   tcp::socket::executor_type executor() { return stream_.get_executor(); }
+
+  // True on the thread running one of this connection's handlers now (its strand): an answer
+  // given there is taken at once instead of being posted (no scheduler round trip, no wake-up).
+  bool RunningHere() {
+    auto executor = stream_.get_executor();
+    const auto* strand = executor.target<asio::strand<asio::io_context::executor_type>>();
+    return strand != nullptr && strand->running_in_this_thread();
+  }
 
   // Starts reading (after the TLS handshake, when TLS); the session was listed as waiting for its
   // first header when accepted, so header_timeout bounds the handshake too.
@@ -629,6 +644,7 @@ class Session : public std::enable_shared_from_this<Session> {
     Slot& slot = slots_.front();
     if (slot.streaming) return WriteStream(slot);
     if (!slot.response) return;
+    if (!stream_.tls() && slot.response->body().size() <= kGatherBodyBytes) return WriteGathered();
     close_after_write_ = slot.close_after || !slot.keep_alive || LastAnswer();
     slot.response->keep_alive(!close_after_write_);
     writing_ = true;
@@ -642,6 +658,76 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     if (ec) return Close();
     FinishSlot();
+  }
+
+  // Writes the answers ready at the front (small, plain TCP), in order, with one send: their
+  // bytes go into the connection's reused out_ buffer. What the socket takes at once needs no
+  // asynchronous write (no completion handler, no scheduler round trip); the rest, if any, is
+  // written asynchronously. Pipelined answers ready together leave in one segment.
+  void WriteGathered() {
+    out_.clear();
+    size_t count = 0;
+    for (size_t i = 0; i < slots_.size() && count < kMaxGathered; ++i) {
+      Slot& slot = slots_[i];
+      if (slot.streaming || !slot.response || slot.response->body().size() > kGatherBodyBytes) break;
+      const bool last = (read_closed_ || core_.closing_connections.load(std::memory_order_relaxed)) && i + 1 == slots_.size();
+      close_after_write_ = slot.close_after || !slot.keep_alive || last;
+      slot.response->keep_alive(!close_after_write_);
+      if (!AppendSerialized(*slot.response)) {
+        if (count == 0) return Close();  // cannot happen with string bodies
+        close_after_write_ = false;
+        break;
+      }
+      ++count;
+      if (close_after_write_) break;
+    }
+    beast::error_code ec;
+    size_t sent = 0;
+    if (!nonblocking_set_) {
+      stream_.socket().non_blocking(true, ec);
+      nonblocking_set_ = !ec;
+    }
+    if (nonblocking_set_) sent = stream_.socket().write_some(asio::buffer(out_), ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return Close();
+    if (sent == out_.size()) return FinishGathered(count);
+    writing_ = true;
+    StartWriteTimer();
+    asio::async_write(stream_, asio::buffer(out_.data() + sent, out_.size() - sent),
+                      [self = shared_from_this(), count](beast::error_code ec, size_t) {
+                        self->writing_ = false;
+                        if (self->closed_) return;
+                        if (ec) return self->Close();
+                        self->FinishGathered(count);
+                      });
+  }
+
+  // Appends `res` as sent on the wire (Beast's serializer: the same bytes as http::write).
+  bool AppendSerialized(Response& res) {
+    http::response_serializer<http::string_body, Fields> sr(res);
+    beast::error_code ec;
+    while (!sr.is_done()) {
+      sr.next(ec, [&](beast::error_code&, const auto& buffers) {
+        size_t n = 0;
+        for (const auto b : beast::buffers_range_ref(buffers)) {
+          out_.append(static_cast<const char*>(b.data()), b.size());
+          n += b.size();
+        }
+        sr.consume(n);
+      });
+      if (ec) return false;
+    }
+    return true;
+  }
+
+  // The first `count` slots' answers are completely written.
+  void FinishGathered(size_t count) {
+    for (size_t i = 0; i < count; ++i) slots_.pop_front();
+    if (out_.capacity() > 4 * kGatherBodyBytes) std::string().swap(out_);  // keep no large buffer
+    if (close_after_write_) return Linger();
+    if (slots_.empty()) ArmIdleTimer();
+    DoWrite();
+    DoRead();
+    MaybeClose();
   }
 
   void MaybeClose() {
@@ -684,6 +770,8 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t next_seq_ = 0;
   Clock::time_point header_time_;
   std::vector<char> scratch_;  // for Discard
+  std::string out_;            // the bytes of the answers being written by WriteGathered
+  bool nonblocking_set_ = false;
   Clock::time_point write_started_;
   Clock::time_point idle_since_;
   Clock::time_point timer_due_;
@@ -735,6 +823,7 @@ void HttpResponder::State::Deliver(HttpResponse response) {
   if (done.exchange(true)) return;
   std::shared_ptr<Session> s = session.lock();
   if (!s) return;  // the connection is gone
+  if (s->RunningHere()) return s->OnAnswer(seq, std::move(response));  // answered inline
   auto executor = s->executor();
   asio::post(executor, [s = std::move(s), n = seq, response = std::move(response)]() mutable {
     s->OnAnswer(n, std::move(response));
