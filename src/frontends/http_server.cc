@@ -722,7 +722,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // The first `count` slots' answers are completely written.
   void FinishGathered(size_t count) {
     for (size_t i = 0; i < count; ++i) slots_.pop_front();
-    if (out_.capacity() > 4 * kGatherBodyBytes) std::string().swap(out_);  // keep no large buffer
+    // An idle connection keeps no large write buffer (as for the read buffer).
+    if (out_.capacity() > 16 * 1024) std::string().swap(out_);
     if (close_after_write_) return Linger();
     if (slots_.empty()) ArmIdleTimer();
     DoWrite();
