@@ -148,8 +148,14 @@ struct HttpServer::Core {
   std::list<Session*> waiting;
   bool draining = false;
 
-  asio::io_context io;
+  // One event loop per io thread (io: the first thread's, which also accepts): a connection
+  // lives on one of them (round robin), so its handlers run on one thread in order without a
+  // strand, and its requests wake no other io thread.
+  asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::vector<std::unique_ptr<asio::io_context>> more_io;  // threads 2..N
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> more_work;
+  size_t next_io = 0;  // on accept_strand
   asio::strand<asio::io_context::executor_type> accept_strand{io.get_executor()};
   tcp::acceptor acceptor{accept_strand};
   asio::steady_timer accept_retry{accept_strand};
@@ -167,7 +173,7 @@ struct HttpServer::Core {
   void DoAccept();
   void Unregister(Session* s);  // defined after Session
   // With mu held: lists `s` as waiting for a header. Over max_header_waiting, unlists the longest
-  // waiting session and returns it (the caller closes it on its strand; null when none or gone).
+  // waiting session and returns it (the caller closes it on its thread; null when none or gone).
   std::shared_ptr<Session> EnterWaitingLocked(Session* s);
   void LeaveWaiting(Session* s);
 };
@@ -190,7 +196,7 @@ namespace http_internal {
 
 // Header fields (of a request being parsed, of an answer) from the connection's own pool
 // (Session::fields_pool_): after the first requests, a request's and its answer's fields take no
-// heap allocation. Used on the connection's strand only, as the pool is not thread-safe.
+// heap allocation. Used on the connection's thread only, as the pool is not thread-safe.
 using FieldsAllocator = std::pmr::polymorphic_allocator<char>;
 using Fields = http::basic_fields<FieldsAllocator>;
 using Request = http::request<http::string_body, Fields>;
@@ -208,12 +214,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
   tcp::socket::executor_type executor() { return stream_.get_executor(); }
 
-  // True on the thread running one of this connection's handlers now (its strand): an answer
+  // True on the thread running this connection's handlers (its event loop's): an answer
   // given there is taken at once instead of being posted (no scheduler round trip, no wake-up).
   bool RunningHere() {
     auto executor = stream_.get_executor();
-    const auto* strand = executor.target<asio::strand<asio::io_context::executor_type>>();
-    return strand != nullptr && strand->running_in_this_thread();
+    const auto* loop = executor.target<asio::io_context::executor_type>();
+    return loop != nullptr && loop->running_in_this_thread();
   }
 
   // Starts reading (after the TLS handshake, when TLS); the session was listed as waiting for its
@@ -892,7 +898,9 @@ bool HttpStream::closed() const {
 
 void HttpServer::Core::DoAccept() {
   if (!accepting) return;
-  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
+  const size_t k = next_io++ % (more_io.size() + 1);
+  asio::io_context& loop = k == 0 ? io : *more_io[k - 1];
+  acceptor.async_accept(loop.get_executor(), [this](beast::error_code ec, tcp::socket socket) {
     if (!accepting) return;
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
@@ -962,12 +970,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options,
   if (ec) return Status::Unavailable("http server: cannot read the bound port: " + ec.message());
 
   core->accepting = true;
+  for (int i = 1; i < opt.io_threads; ++i) {
+    core->more_io.push_back(std::make_unique<asio::io_context>(1));
+    core->more_work.emplace_back(core->more_io.back()->get_executor());
+  }
   asio::dispatch(core->accept_strand, [c = core.get()] { c->DoAccept(); });
   for (int i = 0; i < opt.io_threads; ++i) {
-    core->threads.emplace_back([c = core.get()] {
+    asio::io_context* loop = i == 0 ? &core->io : core->more_io[static_cast<size_t>(i - 1)].get();
+    core->threads.emplace_back([loop] {
       for (;;) {
         try {
-          c->io.run();
+          loop->run();
           return;
         } catch (...) {
           // A handler threw past its session (a bug): keep serving the other connections.
@@ -1039,6 +1052,8 @@ bool HttpServer::Shutdown(std::chrono::milliseconds deadline) {
   }
   c.work.reset();
   c.io.stop();
+  for (auto& w : c.more_work) w.reset();
+  for (auto& loop : c.more_io) loop->stop();
   for (auto& t : c.threads) {
     if (t.joinable()) t.join();
   }

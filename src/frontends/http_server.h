@@ -1,6 +1,7 @@
 // HttpServer: an asynchronous HTTP/1.1 server (Boost.Beast/Asio inside http_server.cc only).
 //
-// N io threads run one io_context; each connection is one session object (no thread per
+// N io threads each run an event loop (an io_context of its own, the first also accepts); each
+// connection lives on one of them, assigned round robin, and is one session object (no thread per
 // connection), so thousands of idle keep-alive connections cost a socket and a few KiB each (a
 // connection keeps its read buffer and a pool for header fields, which makes its requests'
 // and answers' headers take no heap allocation once warm). A connection may pipeline requests: they are handed to the handler as they arrive (up to
