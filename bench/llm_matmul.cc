@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
     w.cols = cols;
     w.row_bytes = cols / 32 * block;
     w.data = bytes;
-    PackForAmx(w);
+    PackForGemm(w);
     for (int64_t T : {1, 4, 16, 64, 256}) {
       std::vector<float> x(T * cols), y(T * rows);
       std::normal_distribution<float> nd;

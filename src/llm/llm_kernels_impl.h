@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "llm/llm_kernels.h"
 
@@ -199,6 +200,60 @@ void GemmK(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x,
       }
     }
   }
+}
+
+// ---- products with weights repacked in 16-row groups (llm_kernels.h, gemm_g16_*) ----
+
+// One activation row as the group tiles read it: int8 values, block scales, and per block
+// -offset * sum(q) (the weight offset taken back through the int32 accumulator's start; null
+// when the tile's weights are signed).
+struct G16Token {
+  const int8_t* q;
+  const float* d;
+  const int32_t* nsum;
+};
+
+// Drives K's register tile over groups x tokens. K provides kBlockBytes (one block of a group:
+// 32 bytes of scales + the values), kOffset (added to the weights to make them unsigned, 0 if
+// none), kMaxM, and Tile<M>(group, blocks, M tokens, y, y_stride, valid rows) for M <= kMaxM.
+// Cache blocking: the groups are taken a slab of about kSlabBytes at a time and every token tile
+// runs over the slab while it is in L2, so the weights come from memory once per product; each
+// token tile's activations stay in L1 across the slab's groups.
+template <class K>
+void GemmG16(const uint8_t* w, int64_t groups, int64_t rows, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride) {
+  constexpr int64_t kSlabBytes = 256 << 10;
+  const int64_t nb = x.n() / 32, group_bytes = nb * K::kBlockBytes;
+  std::vector<int32_t> nsum(K::kOffset != 0 ? T * nb : 0);
+  std::vector<G16Token> tok(T);
+  for (int64_t t = 0; t < T; ++t) {
+    const Q8Row r = x.Row(t);
+    tok[t] = {r.q, r.d, nullptr};
+    if constexpr (K::kOffset != 0) {
+      for (int64_t b = 0; b < nb; ++b) nsum[t * nb + b] = -K::kOffset * r.qsum[b];
+      tok[t].nsum = nsum.data() + t * nb;
+    }
+  }
+  const int64_t slab = std::max<int64_t>(1, kSlabBytes / group_bytes);
+  for (int64_t g0 = 0; g0 < groups; g0 += slab) {
+    const int64_t g1 = std::min(groups, g0 + slab);
+    for (int64_t t0 = 0; t0 < T; t0 += K::kMaxM) {
+      const int m = static_cast<int>(std::min<int64_t>(K::kMaxM, T - t0));
+      for (int64_t g = g0; g < g1; ++g) {
+        const int valid = static_cast<int>(std::min<int64_t>(16, rows - g * 16));
+        WithTileRows<K::kMaxM>(m, [&](auto tm) {
+          K::template Tile<decltype(tm)::value>(w + g * group_bytes, nb, tok.data() + t0, Y + t0 * y_stride + g * 16,
+                                                y_stride, valid);
+        });
+      }
+    }
+  }
+}
+
+// 4 activation bytes as one int32 (to broadcast).
+inline int32_t Load4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
 }
 
 // ---- element-wise loops, the same per element at every width ----
