@@ -188,7 +188,7 @@ struct VnniG16 {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), low = _mm512_set1_epi8(0x0F);
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
-      if constexpr (M <= 4) {  // few tokens (decode) stream the weights from memory: ask ahead
+      if constexpr (M <= 8) {  // few tokens (decode) stream the weights from memory: ask ahead
         for (int o = 0; o < kBlockBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + 8 * kBlockBytes + o), _MM_HINT_T0);
       }
       const uint8_t* vals = blk + 32;
