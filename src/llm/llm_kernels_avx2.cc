@@ -127,7 +127,9 @@ struct Q6KSums {
 // Each 32-byte half of a packed 64-byte vector holds 4 values of 8 rows: vpmaddubsw with 4 bytes
 // of a token broadcast gives each row two int16 pair sums, vpmaddwd with ones their int32 sum.
 // The tile runs one half-group (8 rows) x M tokens at a time (16 ymm registers: M int and M float
-// accumulators, the weight vectors, a broadcast). Q4_0: the unsigned nibbles (0..15) go to
+// accumulators, the weight vectors, a broadcast; M = 5: medians of 3 alternating runs of
+// bench/llm_matmul.cc at 256 tokens gave Q4_0 47 GMAC/s against 41 with M = 4 and 37 with M = 6,
+// Q8_0 29 against 26 and 29, on a noisy machine). Q4_0: the unsigned nibbles (0..15) go to
 // vpmaddubsw directly, and the 8 products of a block add up in int16 (8 * 2 * 15 * 127 = 30480 <
 // 32767) before one vpmaddwd; the offset of 8 starts the int32 sum. Q8_0: signed weights, so
 // |w| * (x * sign(w)) as in DotS8 (pairs <= 2 * 128 * 127), one vpmaddwd per product. The int32
@@ -139,7 +141,7 @@ template <bool kQ4>
 struct Avx2G16 {
   static constexpr int kBlockBytes = kQ4 ? 32 + 256 : 32 + 512;
   static constexpr int kOffset = kQ4 ? 8 : 0;
-  static constexpr int kMaxM = 4;
+  static constexpr int kMaxM = 5;
   template <int M>
   static void Half(const uint8_t* gp, int64_t nb, const G16Token* xt, float* y, int64_t y_stride, int h, int valid) {
     __m256 acc[M];

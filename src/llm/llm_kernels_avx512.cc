@@ -173,7 +173,9 @@ void Gemm(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8Rows& x, i
 // (amx_matmul.cc), so a token gets bit-identical results on this path, on AMX, and alone or
 // batched.
 // M = 12 tokens per tile: per block and token 8 vpdpbusd against one cvt, mul and fma, with 12
-// int32 and 12 float accumulators in registers (24 of 32).
+// int32 and 12 float accumulators in registers (24 of 32); 8 and 16 measured the same within
+// this machine's noise (medians of 3 alternating runs at 256 tokens: 77, 70 and 78 GMAC/s for
+// Q8_0 with M = 8, 12, 16; 95, 97 and 78 for Q4_0).
 // Why this layout (bench/llm_matmul.cc, 5632 x 2048, one thread, a Xeon with INFERLOOP_ISA=avx512
 // on a shared, noisy machine, best of 5): 256 tokens take 28 ms (Q4_0, 106 GMAC/s) and 31 ms
 // (Q8_0) against 190 and 178 ms with the file-layout kernels (Gemm above); one token (decode)
