@@ -21,8 +21,6 @@ namespace {
 
 // Up to this many tokens the VNNI form is faster than tiles (bench/llm_matmul.cc).
 constexpr int kVnniMaxTokens = 8;
-// How far ahead (in blocks of a 16-row group) the VNNI form prefetches weights.
-constexpr int64_t kPrefetchBlocks = 8;
 
 struct alignas(64) TileConfig {
   uint8_t palette = 1;
@@ -178,63 +176,6 @@ void TokenRows(const uint8_t* gp, int64_t nb, int64_t bb, const int8_t* unpacked
   for (int m = 0; m < M; ++m) _mm512_mask_storeu_ps(y + m * y_stride, mask, acc[m]);
 }
 
-// The same products for a few tokens with AVX-512 VNNI instead of tiles (decode): per block,
-// the 16 rows' exact int32 dots come from 8 vpdpbusd of the packed tile rows (made unsigned:
-// Q8_0 by flipping the sign bit, i.e. +128; Q4_0 nibbles before their -8) with each token's
-// 4-byte groups broadcast, minus offset * sum(x block); then the float steps are exactly the
-// tile path's, so a token gets bit-identical results on either path.
-template <bool kQ4, int M>
-void VnniTokenRows(const uint8_t* gp, int64_t nb, int64_t bb, const int8_t* x, int64_t n, const float* xd,
-                   const int32_t* xs, float* y, int64_t y_stride, int valid) {
-  __m512 acc[M];
-#pragma GCC unroll 8
-  for (int m = 0; m < M; ++m) acc[m] = _mm512_setzero_ps();
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80)), low = _mm512_set1_epi8(0x0F);
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* vals = gp + b * bb + 32;
-    // Decode streams the weights from memory once: ask for them a few blocks ahead.
-    for (int64_t off = 0; off < bb; off += 64) _mm_prefetch(reinterpret_cast<const char*>(gp + (b + kPrefetchBlocks) * bb + off), _MM_HINT_T0);
-    __m512i w[8];
-    if constexpr (kQ4) {
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        const __m512i v = _mm512_loadu_si512(vals + 64 * k);
-        w[k] = _mm512_and_si512(v, low);
-        w[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low);
-      }
-    } else {
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) w[k] = _mm512_xor_si512(_mm512_loadu_si512(vals + 64 * k), flip);
-    }
-    const __m512 dw = Scales(gp + b * bb);
-#pragma GCC unroll 8
-    for (int m = 0; m < M; ++m) {
-      const int8_t* xb = x + m * n + b * 32;
-      __m512i c = _mm512_set1_epi32(-(kQ4 ? 8 : 128) * xs[m * nb + b]);
-#pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
-        int32_t x4;
-        std::memcpy(&x4, xb + 4 * k, 4);
-        c = _mm512_dpbusd_epi32(c, w[k], _mm512_set1_epi32(x4));
-      }
-      const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(xd[m * nb + b]));
-      acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(c), sc, acc[m]);
-    }
-  }
-  const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1);
-#pragma GCC unroll 8
-  for (int m = 0; m < M; ++m) _mm512_mask_storeu_ps(y + m * y_stride, mask, acc[m]);
-}
-
-template <bool kQ4>
-using VnniFn = void (*)(const uint8_t*, int64_t, int64_t, const int8_t*, int64_t, const float*, const int32_t*, float*,
-                        int64_t, int);
-
-template <bool kQ4, int... Ms>
-constexpr auto MakeVnniDispatch(std::integer_sequence<int, Ms...>) {
-  return std::array<VnniFn<kQ4>, sizeof...(Ms)>{&VnniTokenRows<kQ4, Ms + 1>...};
-}
-
 template <bool kQ4>
 using TokenRowsFn = void (*)(const uint8_t*, int64_t, int64_t, const int8_t*, int8_t*, const int8_t*, int64_t,
                              const float*, float*, int64_t, int);
@@ -247,15 +188,14 @@ constexpr auto MakeDispatch(std::integer_sequence<int, Ms...>) {
 template <bool kQ4>
 void Run(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t g0, int64_t g1) {
   static constexpr auto kFns = MakeDispatch<kQ4>(std::make_integer_sequence<int, 16>());
-  static constexpr auto kVnniFns = MakeVnniDispatch<kQ4>(std::make_integer_sequence<int, kVnniMaxTokens>());
   const int64_t nb = w.blocks(), bb = w.block_bytes(), n = w.cols();
   const int8_t* xq = x.Row(0).q;
   const float* xd = x.Row(0).d;
   if (T <= kVnniMaxTokens) {
-    for (int64_t g = g0; g < g1; ++g) {
-      const int valid = static_cast<int>(std::min<int64_t>(16, w.rows() - g * 16));
-      kVnniFns[T - 1](w.group(g), nb, bb, xq, n, xd, x.Row(0).qsum, Y + g * 16, y_stride, valid);
-    }
+    // The AVX-512 VNNI table's group products (llm_kernels_avx512.cc): bit-identical to the tiles.
+    const LlmKernelTable& k = *Avx512VnniLlmKernels();
+    auto gemm = kQ4 ? k.gemm_g16_q4_0 : k.gemm_g16_q8_0;
+    gemm(w.group(g0), g1 - g0, std::min(w.rows(), g1 * 16) - g0 * 16, x, T, Y + g0 * 16, y_stride);
     return;
   }
   // Q4_0 with more than one token group: unpack each weight group once for all of them.

@@ -9,6 +9,9 @@
 //   y[t][r] += (d_w[r][b] * d_x[t][b]) * dot_b
 // in float, block after block. That order does not depend on how many tokens share the call, so
 // a token's result is the same alone or batched (batch invariance), for decode and prefill alike.
+// Without AMX the same packed weights feed the AVX-512 VNNI and AVX2 tables' group products
+// (llm_kernels.h gemm_g16_*), which give the same bits; with AMX, steps of up to 8 tokens use the
+// VNNI ones too.
 #pragma once
 
 #include <cstdint>

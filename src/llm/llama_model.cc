@@ -85,9 +85,10 @@ Status LlamaModel::Bind() {
       IL_ASSIGN_OR_RETURN(L.bv, ReadVector(f, p + "attn_v.bias", static_cast<int>(KVD)));
     }
   }
-  // With AMX, the matrices are repacked into tile groups once here (a tied output matrix too; the
-  // embedding lookup keeps reading rows from the file), by several threads. The file's copies of
-  // packed matrices then leave memory (not the embedding table's).
+  // With AMX, AVX-512 VNNI or AVX2, the Q8_0 / Q4_0 matrices are repacked into 16-row groups once
+  // here (a tied output matrix too; the embedding lookup keeps reading rows from the file), by
+  // several threads. The file's copies of packed matrices then leave memory (not the embedding
+  // table's), so the weights are held once.
   std::vector<WeightMatrix*> mats;
   for (LlamaLayer& L : layers_) {
     for (WeightMatrix* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) mats.push_back(w);
@@ -96,10 +97,10 @@ Status LlamaModel::Bind() {
   std::atomic<size_t> next{0};
   auto pack = [&] {
     for (size_t i = next++; i < mats.size(); i = next++) {
-      if (PackForAmx(*mats[i]) && mats[i]->data.data() != tok_embd_.data.data()) ReleaseMappedPages(mats[i]->data);
+      if (PackForGemm(*mats[i]) && mats[i]->data.data() != tok_embd_.data.data()) ReleaseMappedPages(mats[i]->data);
     }
   };
-  if (AmxAvailable()) {
+  if (PackedGemmAvailable()) {
     std::vector<std::jthread> helpers(std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), 8) - 1);
     for (auto& t : helpers) t = std::jthread(pack);
     pack();

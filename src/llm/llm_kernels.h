@@ -128,6 +128,19 @@ struct LlmKernelTable {
                     int64_t y_stride);
   void (*gemm_q6_k)(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x, int64_t T, float* Y,
                     int64_t y_stride);
+  // Products with Q8_0 / Q4_0 weights repacked at load in groups of 16 rows (amx_matmul.h's layout:
+  // per block of 32 values, the 16 rows' fp16 scales, then value k of row i at byte
+  // (k / 4) * 64 + i * 4 + k % 4; Q4_0 keeps two values per byte, value j and j + 16), so that one
+  // broadcast of 4 activation bytes feeds 16 rows (AVX-512 VNNI) or 8 (AVX2). `groups` consecutive
+  // groups from `w`; writes Y[t * y_stride + r] for r in [0, rows) (rows <= 16 * groups; the last
+  // group may be partial) and t in [0, T). Per (row, token) the result is exactly
+  //   acc = 0; for each block b: acc = fma(float(dot_b), d_w[b] * d_x[b], acc)
+  // with dot_b the exact int32 dot of the block: the AMX kernels' result, whatever T is (batch
+  // invariance). Null when the table has none (weights are then not repacked).
+  void (*gemm_g16_q8_0)(const uint8_t* w, int64_t groups, int64_t rows, const Q8Rows& x, int64_t T, float* Y,
+                        int64_t y_stride);
+  void (*gemm_g16_q4_0)(const uint8_t* w, int64_t groups, int64_t rows, const Q8Rows& x, int64_t T, float* Y,
+                        int64_t y_stride);
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

@@ -55,11 +55,13 @@ Result<WeightMatrix> ViewWeight(const GgufFile& file, const std::string& name, i
   return w;
 }
 
-bool PackForAmx(WeightMatrix& w) {
-  if (!AmxAvailable() || (w.type != GgmlType::kQ8_0 && w.type != GgmlType::kQ4_0) || w.cols % 32 != 0) return false;
+bool PackedGemmAvailable() { return AmxAvailable() || ActiveLlmKernels().gemm_g16_q4_0 != nullptr; }
+
+bool PackForGemm(WeightMatrix& w) {
+  if (!PackedGemmAvailable() || (w.type != GgmlType::kQ8_0 && w.type != GgmlType::kQ4_0) || w.cols % 32 != 0) return false;
   auto packed = AmxPackedWeight::Pack(w);
   if (!packed.ok()) return false;
-  w.amx = std::move(*packed);
+  w.packed = std::move(*packed);
   return true;
 }
 
@@ -73,6 +75,8 @@ void ReadRow(const WeightMatrix& w, int64_t r, float* out) {
 }
 
 namespace {
+
+constexpr int64_t kUnitRows = AmxPackedWeight::kGroupRows;
 
 // Rows [begin, end) of `w` times the T activation rows.
 void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, const Q8KRows& xk, int64_t T, float* Y,
@@ -125,10 +129,23 @@ void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, const Q8
   }
 }
 
+// Groups [g0, g1) of a packed weight times the T activation rows: AMX tiles, or the table's
+// group kernels (the same results).
+void PackedTimes(const AmxPackedWeight& w, const Q8Rows& xq, int64_t T, float* Y, int64_t y_stride, int64_t g0,
+                 int64_t g1) {
+  if (AmxAvailable()) {
+    AmxMatMul(w, xq, T, Y, y_stride, g0, g1);
+    return;
+  }
+  const LlmKernelTable& k = ActiveLlmKernels();
+  auto gemm = w.type() == GgmlType::kQ4_0 ? k.gemm_g16_q4_0 : k.gemm_g16_q8_0;
+  gemm(w.group(g0), g1 - g0, std::min(w.rows(), g1 * kUnitRows) - g0 * kUnitRows, xq, T, Y + g0 * kUnitRows,
+       y_stride);
+}
+
 bool NeedsInt8(GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0; }
 bool NeedsQ8K(GgmlType t) { return t == GgmlType::kQ4_K || t == GgmlType::kQ6_K; }
 
-constexpr int64_t kUnitRows = AmxPackedWeight::kGroupRows;
 
 }  // namespace
 
@@ -163,8 +180,8 @@ void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t
       const int64_t units_i = (w.rows + kUnitRows - 1) / kUnitRows;
       const int64_t b = std::max(begin, base) - base, e = std::min(end, base + units_i) - base;
       if (b < e) {
-        if (w.amx != nullptr) {
-          AmxMatMul(*w.amx, xq, T, Ys[i], w.rows, b, e);
+        if (w.packed != nullptr) {
+          PackedTimes(*w.packed, xq, T, Ys[i], w.rows, b, e);
         } else {
           RowsTimes(w, X, xq, xk, T, Ys[i], b * kUnitRows, std::min(w.rows, e * kUnitRows));
         }

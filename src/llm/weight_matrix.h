@@ -26,9 +26,9 @@ struct WeightMatrix {
   int64_t cols = 0;       // input features (ggml ne[0], the stored row length)
   uint64_t row_bytes = 0;
   std::span<const uint8_t> data;  // rows * row_bytes bytes inside the mapped file
-  // The same weights repacked for AMX tiles (PackForAmx), used by MatMul instead of `data`;
-  // null when not packed.
-  std::shared_ptr<const AmxPackedWeight> amx;
+  // The same weights repacked in 16-row groups (PackForGemm; the AMX tile layout, amx_matmul.h),
+  // used by MatMul instead of `data`; null when not packed.
+  std::shared_ptr<const AmxPackedWeight> packed;
 
   std::span<const uint8_t> Row(int64_t r) const { return data.subspan(r * row_bytes, row_bytes); }
 };
@@ -49,10 +49,15 @@ void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t
                 ThreadPool* pool);
 inline void MatVec(const WeightMatrix& w, const float* x, float* y, ThreadPool* pool) { MatMul(w, x, 1, y, pool); }
 
-// Repacks `w` for AMX (amx_matmul.h) when AmxAvailable() and its type has an AMX kernel (Q8_0,
-// Q4_0); returns whether it did. Products then give the same result for a token whatever the
-// batch, as before, but not bit-identical to the unpacked kernels.
-bool PackForAmx(WeightMatrix& w);
+// Whether PackForGemm repacks Q8_0 / Q4_0 weights on this CPU: with AMX (tiles), or when the
+// active kernel table has group products (AVX-512 VNNI, AVX2; not the scalar table).
+bool PackedGemmAvailable();
+
+// Repacks `w` in 16-row groups (amx_matmul.h) when PackedGemmAvailable() and its type is Q8_0 or
+// Q4_0 (cols a multiple of 32); returns whether it did. Products then use the AMX tiles or the
+// table's gemm_g16 kernels, which give a token the same result whatever the batch and on every
+// one of these paths, but not bit-identical to the unpacked kernels.
+bool PackForGemm(WeightMatrix& w);
 
 // Row `r` of `w` as floats (embedding lookup); out has w.cols elements.
 void ReadRow(const WeightMatrix& w, int64_t r, float* out);

@@ -134,8 +134,8 @@ TEST_F(AmxMatMulTest, RejectsOtherTypes) {
   auto packed = AmxPackedWeight::Pack(w);
   ASSERT_FALSE(packed.ok());
   EXPECT_NE(packed.status().message().find("'f32' is F32"), std::string::npos) << packed.status().ToString();
-  EXPECT_FALSE(PackForAmx(w));
-  EXPECT_EQ(w.amx, nullptr);
+  EXPECT_FALSE(PackForGemm(w));
+  EXPECT_EQ(w.packed, nullptr);
 }
 
 }  // namespace

@@ -292,5 +292,34 @@ TEST(LlmKernels, QuantizeZeroBlock) {
   EXPECT_FLOAT_EQ(r.sum[1], -127 * r.d[1]);
 }
 
+// Every table's quantize_q8 gives the scalar table's bytes, scales and sums, bit for bit: normal
+// values at several scales, a zero block, a block with one large value, ties (x * 127 / amax
+// exactly k + 0.5), values near the float maximum, and a negative zero.
+TEST(LlmKernels, QuantizeQ8MatchesScalarBitForBit) {
+  std::mt19937 g(13);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 32 * 12;
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = nd(g) * std::pow(10.0f, static_cast<float>(i / 32 % 5) - 2);
+  std::fill(x.begin() + 64, x.begin() + 96, 0.0f);
+  x[100] = 1e4f;
+  for (int i = 0; i < 31; ++i) x[160 + i] = static_cast<float>(i - 16) + 0.5f;  // with amax 127: exact ties
+  x[191] = 127.0f;
+  x[200] = 3e38f;
+  x[230] = -3e38f;
+  x[260] = -0.0f;
+  std::vector<int8_t> q0(n), q1(n);
+  std::vector<float> d0(n / 32), d1(n / 32), s0(n / 32), s1(n / 32);
+  ScalarLlmKernels()->quantize_q8(x.data(), n, q0.data(), d0.data(), s0.data());
+  for (const LlmKernelTable* t : AvailableLlmKernels()) {
+    t->quantize_q8(x.data(), n, q1.data(), d1.data(), s1.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(q1[i], q0[i]) << t->name << " i=" << i;
+    for (int64_t b = 0; b < n / 32; ++b) {
+      ASSERT_EQ(std::memcmp(&d1[b], &d0[b], 4), 0) << t->name << " b=" << b << " " << d1[b] << " " << d0[b];
+      ASSERT_EQ(std::memcmp(&s1[b], &s0[b], 4), 0) << t->name << " b=" << b << " " << s1[b] << " " << s0[b];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace inferloop::llm
