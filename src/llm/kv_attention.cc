@@ -123,6 +123,18 @@ void StoreKvRow(const LlmKernelTable& k, KvType type, const float* x, int n, uin
   }
 }
 
+void AttentionScratch::Reserve(int heads, int positions, int head_dim) {
+  const size_t hp = static_cast<size_t>(heads) * positions, hd = static_cast<size_t>(heads) * head_dim;
+  scores.reserve(hp);
+  w16.reserve(hp);
+  qf.reserve(hd);
+  q16.reserve(head_dim);
+  q8.reserve(hd);
+  qd.reserve(hd / kQ8_0BlockValues + 1);
+  qsum.reserve(hd / kQ8_0BlockValues + 1);
+  head.reserve(2 * static_cast<size_t>(heads));
+}
+
 void AttendHeads(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int head_dim, int heads,
                  const float* q, int n, float scale, float* out, AttentionScratch& s) {
   if (seq.pool()->type() == KvType::kQ8_0) {

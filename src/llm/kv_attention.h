@@ -34,6 +34,10 @@ struct AttentionScratch {
   std::vector<int8_t> q8;
   std::vector<float> qd, qsum;
   std::vector<float> head;  // per-head running values
+
+  // Room for calls of up to `heads` heads over up to `positions` positions, so that such calls
+  // allocate nothing (reserve the sequence's capacity once, not each position as it comes).
+  void Reserve(int heads, int positions, int head_dim);
 };
 
 // Grouped-query attention: for each of `heads` query heads g sharing key/value head `kv_head`,

@@ -171,6 +171,9 @@ void LlamaModel::Attend(std::span<const BatchToken> batch, int layer, const floa
   // load does not hold the others up.
   const int64_t slots = std::min<int64_t>(units, int64_t{threads} * 4);
   if (fs.attention.size() < static_cast<size_t>(slots)) fs.attention.resize(slots);
+  int capacity = 0;  // positions the longest sequence has room for: the scratch never grows past it
+  for (const BatchToken& b : batch) capacity = std::max(capacity, b.seq->capacity());
+  for (int64_t s = 0; s < slots; ++s) fs.attention[s].Reserve(per_unit, capacity, HD);
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t slot = begin; slot < end; ++slot) {
       for (int64_t u = slot; u < units; u += slots) {
@@ -255,7 +258,7 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
     {
       const WeightMatrix* ws[3] = {&L.wq, &L.wk, &L.wv};
       float* ys[3] = {q, kk, vv};
-      MatMulMany(ws, h, T, ys, pool);
+      MatMulMany(ws, h, T, ys, pool, &fs.matmul);
     }
     for (int64_t t = 0; t < T; ++t) {
       float* qt = q + t * QD;
@@ -278,20 +281,20 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
     // type as llama.cpp computes it for that type (kv_attention.h), so that greedy decoding
     // follows llama.cpp's choices on the same file.
     Attend(batch, l, q, att, pool, fs);
-    MatMul(L.wo, att, T, tmp, pool);
+    MatMul(L.wo, att, T, tmp, pool, &fs.matmul);
     for (int64_t i = 0; i < T * E; ++i) x[i] += tmp[i];
 
     for (int64_t t = 0; t < T; ++t) RmsNorm(x + t * E, L.ffn_norm, hp_.rms_eps, E, h + t * E);
     {
       const WeightMatrix* ws[2] = {&L.w_gate, &L.w_up};
       float* ys[2] = {gate, up};
-      MatMulMany(ws, h, T, ys, pool);
+      MatMulMany(ws, h, T, ys, pool, &fs.matmul);
     }
     for (int64_t i = 0; i < T * F; ++i) {
       const float g = gate[i];
       gate[i] = g / (1.0f + std::exp(-g)) * up[i];  // SiLU(gate) * up
     }
-    MatMul(L.w_down, gate, T, tmp, pool);
+    MatMul(L.w_down, gate, T, tmp, pool, &fs.matmul);
     for (int64_t i = 0; i < T * E; ++i) x[i] += tmp[i];
   }
   if (n_logits > 0 && logits != nullptr) {
@@ -300,7 +303,7 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
     for (int64_t t = 0; t < T; ++t) {
       if (batch[t].logits) RmsNorm(x + t * E, output_norm_, hp_.rms_eps, E, rows + (r++) * E);
     }
-    MatMul(output_, rows, n_logits, logits, pool);
+    MatMul(output_, rows, n_logits, logits, pool, &fs.matmul);
   }
   if (hidden != nullptr) {
     int r = 0;

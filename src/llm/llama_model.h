@@ -46,6 +46,7 @@ class ForwardScratch {
   friend class LlamaModel;
   std::vector<float> x, h, q, kk, vv, att, tmp, gate, up, cos_t, sin_t, rows;
   std::vector<AttentionScratch> attention;  // one per attention work slot
+  MatMulScratch matmul;                     // the products' quantized activations
 };
 
 class LlamaModel {

@@ -150,11 +150,13 @@ bool NeedsQ8K(GgmlType t) { return t == GgmlType::kQ4_K || t == GgmlType::kQ6_K;
 }  // namespace
 
 void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t T, std::span<float* const> Ys,
-                ThreadPool* pool) {
+                ThreadPool* pool, MatMulScratch* scratch) {
   if (ws.empty()) return;
   const int64_t n = ws[0]->cols;
-  Q8Rows xq;
-  Q8KRows xk;
+  MatMulScratch own;
+  MatMulScratch& ms = scratch != nullptr ? *scratch : own;
+  Q8Rows& xq = ms.xq;
+  Q8KRows& xk = ms.xk;
   bool int8 = false, q8k = false;
   int64_t total = 0, units = 0;
   for (const WeightMatrix* w : ws) {
@@ -197,10 +199,10 @@ void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t
   }
 }
 
-void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool) {
+void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool, MatMulScratch* scratch) {
   const WeightMatrix* ws[1] = {&w};
   float* ys[1] = {Y};
-  MatMulMany(ws, X, T, ys, pool);
+  MatMulMany(ws, X, T, ys, pool, scratch);
 }
 
 }  // namespace inferloop::llm

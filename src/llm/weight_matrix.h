@@ -10,6 +10,7 @@
 #include "inferloop/status.h"
 #include "llm/ggml_types.h"
 #include "llm/gguf_file.h"
+#include "llm/llm_kernels.h"
 
 namespace inferloop {
 class ThreadPool;
@@ -42,11 +43,22 @@ Result<WeightMatrix> ViewWeight(const GgufFile& file, const std::string& name, i
 // (T x w.rows). Q8_0 and Q4_0 weights are multiplied in int8 with X quantized to 8-bit blocks,
 // Q4_K and Q6_K with X quantized as Q8_K (llm_kernels.h); F32/F16 in float; other types expand
 // each weight row to floats once for all T rows. Weight rows are split over `pool` (nullptr: this thread).
-void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool);
+// `scratch` (may be null: then allocated for the call) holds the quantized activations between
+// calls, so that a product no larger than an earlier one allocates nothing.
+struct MatMulScratch;
+void MatMul(const WeightMatrix& w, const float* X, int64_t T, float* Y, ThreadPool* pool,
+            MatMulScratch* scratch = nullptr);
 // Several products of the same activations in one parallel region (e.g. Q, K and V): Y[i] =
 // X * ws[i]^T. All weights must have the same cols.
 void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t T, std::span<float* const> Ys,
-                ThreadPool* pool);
+                ThreadPool* pool, MatMulScratch* scratch = nullptr);
+
+// The activations of a product quantized for its weights' kernels (llm_kernels.h), kept by the
+// caller between products. One per caller thread.
+struct MatMulScratch {
+  Q8Rows xq;
+  Q8KRows xk;
+};
 inline void MatVec(const WeightMatrix& w, const float* x, float* y, ThreadPool* pool) { MatMul(w, x, 1, y, pool); }
 
 // Whether PackForGemm repacks Q8_0 / Q4_0 weights on this CPU: with AMX (tiles), or when the
