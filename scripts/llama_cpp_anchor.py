@@ -12,9 +12,11 @@ built by GCC 12 (Debian 12), ggml's tile configuration lost its row and column s
 GCC 12's _tile_loadconfig tells the compiler that ldtilecfg reads only 8 of its 64 bytes, so the
 stores of the sizes were removed as dead; the tiles were loaded unconfigured and the first
 tilezero faulted. scripts/setup_llama_cpp.sh therefore builds llama.cpp with clang-14 on AMX
-CPUs (every other option at its default, GGML_NATIVE included), which keeps the stores: the AMX
-path runs, and nothing is turned off. Elsewhere it uses pip's default compiler, so non-AMX users'
-llama.cpp is exactly what `pip install llama-cpp-python` builds for them.
+CPUs, which keeps the stores, plus -D__AMX_INT8__ (clang calls that macro __AMXINT8__, and ggml
+compiles its AMX kernels only under GCC's name); every other option keeps its default,
+GGML_NATIVE included. The AMX path then runs, and nothing is turned off: AMX users get the
+kernels a correctly compiled llama.cpp gives them. Elsewhere it uses pip's default compiler, so
+non-AMX users' llama.cpp is exactly what `pip install llama-cpp-python` builds for them.
 
     .venv/bin/python scripts/llama_cpp_anchor.py probe MODEL.gguf [--threads N]
 
