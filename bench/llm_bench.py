@@ -312,10 +312,13 @@ def print_tables(args, rows, bw):
         strength = ("full: " + ("+".join(r["llama_cpp_repacked"]) or "no repacking for this type")) if full \
             else "repacking off (void)"
         for isa, p in r["paths"].items():
+            # inferloop on AMX against a llama.cpp built without its AMX kernels: not its full strength there.
+            valid = full and not ("amx" in p["kernels"] and not r["llama_cpp_amx"])
+            label = strength if valid or not full else strength + "; no AMX build (void on the AMX path)"
             mi, ml = p["median"]["inferloop"], p["median"]["llama.cpp"]
-            print(f"| {r['model']} | {isa} ({p['kernels']}) | {strength} | {mi['prefill_tps']:.1f} | "
-                  f"{ml['prefill_tps']:.1f} | {ratio(mi['prefill_tps'], ml['prefill_tps'], full)} | "
-                  f"{mi['decode_tps']:.2f} | {ml['decode_tps']:.2f} | {ratio(mi['decode_tps'], ml['decode_tps'], full)} | "
+            print(f"| {r['model']} | {isa} ({p['kernels']}) | {label} | {mi['prefill_tps']:.1f} | "
+                  f"{ml['prefill_tps']:.1f} | {ratio(mi['prefill_tps'], ml['prefill_tps'], valid)} | "
+                  f"{mi['decode_tps']:.2f} | {ml['decode_tps']:.2f} | {ratio(mi['decode_tps'], ml['decode_tps'], valid)} | "
                   f"{mi['decode_of_bandwidth']:.0%} | {ml['decode_of_bandwidth']:.0%} | {p['same_greedy_ids']} |")
     if any(r["parallel"] for r in rows):
         print(f"\n| model | {args.streams} streams tok/s inferloop (default path) | llama.cpp | ratio |")
@@ -323,7 +326,9 @@ def print_tables(args, rows, bw):
         for r in rows:
             if r["parallel"]:
                 pi, pl = r["parallel"]["inferloop"], r["parallel"]["llama.cpp"]
-                print(f"| {r['model']} | {pi:.1f} | {pl:.1f} | {ratio(pi, pl, r['llama_cpp_full_strength'])} |")
+                valid = r["llama_cpp_full_strength"] and not ("amx" in r["paths"].get("default", {}).get("kernels", "")
+                                                              and not r["llama_cpp_amx"])
+                print(f"| {r['model']} | {pi:.1f} | {pl:.1f} | {ratio(pi, pl, valid)} |")
     off = [r for r in rows if r.get("repack_off")]
     if off:
         print("\nllama.cpp with repacking on (its default) and off, what repacking is worth:\n")
@@ -360,6 +365,11 @@ def main():
     import llama_cpp
     name, feats = cpu_description()
     print(f"CPU: {name}; " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in feats.items()))
+    system_info = llama_cpp.llama_print_system_info().decode()
+    llama_amx = "AMX_INT8 = 1" in system_info  # ggml's AMX kernels compiled in
+    print(f"llama.cpp {llama_cpp.__version__} system info: {system_info.strip()}")
+    if feats.get("AMX-INT8") and not llama_amx:
+        print("llama.cpp is built without its AMX kernels: ratios on inferloop's AMX path are void")
     bw = membw(os.path.dirname(os.path.abspath(args.inferloop)), args.threads)
     print(f"memory read bandwidth ({args.threads} threads, bench_membw): {bw:.2f} GB/s")
     rows = []
@@ -375,6 +385,7 @@ def main():
         row = measure_model(args, model, bw, lc)
         lc.close()
         row.update({"llama_cpp_version": llama_cpp.__version__, "llama_cpp_full_strength": probe["ok"],
+                    "llama_cpp_amx": llama_amx,
                     "llama_cpp_buffers": lc.buffers, "llama_cpp_repacked": llama_cpp_anchor.repacked(lc.buffers)})
         if args.also_repack_off and probe["ok"]:
             row["repack_off"] = repack_off_row(args, model)
