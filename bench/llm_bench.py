@@ -1,29 +1,40 @@
 #!/usr/bin/env python3
 """inferloop against llama.cpp (PyPI llama-cpp-python) on the same GGUF files, side by side in one
-run: single-stream prefill and decode tokens/s, decode against the memory-bandwidth bound, and
-aggregate tokens/s of 16 concurrent streams.
+run: single-stream prefill and decode tokens/s on each of inferloop's ISA paths, decode against
+the measured memory bandwidth, and aggregate tokens/s of 16 concurrent streams.
 
     .venv/bin/python bench/llm_bench.py [--inferloop build/inferloop] [--threads 2] [--rounds 3]
                                         [--models bench/models/llm/tinyllama-random-Q4_0.gguf ...]
+                                        [--isa default avx512 avx2] [--also-repack-off]
 
-Models default to TinyLlama-1.1B-shaped random-weight files in Q4_0 and Q8_0, made with
-scripts/make_llm_models.py when missing (bench/models/llm/tinyllama-random-Q4_K_M.gguf, when
-named, is made by llama.cpp's quantizer from a random F16 file). Both engines use --threads threads and greedy decoding
-of the same prompt token ids. Rounds alternate between the engines; the table shows medians.
+Models default to TinyLlama-1.1B-shaped random-weight files in Q4_0, Q8_0 (made with
+scripts/make_llm_models.py when missing) and Q4_K_M (made by llama.cpp's quantizer from a random
+F16 file). Both engines use --threads threads and greedy decoding of the same prompt token ids.
 
-- inferloop single stream: `inferloop generate MODEL --prompt-ids ... -n N --ignore-eos`, its own
-  prompt and generation timings.
-- llama.cpp single stream: Llama(...).eval(prompt) timed for prefill, then N greedy steps
-  (eval of one token, argmax of its logits) timed for decode.
-- 16 streams: `inferloop generate --parallel 16` (the server's continuous-batching engine) and
-  llama.cpp's low-level API with 16 sequences in one llama_batch per step (what llama-server's 16
-  slots do): all prompts prefilled, then one token per sequence per step. Generated tokens per
-  second over the whole run.
-- Bandwidth: bench_membw (bench/membw.cc) with the same threads. Bytes per token: every weight
-  matrix once (the embedding table contributes one row), plus the KV cache read at the mean
-  position.
+- The machine: CPU model and features (AMX, AVX-512 VNNI, AVX2 from /proc/cpuinfo), memory read
+  bandwidth (bench_membw, bench/membw.cc, same threads).
+- llama.cpp at full strength: its default parameters, weight-repacking buffers on, as its users
+  run it (scripts/llama_cpp_anchor.py, built by scripts/setup_llama_cpp.sh). Each model is first
+  probed in a child process; the buffers llama.cpp loaded it into are printed (AMX, CPU_REPACK:
+  repacked). Where llama.cpp cannot run a model at full strength (it crashed in the probe), it
+  is measured with repacking off and every ratio against it is printed as "void".
+- inferloop single stream, once per --isa path (default: what it picks; avx512, avx2:
+  INFERLOOP_ISA, which also turns AMX off): `inferloop generate MODEL --prompt-ids ... -n N
+  --ignore-eos`, its own prompt and generation timings, and the kernels it reports using.
+- llama.cpp single stream: Llama(...).eval(prompt) timed for prefill, then N greedy steps (eval
+  of one token, argmax of its logits) timed for decode.
+- Rounds alternate inferloop and llama.cpp for each path; the table shows medians.
+- 16 streams (default path): `inferloop generate --parallel 16` (the server's continuous-batching
+  engine) and llama.cpp's low-level API with 16 sequences in one llama_batch per step (what
+  llama-server's 16 slots do): all prompts prefilled, then one token per sequence per step.
+  Generated tokens per second over the whole run.
+- Decode as a fraction of bandwidth: decode tok/s x bytes per token / bandwidth. Bytes per token:
+  every weight matrix once (the embedding table contributes one row), plus the KV cache read at
+  the mean position.
+- --also-repack-off: llama.cpp once more with repacking off per model, to show what it is worth.
 """
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -41,6 +52,7 @@ import llama_cpp_anchor  # noqa: E402
 
 if llama_cpp_anchor.load() is None:
     sys.exit("llama_cpp is not installed: scripts/setup_llama_cpp.sh")
+ISA_ENV = {"default": None, "avx512": "avx512", "avx2": "avx2"}
 
 
 class _Done:
@@ -107,13 +119,22 @@ def membw(inferloop_build, threads):
     return json.loads(run([exe, "--threads", str(threads)]).stdout)["read_gb_per_s"]
 
 
-def inferloop_single(exe, model, ids, n, threads):
+def isa_env(isa):
+    env = dict(os.environ)
+    env.pop("INFERLOOP_ISA", None)
+    if ISA_ENV[isa]:
+        env["INFERLOOP_ISA"] = ISA_ENV[isa]
+    return env
+
+
+def inferloop_single(exe, model, ids, n, threads, isa="default"):
     out = run([exe, "generate", model, "--prompt-ids", ",".join(map(str, ids)), "-n", str(n), "--temp", "0",
-               "--ignore-eos", "-t", str(threads), "--print-token-ids"]).stderr
+               "--ignore-eos", "-t", str(threads), "--print-token-ids"], env=isa_env(isa)).stderr
     m = re.search(r"prompt: (\d+) tokens in ([\d.]+) s .*generation: (\d+) tokens in ([\d.]+) s", out)
     gen_ids = [int(x) for x in re.search(r"generated ids:([\d ]*)", out).group(1).split()]
+    k = re.search(r"^kernels: (.*)$", out, re.M)
     return {"prefill_tps": int(m.group(1)) / float(m.group(2)), "decode_tps": int(m.group(3)) / float(m.group(4)),
-            "ids": gen_ids}
+            "ids": gen_ids, "kernels": k.group(1) if k else "?"}
 
 
 def inferloop_parallel(exe, model, ids, n, threads, streams):
@@ -124,13 +145,22 @@ def inferloop_parallel(exe, model, ids, n, threads, streams):
 
 
 class LlamaCpp:
-    def __init__(self, model, threads, n_ctx=2048):
+    def __init__(self, model, threads, full_strength=True, n_ctx=2048):
+        """full_strength: llama.cpp's default parameters (repacking on); else repacking off."""
         import llama_cpp
         self.L = llama_cpp
-        self.llm = llama_cpp.Llama(model_path=model, n_ctx=n_ctx, n_batch=512, n_ubatch=512, n_threads=threads,
-                                   n_threads_batch=threads, verbose=False)
+        llama_cpp_anchor.reset_buffers()
+        with contextlib.ExitStack() as stack:
+            if not full_strength:
+                stack.enter_context(llama_cpp_anchor.repack_off())
+            self.llm = llama_cpp.Llama(model_path=model, n_ctx=n_ctx, n_batch=512, n_ubatch=512, n_threads=threads,
+                                       n_threads_batch=threads, verbose=False)
+        self.buffers = llama_cpp_anchor.model_buffers()
         self.n_vocab = self.llm.n_vocab()
-        self.model, self.threads = model, threads
+        self.model, self.threads, self.full_strength = model, threads, full_strength
+
+    def close(self):
+        self.llm.close()
 
     def logits_last(self):
         ptr = self.L.llama_get_logits_ith(self.llm.ctx, -1)
@@ -154,7 +184,7 @@ class LlamaCpp:
         """16 sequences in one llama_batch per step, as llama-server's slots are scheduled."""
         L = self.L
         mp = L.llama_model_default_params()
-        mp.use_extra_bufts = False  # see scripts/llama_cpp_anchor.py
+        mp.use_extra_bufts = self.full_strength  # the default (True) unless this anchor is the weakened one
         model = L.llama_model_load_from_file(self.model.encode(), mp)
         cp = L.llama_context_default_params()
         cp.n_ctx = streams * 256  # a multiple of n_seq_max; 256 positions per sequence
@@ -214,11 +244,111 @@ class LlamaCpp:
         return generated / elapsed
 
 
+def cpu_description():
+    """CPU model name and the features the LLM paths use, from /proc/cpuinfo."""
+    try:
+        text = open("/proc/cpuinfo").read()
+    except OSError:
+        return "unknown CPU", {}
+    name = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
+    flags = set(re.search(r"^flags\s*:\s*(.*)$", text, re.M).group(1).split())
+    feats = {"AMX-INT8": "amx_int8" in flags, "AVX-512 VNNI": "avx512_vnni" in flags, "AVX-512F": "avx512f" in flags,
+             "AVX-VNNI": "avx_vnni" in flags, "AVX2": "avx2" in flags}
+    return (name.group(1).strip() if name else "unknown CPU"), feats
+
+
+def ratio(a, b, valid):
+    return f"{a / b:.2f}x" if valid else "void"
+
+
+def measure_model(args, model, bw, lc):
+    """Alternating rounds of inferloop (each --isa path) and llama.cpp; medians per path."""
+    info = gguf_info(model)
+    rng = np.random.default_rng(0)
+    ids = [1] + [int(x) for x in rng.integers(300, info["n_vocab"] - 16, args.prompt_tokens - 1)]
+    bytes_tok = info["weight_bytes_per_token"] + info["kv_bytes_per_position"] * (args.prompt_tokens + args.gen_tokens // 2)
+    paths = {}
+    for isa in args.isa:
+        res = {"inferloop": [], "llama.cpp": []}
+        for _ in range(args.rounds):
+            res["inferloop"].append(inferloop_single(args.inferloop, model, ids, args.gen_tokens, args.threads, isa))
+            res["llama.cpp"].append(lc.single(ids, args.gen_tokens))
+        med = {e: {k: statistics.median(r[k] for r in rs) for k in ("prefill_tps", "decode_tps")} for e, rs in res.items()}
+        for e in med:
+            med[e]["decode_of_bandwidth"] = med[e]["decode_tps"] * bytes_tok / (bw * 1e9)
+        paths[isa] = {"median": med, "kernels": res["inferloop"][0]["kernels"],
+                      "same_greedy_ids": res["inferloop"][0]["ids"] == res["llama.cpp"][0]["ids"]}
+        print(json.dumps({"model": os.path.basename(model), "isa": isa, **paths[isa]}), flush=True)
+    par = {}
+    if not args.skip_parallel:
+        runs = {"inferloop": [], "llama.cpp": []}
+        for _ in range(max(1, args.rounds - 1)):
+            runs["inferloop"].append(inferloop_parallel(args.inferloop, model, ids[:32], args.parallel_gen_tokens,
+                                                        args.threads, args.streams))
+            runs["llama.cpp"].append(lc.parallel(ids[:32], args.parallel_gen_tokens, args.streams))
+        par = {e: statistics.median(v) for e, v in runs.items()}
+    return {"model": os.path.basename(model), "bytes_per_token": bytes_tok, "paths": paths, "parallel": par}
+
+
+def repack_off_row(args, model):
+    lc = LlamaCpp(model, args.threads, full_strength=False)
+    info = gguf_info(model)
+    rng = np.random.default_rng(0)
+    ids = [1] + [int(x) for x in rng.integers(300, info["n_vocab"] - 16, args.prompt_tokens - 1)]
+    rs = [lc.single(ids, args.gen_tokens) for _ in range(args.rounds)]
+    lc.close()
+    return {k: statistics.median(r[k] for r in rs) for k in ("prefill_tps", "decode_tps")}
+
+
+def print_tables(args, rows, bw):
+    print(f"\nllama.cpp {rows[0]['llama_cpp_version']}; {args.threads} threads; prompt {args.prompt_tokens} tokens, "
+          f"decode {args.gen_tokens} tokens; medians of {args.rounds} alternating rounds; "
+          f"memory read bandwidth {bw:.2f} GB/s\n")
+    print("| model | inferloop path (kernels) | llama.cpp | prefill tok/s inferloop | llama.cpp | ratio "
+          "| decode tok/s inferloop | llama.cpp | ratio | decode / bandwidth inferloop | llama.cpp | greedy ids equal |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        full = r["llama_cpp_full_strength"]
+        strength = ("full: " + ("+".join(r["llama_cpp_repacked"]) or "no repacking for this type")) if full \
+            else "repacking off (void)"
+        for isa, p in r["paths"].items():
+            # inferloop on AMX against a llama.cpp built without its AMX kernels: not its full strength there.
+            valid = full and not ("amx" in p["kernels"] and not r["llama_cpp_amx"])
+            label = strength if valid or not full else strength + "; no AMX build (void on the AMX path)"
+            mi, ml = p["median"]["inferloop"], p["median"]["llama.cpp"]
+            print(f"| {r['model']} | {isa} ({p['kernels']}) | {label} | {mi['prefill_tps']:.1f} | "
+                  f"{ml['prefill_tps']:.1f} | {ratio(mi['prefill_tps'], ml['prefill_tps'], valid)} | "
+                  f"{mi['decode_tps']:.2f} | {ml['decode_tps']:.2f} | {ratio(mi['decode_tps'], ml['decode_tps'], valid)} | "
+                  f"{mi['decode_of_bandwidth']:.0%} | {ml['decode_of_bandwidth']:.0%} | {p['same_greedy_ids']} |")
+    if any(r["parallel"] for r in rows):
+        print(f"\n| model | {args.streams} streams tok/s inferloop (default path) | llama.cpp | ratio |")
+        print("|---|---:|---:|---:|")
+        for r in rows:
+            if r["parallel"]:
+                pi, pl = r["parallel"]["inferloop"], r["parallel"]["llama.cpp"]
+                valid = r["llama_cpp_full_strength"] and not ("amx" in r["paths"].get("default", {}).get("kernels", "")
+                                                              and not r["llama_cpp_amx"])
+                print(f"| {r['model']} | {pi:.1f} | {pl:.1f} | {ratio(pi, pl, valid)} |")
+    off = [r for r in rows if r.get("repack_off")]
+    if off:
+        print("\nllama.cpp with repacking on (its default) and off, what repacking is worth:\n")
+        print("| model | prefill tok/s on | off | decode tok/s on | off |")
+        print("|---|---:|---:|---:|---:|")
+        for r in off:
+            on = list(r["paths"].values())[0]["median"]["llama.cpp"]
+            print(f"| {r['model']} | {on['prefill_tps']:.1f} | {r['repack_off']['prefill_tps']:.1f} | "
+                  f"{on['decode_tps']:.2f} | {r['repack_off']['decode_tps']:.2f} |")
+    per_token = ", ".join("%s %.1f MB" % (r["model"], r["bytes_per_token"] / 1e6) for r in rows)
+    print(f"\nbytes per token: {per_token}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--inferloop", default=os.path.join(ROOT, "build", "inferloop"))
     ap.add_argument("--models", nargs="*", default=[os.path.join(ROOT, "bench", "models", "llm", f"tinyllama-random-{t}.gguf")
-                                                    for t in ("Q4_0", "Q8_0")])
+                                                    for t in ("Q4_0", "Q8_0", "Q4_K_M")])
+    ap.add_argument("--isa", nargs="*", default=["default", "avx512", "avx2"], choices=sorted(ISA_ENV),
+                    help="inferloop paths to measure, each next to llama.cpp (avx512, avx2: INFERLOOP_ISA)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--prompt-tokens", type=int, default=128)
@@ -226,52 +356,43 @@ def main():
     ap.add_argument("--streams", type=int, default=16)
     ap.add_argument("--parallel-gen-tokens", type=int, default=32)
     ap.add_argument("--skip-parallel", action="store_true")
+    ap.add_argument("--also-repack-off", action="store_true",
+                    help="also measure llama.cpp with its weight repacking off (what repacking is worth)")
     args = ap.parse_args()
+    if not os.path.exists(args.inferloop):
+        sys.exit(f"no inferloop binary at {args.inferloop}")
     ensure_models(args.models)
+    import llama_cpp
+    name, feats = cpu_description()
+    print(f"CPU: {name}; " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in feats.items()))
+    system_info = llama_cpp.llama_print_system_info().decode()
+    llama_amx = "AMX_INT8 = 1" in system_info  # ggml's AMX kernels compiled in
+    print(f"llama.cpp {llama_cpp.__version__} system info: {system_info.strip()}")
+    if feats.get("AMX-INT8") and not llama_amx:
+        print("llama.cpp is built without its AMX kernels: ratios on inferloop's AMX path are void")
     bw = membw(os.path.dirname(os.path.abspath(args.inferloop)), args.threads)
     print(f"memory read bandwidth ({args.threads} threads, bench_membw): {bw:.2f} GB/s")
     rows = []
     for model in args.models:
-        info = gguf_info(model)
-        rng = np.random.default_rng(0)
-        ids = [1] + [int(x) for x in rng.integers(300, info["n_vocab"] - 16, args.prompt_tokens - 1)]
-        lc = LlamaCpp(model, args.threads)
-        res = {"inferloop": [], "llama.cpp": []}
-        for _ in range(args.rounds):
-            res["inferloop"].append(inferloop_single(args.inferloop, model, ids, args.gen_tokens, args.threads))
-            res["llama.cpp"].append(lc.single(ids, args.gen_tokens))
-        same = res["inferloop"][0]["ids"] == res["llama.cpp"][0]["ids"]
-        med = {e: {k: statistics.median(r[k] for r in rs) for k in ("prefill_tps", "decode_tps")} for e, rs in res.items()}
-        bytes_tok = info["weight_bytes_per_token"] + info["kv_bytes_per_position"] * (args.prompt_tokens + args.gen_tokens // 2)
-        par = {}
-        if not args.skip_parallel:
-            par = {"inferloop": [], "llama.cpp": []}
-            for _ in range(max(1, args.rounds - 1)):
-                par["inferloop"].append(inferloop_parallel(args.inferloop, model, ids[:32], args.parallel_gen_tokens,
-                                                           args.threads, args.streams))
-                par["llama.cpp"].append(lc.parallel(ids[:32], args.parallel_gen_tokens, args.streams))
-            par = {e: statistics.median(v) for e, v in par.items()}
-        row = {"model": os.path.basename(model), "bytes_per_token": bytes_tok, "same_greedy_ids": same, "median": med,
-               "parallel": par, "bandwidth_gbps": bw,
-               "inferloop_decode_of_bound": med["inferloop"]["decode_tps"] * bytes_tok / (bw * 1e9)}
+        probe = llama_cpp_anchor.probe(model, args.threads)
+        if probe["ok"]:
+            print(f"llama.cpp at full strength on {os.path.basename(model)}: model buffers "
+                  + ", ".join(f"{n} {mib:.0f} MiB" for n, mib in probe["buffers"]), flush=True)
+        else:
+            print(f"llama.cpp cannot run {os.path.basename(model)} at full strength ({probe['error']}): "
+                  "measured with repacking off, ratios void", flush=True)
+        lc = LlamaCpp(model, args.threads, full_strength=probe["ok"])
+        row = measure_model(args, model, bw, lc)
+        lc.close()
+        row.update({"llama_cpp_version": llama_cpp.__version__, "llama_cpp_full_strength": probe["ok"],
+                    "llama_cpp_amx": llama_amx,
+                    "llama_cpp_buffers": lc.buffers, "llama_cpp_repacked": llama_cpp_anchor.repacked(lc.buffers)})
+        if args.also_repack_off and probe["ok"]:
+            row["repack_off"] = repack_off_row(args, model)
+        row["bandwidth_gbps"] = bw
         rows.append(row)
-        print(json.dumps(row))
-    print()
-    print(f"| model | engine | prefill tok/s | decode tok/s | decode x bytes/token / bandwidth | {args.streams} streams tok/s |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        for e in ("inferloop", "llama.cpp"):
-            m = r["median"][e]
-            eff = m["decode_tps"] * r["bytes_per_token"] / (bw * 1e9)
-            p = r["parallel"].get(e, float("nan")) if r["parallel"] else float("nan")
-            print(f"| {r['model']} | {e} | {m['prefill_tps']:.1f} | {m['decode_tps']:.2f} | {eff:.0%} | {p:.1f} |")
-        mi, ml = r["median"]["inferloop"], r["median"]["llama.cpp"]
-        ratio_p = (r["parallel"]["inferloop"] / r["parallel"]["llama.cpp"]) if r["parallel"] else float("nan")
-        print(f"| {r['model']} | inferloop / llama.cpp | {mi['prefill_tps'] / ml['prefill_tps']:.2f}x | "
-              f"{mi['decode_tps'] / ml['decode_tps']:.2f}x | | {ratio_p:.2f}x |")
-    per_token = ", ".join("%s %.1f MB" % (r["model"], r["bytes_per_token"] / 1e6) for r in rows)
-    same = ", ".join(str(r["same_greedy_ids"]) for r in rows)
-    print(f"\nbytes per token: {per_token}; greedy ids equal: {same}")
+        print(json.dumps(row), flush=True)
+    print_tables(args, rows, bw)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ PACKAGES=(
   libjpeg-dev libpng-dev        # ImageDecoder (JPEG, PNG)
   libdcmtk-dev                  # DCMTK: DICOM parsing + JPEG/JPEG-LS/RLE pixel decoders (src/imaging/dicom_*)
   clang-14 libclang-rt-14-dev   # libFuzzer + sanitizer runtimes for the fuzz target
+  libomp-14-dev                 # clang-14's OpenMP: scripts/setup_llama_cpp.sh builds llama.cpp with clang-14 on AMX CPUs
   libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
   libicu-dev                    # ICU: Unicode classes for the LLM tokenizers' BPE pre-tokenizers
   libxxhash-dev                 # xxHash: response/prefix cache keys and cache file checksums

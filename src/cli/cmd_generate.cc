@@ -19,9 +19,11 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "llm/amx_matmul.h"
 #include "llm/generation.h"
 #include "llm/llm_engine.h"
 #include "llm/llama_model.h"
+#include "llm/llm_kernels.h"
 #include "llm/sampler.h"
 
 namespace inferloop::cli {
@@ -297,6 +299,9 @@ Runner AddGenerateCommand(CLI::App& app) {
       std::cerr << "\n";
     }
     auto rate = [](int n, double s) { return s > 0 ? n / s : 0.0; };
+    // The ISA path (bench/llm_bench.py reports it next to its timings).
+    std::fprintf(stderr, "kernels: %s%s\n", llm::ActiveLlmKernels().name,
+                 llm::AmxAvailable() ? " + amx" : "");
     std::fprintf(stderr, "prompt: %d tokens in %.3f s (%.1f tokens/s); generation: %d tokens in %.3f s (%.1f tokens/s)%s\n",
                  st->prompt_tokens, st->prompt_seconds, rate(st->prompt_tokens, st->prompt_seconds),
                  st->generated_tokens, st->generate_seconds, rate(st->generated_tokens, st->generate_seconds),
