@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <thread>
-
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
