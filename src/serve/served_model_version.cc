@@ -292,9 +292,7 @@ void ServedModelVersion::ReportCpuShare(const CpuShareScheduler::Grant& grant, n
 }
 
 void ServedModelVersion::ExecuteBatch(int instance, Batch batch) {
-  // Every request of a batch is dispatched at once (the batcher, or the wait for a CPU-share slot,
-  // stamped them just now): no clock read of its own.
-  const auto dispatched = batch.requests.empty() ? Clock::now() : batch.requests.front()->dispatched;
+  const auto dispatched = Clock::now();
   AnswerCancelled(batch);
   if (batch.requests.empty()) return;
   std::vector<size_t> all(batch.requests.size());
@@ -306,7 +304,7 @@ void ServedModelVersion::ExecuteBatch(int instance, Batch batch) {
              nanoseconds(0));
     return;
   }
-  Status st = RunGroup(instance, batch, all, dispatched);
+  Status st = RunGroup(instance, batch, all);
   if (!st.ok() && all.size() > 1 && st.code() == StatusCode::kInvalidArgument) {
     // One request's data may have failed the whole batch (e.g. an index out of range): run each
     // alone so only the bad ones fail.
@@ -336,7 +334,7 @@ void ServedModelVersion::RunEachAlone(int instance, Batch& batch, std::chrono::s
   bool any_model_failure = false;
   std::string model_failure;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
-    Status one = RunGroup(instance, batch, {i}, Clock::now());
+    Status one = RunGroup(instance, batch, {i});
     if (!one.ok()) {
       if (CountsAsModelFailure(one)) {
         any_model_failure = true;
@@ -374,8 +372,7 @@ Status ServedModelVersion::RunModel(int instance, const std::vector<NamedValue>&
   return st;
 }
 
-Status ServedModelVersion::RunGroup(int instance, Batch& batch, const std::vector<size_t>& members,
-                                    Clock::time_point start) {
+Status ServedModelVersion::RunGroup(int instance, Batch& batch, const std::vector<size_t>& members) {
   std::vector<const InferRequest*> group;
   std::vector<int64_t> group_rows;
   for (size_t i : members) {
@@ -383,7 +380,7 @@ Status ServedModelVersion::RunGroup(int instance, Batch& batch, const std::vecto
     group_rows.push_back(batch.requests[i]->rows);
   }
   GroupTimes t;
-  t.start = start;
+  t.start = Clock::now();
   auto assembled = AssembleBatchInputs(group, group_rows, layout_);
   if (!assembled.ok()) return assembled.status();
   std::vector<NamedValue> inputs;
@@ -444,14 +441,13 @@ void ServedModelVersion::Respond(PendingRequest& p, const std::vector<Tensor>& o
     AddDuration(s.queue, p.dispatched - p.enqueued);
     AddDuration(s.compute_input, t.assembled - t.start);
     AddDuration(s.compute_infer, t.ran - t.assembled);
-    AddDuration(s.compute_output, t.split - t.ran);
+    AddDuration(s.compute_output, Clock::now() - t.ran);
   }
-  Finish(p, std::move(resp), t.split - t.start, t.split);
+  Finish(p, std::move(resp), t.split - t.start);
 }
 
-void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result, nanoseconds compute,
-                                std::optional<Clock::time_point> answered) {
-  const auto now = answered ? *answered : Clock::now();
+void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result, nanoseconds compute) {
+  const auto now = Clock::now();
   const nanoseconds queue = p.dispatched - p.enqueued;
   const nanoseconds total = now - p.context.received;
   const Status st = result.ok() ? Status::Ok() : result.status();
