@@ -193,10 +193,7 @@ void Run(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t
   const float* xd = x.Row(0).d;
   if (T <= kVnniMaxTokens) {
     // The AVX-512 VNNI table's group products (llm_kernels_avx512.cc): bit-identical to the tiles.
-    const LlmKernelTable& k = *Avx512VnniLlmKernels();
-    auto gemm = kQ4 ? k.gemm_g16_q4_0 : k.gemm_g16_q8_0;
-    gemm(w.group(g0), g1 - g0, std::min(w.rows(), g1 * 16) - g0 * 16, x, T, Y + g0 * 16, y_stride);
-    return;
+    return TableGroupMatMul(*Avx512VnniLlmKernels(), w, x, T, Y, y_stride, g0, g1);
   }
   // Q4_0 with more than one token group: unpack each weight group once for all of them.
   std::vector<int8_t> unpacked(kQ4 && T > 16 ? nb * 512 : 0);
@@ -230,6 +227,15 @@ void Run(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t
 }
 
 }  // namespace
+
+void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y,
+                      int64_t y_stride, int64_t group_begin, int64_t group_end) {
+  if (T <= 0 || group_begin >= group_end) return;
+  const int64_t G = AmxPackedWeight::kGroupRows;
+  auto gemm = w.type() == GgmlType::kQ4_0 ? k.gemm_g16_q4_0 : k.gemm_g16_q8_0;
+  gemm(w.group(group_begin), group_end - group_begin, std::min(w.rows(), group_end * G) - group_begin * G, x, T,
+       Y + group_begin * G, y_stride);
+}
 
 void AmxMatMul(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,
                int64_t group_end) {

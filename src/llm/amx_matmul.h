@@ -25,6 +25,7 @@ namespace inferloop::llm {
 
 struct WeightMatrix;
 class Q8Rows;
+struct LlmKernelTable;
 
 class AmxPackedWeight {
  public:
@@ -55,6 +56,11 @@ class AmxPackedWeight {
 // True when this CPU has AMX-INT8 (and AVX-512 VNNI), the OS granted this process the tile state
 // (Linux arch_prctl), and INFERLOOP_ISA does not lower the choice below "amx".
 bool AmxAvailable();
+
+// The same product with kernel table `k`'s group kernels (gemm_g16_q8_0 / gemm_g16_q4_0, which
+// must not be null) instead of tiles: the same results.
+void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y,
+                      int64_t y_stride, int64_t group_begin, int64_t group_end);
 
 // Y[t * y_stride + r] = row r of `w` times activation row t, for every r in groups
 // [group_begin, group_end) and t in [0, T). x.n() must equal w.cols(). Call only when

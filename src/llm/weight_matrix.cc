@@ -135,17 +135,13 @@ void PackedTimes(const AmxPackedWeight& w, const Q8Rows& xq, int64_t T, float* Y
                  int64_t g1) {
   if (AmxAvailable()) {
     AmxMatMul(w, xq, T, Y, y_stride, g0, g1);
-    return;
+  } else {
+    TableGroupMatMul(ActiveLlmKernels(), w, xq, T, Y, y_stride, g0, g1);
   }
-  const LlmKernelTable& k = ActiveLlmKernels();
-  auto gemm = w.type() == GgmlType::kQ4_0 ? k.gemm_g16_q4_0 : k.gemm_g16_q8_0;
-  gemm(w.group(g0), g1 - g0, std::min(w.rows(), g1 * kUnitRows) - g0 * kUnitRows, xq, T, Y + g0 * kUnitRows,
-       y_stride);
 }
 
 bool NeedsInt8(GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0; }
 bool NeedsQ8K(GgmlType t) { return t == GgmlType::kQ4_K || t == GgmlType::kQ6_K; }
-
 
 }  // namespace
 
