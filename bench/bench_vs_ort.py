@@ -15,6 +15,8 @@ outputs of their last timed run, which are compared with PyTorch's (outputs_b<B>
   rel err = max over outputs of  max |y - y_torch| / max |y_torch|  (error relative to the output's scale)
 Node counts: the original graph, and the graph `inferloop optimize MODEL -o OUT` writes (n/a when
 the command is absent). ratio = inferloop p50 / ORT p50 (below 1: inferloop is faster).
+With INFERLOOP_ISA=avx512 or avx2, both engines run under bench/isa_mask.py's CPUID mask, so ORT
+runs the kernels it has on a CPU without AMX / without AVX-512 (INFERLOOP_ANCHOR_UNMASKED=1: not).
 """
 import argparse
 import datetime
@@ -187,6 +189,10 @@ def main():
     batches = [int(b) for b in args.batches.split(",")]
     threads_list = [int(t) for t in args.threads.split(",")]
     import onnxruntime
+    sys.path.insert(0, BENCH_DIR)
+    import isa_mask
+    mask_note = isa_mask.apply_from_isa_env(os.path.dirname(os.path.abspath(args.inferloop)))
+    log(mask_note)
 
     rows, raw = [], []
     with tempfile.TemporaryDirectory(prefix="bench_vs_ort_") as work:
@@ -232,7 +238,8 @@ def main():
 
     cmd = " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:])
     print(f"`{cmd}` — {datetime.date.today()}, {cpu_name()}, {os.cpu_count()} CPUs, onnxruntime "
-          f"{onnxruntime.__version__}, warmup {args.warmup}, iterations {args.iterations}, rounds {args.rounds}\n")
+          f"{onnxruntime.__version__}, warmup {args.warmup}, iterations {args.iterations}, rounds {args.rounds}; "
+          f"INFERLOOP_ISA={os.environ.get('INFERLOOP_ISA', 'default')}; {mask_note}\n")
     header = ["model", "batch", "threads", "inferloop p50 ms", "ORT p50 ms", "ratio", "err inferloop (abs / rel)",
               "err ORT (abs / rel)", "peak RSS inferloop MB", "peak RSS ORT MB", "nodes before → after"]
     print("| " + " | ".join(header) + " |")

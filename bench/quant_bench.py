@@ -4,6 +4,10 @@
                                           [--iterations 20] [--warmup 3] [--zoo DIR]
                                           [--inferloop build/inferloop] [--omp-passive] [--variant qdq|dyn|mixed]
 
+With INFERLOOP_ISA=avx512 or avx2, every process (ORT too) runs under bench/isa_mask.py's CPUID
+mask: ORT runs the kernels it runs on a CPU without AMX / without AVX-512, next to inferloop's
+path for that CPU (INFERLOOP_ANCHOR_UNMASKED=1 runs ORT on the whole CPU instead).
+
 For each model: the FP32 zoo model (DIR/<name>/model.onnx, default bench/models) and its QDQ
 version made by bench/make_qdq_models.py (bench/models/<name>_qdq/model.onnx), inputs
 DIR/<name>/inputs_b1 (batch 1). Every round runs, each in its own process and in a rotating
@@ -37,6 +41,7 @@ MODELS_DIR = os.path.join(BENCH_DIR, "models")
 
 sys.path.insert(0, BENCH_DIR)
 from bench_vs_ort import run_json  # noqa: E402
+import isa_mask  # noqa: E402
 
 
 def log(*a):
@@ -68,6 +73,8 @@ def main():
     ap.add_argument("--variant", default="qdq", help="qdq, dyn, or any suffix X of a bench/models/<name>_X folder (e.g. mixed)")
     ap.add_argument("--omp-passive", action="store_true", help="OMP_WAIT_POLICY=PASSIVE for every process")
     args = ap.parse_args()
+    mask_note = isa_mask.apply_from_isa_env(os.path.dirname(os.path.abspath(args.inferloop)))
+    log(mask_note)
     if args.omp_passive:
         os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     work = tempfile.mkdtemp(prefix="quant_bench_")
@@ -104,7 +111,8 @@ def main():
         med = {k: statistics.median(v) for k, v in p50.items()}
         rows.append((name, med, cosine(outs["il_int8"], outs["il_fp32"]), cosine(outs["ort_int8"], outs["il_fp32"])))
     print(f"batch 1, {args.threads} threads, median of {args.rounds} rounds of p50 ({args.iterations} iterations, "
-          f"{args.warmup} warmup){', OMP_WAIT_POLICY=PASSIVE' if args.omp_passive else ''}\n")
+          f"{args.warmup} warmup){', OMP_WAIT_POLICY=PASSIVE' if args.omp_passive else ''}; "
+          f"INFERLOOP_ISA={os.environ.get('INFERLOOP_ISA', 'default')}; {mask_note}\n")
     if args.variant != "qdq":
         print(f"INT8 models: bench/models/<name>_{args.variant}\n")
     print("| model | inferloop FP32 ms | inferloop INT8 ms | ORT INT8 ms | int8/fp32 | il/ort | cos IL INT8 | cos ORT INT8 |")
