@@ -1,0 +1,102 @@
+// Checks bench/cpuid_mask.c (the benches' CPUID mask, loaded by LD_PRELOAD): run as
+//   INFERLOOP_CPUID_MASK=MODE LD_PRELOAD=libcpuid_mask.so cpuid_mask_test MODE
+// it asserts that CPUID leaf 7 hides what MODE's CPU lacks (avx512: AMX; avx2: AMX, AVX-512,
+// AVX-VNNI) while still reporting AVX2, that a real segmentation fault of the process still kills
+// it with SIGSEGV (the mask's handler passes faults that are not CPUID on), and that a handler the
+// program installs for SIGSEGV is the one called for such a fault. Exit 0: passed; 1: failed;
+// 77: skipped (the CPU has no CPUID faulting, or does not have the features to hide).
+#include <cpuid.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static int failures = 0;
+#define CHECK(cond, ...)                       \
+  do {                                         \
+    if (!(cond)) {                             \
+      fprintf(stderr, "FAILED: " __VA_ARGS__); \
+      fprintf(stderr, "\n");                   \
+      ++failures;                              \
+    }                                          \
+  } while (0)
+
+static int HasCpuFlag(const char* flag) {
+  FILE* f = fopen("/proc/cpuinfo", "r");
+  if (f == NULL) return 0;
+  char line[8192];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "flags", 5) != 0) continue;
+    for (char* tok = strtok(line, " \t\n:"); tok != NULL; tok = strtok(NULL, " \t\n:")) {
+      if (strcmp(tok, flag) == 0) found = 1;
+    }
+    break;
+  }
+  fclose(f);
+  return found;
+}
+
+static void OnSegv(int sig) {
+  (void)sig;
+  _exit(42);
+}
+
+// Runs fn in a child; returns its wait status.
+static int InChild(void (*fn)(void)) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    fn();
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return status;
+}
+
+static void WriteNull(void) { *(volatile int*)(void*)0 = 1; }
+
+static void WriteNullWithHandler(void) {
+  signal(SIGSEGV, OnSegv);
+  WriteNull();
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2 || (strcmp(argv[1], "avx512") != 0 && strcmp(argv[1], "avx2") != 0)) {
+    fprintf(stderr, "usage: INFERLOOP_CPUID_MASK=MODE LD_PRELOAD=libcpuid_mask.so %s avx512|avx2\n", argv[0]);
+    return 1;
+  }
+  if (!HasCpuFlag("cpuid_fault")) {
+    printf("SKIPPED: no cpuid_fault CPU flag (the mask cannot work here)\n");
+    return 77;
+  }
+  if (!HasCpuFlag("avx512f") || !HasCpuFlag("avx2")) {
+    printf("SKIPPED: the CPU has no AVX-512 to hide\n");
+    return 77;
+  }
+  const char* env = getenv("INFERLOOP_CPUID_MASK");
+  CHECK(env != NULL && strcmp(env, argv[1]) == 0, "INFERLOOP_CPUID_MASK is not %s", argv[1]);
+  unsigned a, b, c, d;
+  __cpuid_count(7, 0, a, b, c, d);
+  const int avx2 = (b >> 5) & 1, avx512f = (b >> 16) & 1, avx512bw = (b >> 30) & 1, vnni = (c >> 11) & 1;
+  const int amx_tile = (d >> 24) & 1, amx_int8 = (d >> 25) & 1;
+  __cpuid_count(7, 1, a, b, c, d);
+  const int avx_vnni = (a >> 4) & 1;
+  CHECK(avx2, "AVX2 hidden");
+  CHECK(!amx_tile && !amx_int8, "AMX visible (tile %d, int8 %d)", amx_tile, amx_int8);
+  if (strcmp(argv[1], "avx2") == 0) {
+    CHECK(!avx512f && !avx512bw && !vnni && !avx_vnni, "AVX-512 or VNNI visible (F %d BW %d VNNI %d AVX-VNNI %d)",
+          avx512f, avx512bw, vnni, avx_vnni);
+  } else {
+    CHECK(avx512f && avx512bw, "AVX-512 hidden by the avx512 mask");
+  }
+  int st = InChild(WriteNull);
+  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV, "a real fault did not end with SIGSEGV (status 0x%x)", st);
+  st = InChild(WriteNullWithHandler);
+  CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 42, "the program's SIGSEGV handler was not called (status 0x%x)", st);
+  if (failures == 0) printf("cpuid_mask %s: passed\n", argv[1]);
+  return failures == 0 ? 0 : 1;
+}
