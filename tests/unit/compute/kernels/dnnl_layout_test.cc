@@ -2,6 +2,9 @@
 // -> ReorderFromNchwc gives what the plain ONNX graph gives (float64 reference), with channel
 // counts that are not multiples of 16, a plain-input first convolution, a residual Z, a
 // depthwise convolution and every pool kind; plus the errors of malformed blocked inputs.
+#include <cstdio>
+#include <cstdlib>
+
 #include "base/status_macros.h"
 #include "compute/kernels/dnnl_kernels.h"
 #include "unit/compute/kernels/dnnl_test_util.h"
@@ -45,8 +48,10 @@ Result<std::vector<NamedValue>> RunModel(ModelBuilder& m, const std::vector<Name
 // x [2, 24, 12, 12] -> conv1 3x3 (24 -> 40) + Relu -> MaxPool 2x2 -> conv2 1x1 (40 -> 40) + Z
 // (the pool output) + Clip(0, 6) -> depthwise 3x3 (40) -> outputs: y2 (after conv2) and g
 // (GlobalAveragePool of the depthwise output). Also avg (AveragePool 3x3 s2 pad 1 with
-// count_include_pad of conv1's output) and gmax (GlobalMaxPool of it).
-TEST(DnnlLayout, BlockedChainMatchesPlainGraph) {
+// count_include_pad of conv1's output), gmax (GlobalMaxPool of it), and two MaxPools of the
+// depthwise output (which has negative values, so padding must never win): mp 3x3 stride 2 pad 1
+// (ResNet's) and mpd 2x2 with dilation 2, pad 1.
+void CheckBlockedChain() {
   const Weights w1 = MakeWeights({40, 24, 3, 3}, 1), w2 = MakeWeights({40, 40, 1, 1}, 2), w3 = MakeWeights({40, 1, 3, 3}, 3);
   const Shape xs{2, 24, 12, 12};
   const std::vector<double> xv = RandomValues(Count(xs), 9);
@@ -78,7 +83,22 @@ TEST(DnnlLayout, BlockedChainMatchesPlainGraph) {
   IntsAttr(ravg, "pads", {1, 1, 1, 1});
   ModelBuilder::IntAttr(ravg, "count_include_pad", 1);
   ref.Node("GlobalMaxPool", {"r1"}, {"gmax"});
-  for (const char* o : {"y2", "g", "avg", "gmax"}) AddOutput(ref, o, f64);
+  auto max_pools = [](ModelBuilder& b, const std::string& x, const std::string& suffix, const std::string& dom) {
+    auto& mp = b.Node("MaxPool", {x}, {"mp" + suffix}, dom);
+    IntsAttr(mp, "kernel_shape", {3, 3});
+    IntsAttr(mp, "strides", {2, 2});
+    IntsAttr(mp, "pads", {1, 1, 1, 1});
+    auto& mpd = b.Node("MaxPool", {x}, {"mpd" + suffix}, dom);
+    IntsAttr(mpd, "kernel_shape", {2, 2});
+    IntsAttr(mpd, "dilations", {2, 2});
+    IntsAttr(mpd, "pads", {1, 1, 1, 1});
+    if (!dom.empty()) {
+      StrAttr(mp, "layout", "NCHW16c");
+      StrAttr(mpd, "layout", "NCHW16c");
+    }
+  };
+  max_pools(ref, "c3", "", "");
+  for (const char* o : {"y2", "g", "avg", "gmax", "mp", "mpd"}) AddOutput(ref, o, f64);
   auto want = RunModel(ref, {{"x", Value(MakeTensor(f64, xs, xv))}}, 1);
   ASSERT_TRUE(want.ok()) << want.status().ToString();
 
@@ -123,21 +143,40 @@ TEST(DnnlLayout, BlockedChainMatchesPlainGraph) {
     ModelBuilder::IntAttr(avg, "count_include_pad", 1);
     StrAttr(avg, "layout", "NCHW16c");
     StrAttr(m.Node("GlobalMaxPool", {"r1b"}, {"gmaxb"}, dom), "layout", "NCHW16c");
-    for (auto [from, to] : {std::pair{"y2b", "y2"}, std::pair{"gb", "g"}, std::pair{"avgb", "avg"}, std::pair{"gmaxb", "gmax"}}) {
+    max_pools(m, "c3b", "b", dom);
+    for (auto [from, to] : {std::pair{"y2b", "y2"}, std::pair{"gb", "g"}, std::pair{"avgb", "avg"}, std::pair{"gmaxb", "gmax"},
+                            std::pair{"mpb", "mp"}, std::pair{"mpdb", "mpd"}}) {
       ModelBuilder::IntAttr(m.Node("ReorderFromNchwc", {from}, {to}, dom), "channels", 40);
       AddOutput(m, to, f32);
     }
     for (int threads : {1, 2}) {
       auto got = RunModel(m, {{"x", Value(MakeTensor(f32, xs, xv))}}, threads);
       ASSERT_TRUE(got.ok()) << got.status().ToString();
-      ASSERT_EQ(got->size(), 4u);
-      for (size_t i = 0; i < 4; ++i) {
+      ASSERT_EQ(got->size(), 6u);
+      for (size_t i = 0; i < 6; ++i) {
         const Tensor& r = (*want)[i].second.tensor();
         ExpectClose((*got)[i].second.tensor(), r.shape(), ToDoubles(r), 1e-4,
                     (*got)[i].first + (plain_first ? " (plain first conv)" : "") + " threads=" + std::to_string(threads));
       }
     }
   }
+}
+
+TEST(DnnlLayout, BlockedChainMatchesPlainGraph) { CheckBlockedChain(); }
+
+// The same on the AVX2 path (in a fresh process: oneDNN reads its ISA once), where oneDNN has only
+// its reference kernel for max pooling on 16-channel blocks and the pools run BlockedMaxPool.
+TEST(DnnlLayout, BlockedChainMatchesPlainGraphOnAvx2) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("INFERLOOP_ISA", "avx2", 1);
+        unsetenv("ONEDNN_MAX_CPU_ISA");
+        CheckBlockedChain();
+        std::fprintf(stderr, "blocked chain on avx2: %s\n", ::testing::Test::HasFailure() ? "failed" : "passed");
+        std::exit(::testing::Test::HasFailure() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "blocked chain on avx2: passed");
 }
 
 TEST(DnnlLayout, ReordersRoundTripAndCheckShapes) {
