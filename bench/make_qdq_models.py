@@ -1,6 +1,7 @@
 """Quantizes zoo models to QDQ ONNX with ONNX Runtime's quantize_static, for bench/quant_bench.py.
 
     .venv/bin/python bench/make_qdq_models.py [--models resnet50,bert] [--samples 16] [--zoo DIR] [--dynamic]
+                                              [--reduce-range]
 
 Reads bench/models/<name>/model.onnx (or DIR/<name>/model.onnx) (made by bench/make_zoo.py) and writes
 bench/models/<name>_qdq/model.onnx (gitignored) with inputs_b1/ copied over. Static, QDQ format,
@@ -9,6 +10,9 @@ calibration over `--samples` random inputs drawn like the zoo's inputs_b1 (image
 input_ids: random token ids below the largest id of inputs_b1; attention_mask: ones).
 ResNet-50: every op ORT quantizes by default (Conv, Add, pools, Gemm, ...). BERT: only MatMul/Gemm
 with a constant weight; the attention MatMuls (two activations) are excluded.
+--reduce-range: the same with 7-bit weights (within +-64; ORT's reduce_range, which its docs advise
+for CPUs without VNNI) into bench/models/<name>_qdq7 (quant_bench.py --variant qdq7): the int8
+kernels of oneDNN and ORT without VNNI are exact on them, and inferloop keeps its int8 path there.
 """
 import argparse
 import os
@@ -57,12 +61,14 @@ def main():
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--zoo", default=MODELS_DIR, help="folder of the FP32 zoo models (default bench/models)")
     ap.add_argument("--dynamic", action="store_true", help="dynamic quantization (MatMulInteger format) into <name>_dyn")
+    ap.add_argument("--reduce-range", action="store_true",
+                    help="7-bit weights (ORT's reduce_range, its advice for CPUs without VNNI) into <name>_qdq7")
     args = ap.parse_args()
     for name in args.models.split(","):
         src = os.path.join(args.zoo, name)
         if not os.path.exists(os.path.join(src, "model.onnx")):
             sys.exit(f"{src}/model.onnx missing: run /usr/bin/python3 bench/make_zoo.py first")
-        dst = os.path.join(MODELS_DIR, name + ("_dyn" if args.dynamic else "_qdq"))
+        dst = os.path.join(MODELS_DIR, name + ("_dyn" if args.dynamic else "_qdq7" if args.reduce_range else "_qdq"))
         os.makedirs(dst, exist_ok=True)
         inputs_dir = os.path.join(src, "inputs_b1")
         ref = {f[:-4]: np.load(os.path.join(inputs_dir, f)) for f in sorted(os.listdir(inputs_dir)) if f.endswith(".npy")}
@@ -85,7 +91,7 @@ def main():
         if not args.dynamic:
             quantize_static(named, os.path.join(dst, "model.onnx"), RandomReader(ref, args.samples),
                             quant_format=QuantFormat.QDQ, per_channel=True, activation_type=QuantType.QUInt8,
-                            weight_type=QuantType.QInt8, **kw)
+                            weight_type=QuantType.QInt8, reduce_range=args.reduce_range, **kw)
         os.remove(named)
         out_inputs = os.path.join(dst, "inputs_b1")
         shutil.rmtree(out_inputs, ignore_errors=True)

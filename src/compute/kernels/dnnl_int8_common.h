@@ -90,6 +90,13 @@ void AddZeroPoints(const ZeroPoints& z, ExecArgs& args, MemArg* src_m, MemArg* d
 // then compute in float32 instead (dequantize, float primitive, quantize), the float graph's
 // semantics. ONEDNN_MAX_CPU_ISA lowers what oneDNN reports here.
 bool NativeInt8();
+// True when oneDNN's int8 kernels compute products with the int8 weights `w` exactly on this CPU:
+// NativeInt8(), or every |w| <= 64 (weights quantized to 7 bits, as ONNX Runtime's quantizer
+// makes them with reduce_range, which its documentation advises for CPUs without VNNI): then no
+// pair of u8 x s8 products can pass the int16 range (255 * (64 + 64) = 32640 <= 32767), so the
+// saturating pair sums are exact and QConv / QMatMul keep the int8 kernels (test
+// SevenBitWeightsExactOnAvx2). Scans w once (its plan is made once per shape).
+bool Int8ProductsExact(const Tensor& w);
 
 // ---------------------------------------------------------------------------------------------
 // The float32 fallback's conversions (dnnl_int8_qparams.cc)

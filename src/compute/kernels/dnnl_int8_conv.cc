@@ -129,7 +129,7 @@ class QConvKernel final : public Kernel {
     const memory::dims strides = {g.strides[0], g.strides[1]}, dil = {g.dilations[0] - 1, g.dilations[1] - 1},
                        pl = {g.pad_begin[0], g.pad_begin[1]}, pr = {g.pad_end[0], g.pad_end[1]};
     const auto fwd = dnnl::prop_kind::forward_inference;
-    if (!NativeInt8()) {
+    if (!Int8ProductsExact(w_)) {
       plan->f32 = true;
       const tag t = nhwc_ ? tag::nhwc : tag::nchw;
       plan->user_src_md = memory::desc(xd, dt::f32, t);

@@ -111,7 +111,7 @@ class QMatMulKernel final : public Kernel {
     plan->src_md = memory::desc(md, DnnlType(a_.type), tag::ab);
     plan->dst_md = memory::desc({md[0], N}, ydt, tag::ab);
     plan->bias_md = memory::desc({1, N}, dt::s32, tag::ab);
-    if (!NativeInt8()) {
+    if (!Int8ProductsExact(b_)) {
       plan->f32 = true;
       plan->src_md = memory::desc(md, dt::f32, tag::ab);
       plan->dst_md = memory::desc({md[0], N}, dt::f32, tag::ab);
@@ -294,7 +294,7 @@ class DynamicQMatMulKernel final : public Kernel {
     plan->dst_md = memory::desc({M, N}, dt::f32, tag::ab);
     plan->bias_md = memory::desc({1, N}, dt::f32, tag::ab);
     const memory::desc user_wei({K, N}, dt::s8, tag::ab);
-    if (!NativeInt8()) {  // float: B dequantized once; A per call
+    if (!Int8ProductsExact(b_)) {  // float: B dequantized once; A per call
       plan->f32 = true;
       plan->src_md = memory::desc(md, dt::f32, tag::ab);
       const memory::desc wf_any({K, N}, dt::f32, tag::any), wf_user({K, N}, dt::f32, tag::ab);

@@ -1,5 +1,6 @@
 // Quantization parameters of the INT8 kernels, the oneDNN int8 primitive attributes and the
 // float32 fallback's conversions (dnnl_int8_common.h).
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -117,6 +118,13 @@ bool NativeInt8() {
     return isa == I::avx512_core_vnni || isa == I::avx512_core_bf16 || isa == I::avx512_core_amx || isa == I::avx2_vnni;
   }();
   return native;
+}
+
+bool Int8ProductsExact(const Tensor& w) {
+  if (NativeInt8()) return true;
+  if (w.dtype() != DataType::kInt8) return false;
+  const int8_t* p = w.data<int8_t>();
+  return std::all_of(p, p + w.size(), [](int8_t v) { return v >= -64 && v <= 64; });
 }
 
 void DequantizeTo(DataType t, const void* x, float* y, int64_t n, const QParam& q, ThreadPool* pool) {

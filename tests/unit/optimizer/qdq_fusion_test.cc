@@ -4,6 +4,9 @@
 // are left alone.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "graph/shape_inference.h"
 #include "optimizer/graph_editor.h"
 #include "unit/optimizer/opt_test_util.h"
@@ -202,6 +205,64 @@ TEST(OptQdqFusion, AveragePoolAndConcatRunOn8Bits) {
   EXPECT_EQ(CountOp(o.model, "QConcat"), 1);
   EXPECT_EQ(CountOp(o.model, "AveragePool") + CountOp(o.model, "Concat"), 0);
 }
+
+// Without VNNI, oneDNN's int8 kernels add pairs of u8 x s8 products in saturating int16. QConv and
+// QMatMul keep them only for weights within +-64 (Int8ProductsExact), where no pair can saturate,
+// and compute in float otherwise. Inputs at the top of the u8 range (255) against weights at the
+// top of their range, all of one sign, are the worst case: with 7-bit weights (64) every pair sum
+// is 32640, with full-range ones (127) 64770, which would saturate to 32767 and give about half the
+// sum. Both must give the unfused graph's result with oneDNN capped to AVX2 (INFERLOOP_ISA=avx2,
+// in a fresh process: oneDNN reads its ISA once). y = sum of 1.0 x 1.0 over K products.
+Model AllOnesQdq(const std::string& op, int8_t w_int) {
+  ModelBuilder b(17);
+  const bool conv = op == "Conv";
+  const Shape xs = conv ? Shape{1, 16, 6, 6} : Shape{4, 64}, ws = conv ? Shape{8, 16, 3, 3} : Shape{64, 8};
+  const Shape ys = conv ? Shape{1, 8, 4, 4} : Shape{4, 8};
+  b.Input("x", DataType::kFloat, xs).Output("y", DataType::kFloat, ys);
+  Qdq(b, "x", "xd", 1.f / 255.f, 0);  // x = 1.0 quantizes to 255
+  const int64_t ch = conv ? ws[0] : ws[1];
+  b.Initializer("w_q", Tensor::FromVector(DataType::kInt8, ws, std::vector<int8_t>(ShapeElementCount(ws), w_int)));
+  b.Initializer("w_s", Tensor::FromVector(DataType::kFloat, {ch}, std::vector<float>(ch, 1.f / w_int)));
+  b.Initializer("w_z", Tensor::FromVector(DataType::kInt8, {ch}, std::vector<int8_t>(ch, 0)));
+  IntAttr(b.Node("DequantizeLinear", {"w_q", "w_s", "w_z"}, {"wd"}), "axis", conv ? 0 : 1);
+  b.Node(op, {"xd", "wd"}, {"m"});
+  Qdq(b, "m", "y", 1.f, 0);  // the sums (144, 64) fit u8 at scale 1
+  return LoadBuilt(b);
+}
+
+void CheckAllOnesQdq() {
+  for (const char* op : {"Conv", "MatMul"}) {
+    for (int8_t w : {int8_t{64}, int8_t{127}}) {
+      const Model m = AllOnesQdq(op, w);
+      const Shape xs = std::string(op) == "Conv" ? Shape{1, 16, 6, 6} : Shape{4, 64};
+      const Tensor ones = FloatTensor(xs, std::vector<float>(ShapeElementCount(xs), 1.f));
+      auto o = OptimizeAndCompare(m, {{"x", ones}}, 2, 1e-4f, 0.f);
+      EXPECT_EQ(CountOp(o.model, std::string("Q") + op), 1) << op;
+      const float want = std::string(op) == "Conv" ? 144.f : 64.f;
+      const auto got = RunModel(o.model, {{"x", ones}});
+      if (!got.empty()) {
+        EXPECT_EQ(got[0].data<float>()[0], want) << op << " w " << int{w};
+        std::fprintf(stderr, "%s w %d: y[0] = %g\n", op, int{w}, got[0].data<float>()[0]);
+      }
+    }
+  }
+}
+
+TEST(OptQdqFusion, SevenBitWeightsExactOnAvx2) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("INFERLOOP_ISA", "avx2", 1);
+        unsetenv("ONEDNN_MAX_CPU_ISA");
+        CheckAllOnesQdq();
+        std::fprintf(stderr, "all-ones QDQ on avx2: %s\n", ::testing::Test::HasFailure() ? "failed" : "passed");
+        std::exit(::testing::Test::HasFailure() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "all-ones QDQ on avx2: passed");
+}
+
+// The same cases on this CPU's own path (VNNI / AMX where present).
+TEST(OptQdqFusion, AllOnesQdqExact) { CheckAllOnesQdq(); }
 
 }  // namespace
 }  // namespace inferloop::testing
