@@ -91,4 +91,10 @@ void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q
 void AmxMatMul(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,
                int64_t group_end);
 
+// The same for Q4_K / Q6_K weights and Q8_K activations: bit for bit the table kernels' results
+// (gemm_g16_q4_k / gemm_g16_q6_k); tiles from 17 tokens on, the AVX-512 VNNI table's kernels
+// below. Call only when AmxAvailable().
+void AmxMatMulK(const AmxPackedWeight& w, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,
+                int64_t group_end);
+
 }  // namespace inferloop::llm
