@@ -17,8 +17,9 @@
 // 256 values (layouts: llm_kernels.h gemm_g16_q4_k / gemm_g16_q6_k), and multiplied by the
 // AVX-512 VNNI or AVX2 table's group kernels, also with AMX: their results are bit for bit those
 // of the per-row K-quant dots (llama.cpp's), which split each row's sum into eight int32 lanes of
-// 4-value columns, each scaled per sub-block; an AMX tile product gives one int32 per 64 values
-// and row, which cannot be split that way.
+// 4-value columns, each scaled per sub-block. Tiles can give those lanes too (one K=32 product per
+// lane with scale * value split into two byte digits), but measured slower than the VNNI kernel
+// (git history: the commit "AMX tile kernel for Q4_K / Q6_K" and its revert).
 #pragma once
 
 #include <cstdint>
@@ -90,11 +91,5 @@ void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q
 // AmxAvailable(). Uses (and releases) the calling thread's tile registers.
 void AmxMatMul(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,
                int64_t group_end);
-
-// The same for Q4_K / Q6_K weights and Q8_K activations: bit for bit the table kernels' results
-// (gemm_g16_q4_k / gemm_g16_q6_k); tiles from 17 tokens on, the AVX-512 VNNI table's kernels
-// below. Call only when AmxAvailable().
-void AmxMatMulK(const AmxPackedWeight& w, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,
-                int64_t group_end);
 
 }  // namespace inferloop::llm

@@ -136,15 +136,11 @@ void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, const Q8
 }
 
 // Groups [g0, g1) of a packed weight times the T activation rows: AMX tiles, or the table's
-// group kernels (the same results).
+// group kernels (the same results); K-quants always the table's.
 void PackedTimes(const AmxPackedWeight& w, const Q8Rows& xq, const Q8KRows& xk, int64_t T, float* Y, int64_t y_stride,
                  int64_t g0, int64_t g1) {
   if (w.k_quant()) {
-    if (AmxAvailable()) {
-      AmxMatMulK(w, xk, T, Y, y_stride, g0, g1);
-    } else {
-      TableGroupMatMul(ActiveLlmKernels(), w, xk, T, Y, y_stride, g0, g1);
-    }
+    TableGroupMatMul(ActiveLlmKernels(), w, xk, T, Y, y_stride, g0, g1);
   } else if (AmxAvailable()) {
     AmxMatMul(w, xq, T, Y, y_stride, g0, g1);
   } else {

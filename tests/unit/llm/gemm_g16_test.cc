@@ -9,8 +9,7 @@
 // The Q4_K / Q6_K group products (gemm_g16_q4_k / gemm_g16_q6_k) promise the per-row dots' bits
 // (dot_q4_k / dot_q6_k, which equal llama.cpp's: kquant_llama_cpp_test.cc): checked against every
 // table's dot, against a double-precision sum over the dequantized weights (close), with extreme
-// sub-block scales and mins, and rows / tokens / columns as above; with AMX, the tile kernels
-// (AmxMatMulK) too.
+// sub-block scales and mins, and rows / tokens / columns as above.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -276,18 +275,6 @@ TEST(GemmG16, KQuantsEqualThePerRowDotsBitForBit) {
               }
               ++checked;
             }
-            if (AmxAvailable()) {  // tiles from 17 tokens on, the VNNI kernels below
-              std::vector<float> y(T * stride, -7.0f);
-              AmxMatMulK(**packed, xk, T, y.data(), stride, 0, (*packed)->groups());
-              for (int64_t t = 0; t < T; ++t) {
-                for (int64_t r = 0; r < rows; ++r) {
-                  ASSERT_EQ(y[t * stride + r], KDot(*ScalarLlmKernels(), w, r, xk.Row(t)))
-                      << "amx " << GgmlTypeName(type) << " cols=" << cols << " rows=" << rows << " T=" << T << " t=" << t
-                      << " r=" << r << " extreme=" << extreme;
-                }
-                for (int64_t r = rows; r < stride; ++r) ASSERT_EQ(y[t * stride + r], -7.0f) << "amx";
-              }
-            }
           }
         }
       }
@@ -323,23 +310,6 @@ TEST(GemmG16, KQuantGroupsFromTheMiddle) {
         }
       }
       ++checked;
-    }
-    if (AmxAvailable()) {
-      for (int64_t TT : {T, T + 16}) {  // the VNNI kernels and the tiles
-        std::vector<float> x2(TT * cols);
-        for (float& v : x2) v = nd(g);
-        Q8KRows xk2;
-        xk2.Resize(TT, cols);
-        for (int64_t t = 0; t < TT; ++t) xk2.Quantize(t, x2.data() + t * cols);
-        std::vector<float> all(TT * rows), part(TT * rows, -7.0f);
-        AmxMatMulK(**packed, xk2, TT, all.data(), rows, 0, 3);
-        AmxMatMulK(**packed, xk2, TT, part.data(), rows, 1, 3);
-        for (int64_t t = 0; t < TT; ++t) {
-          for (int64_t r = 0; r < rows; ++r) {
-            ASSERT_EQ(part[t * rows + r], r < 16 ? -7.0f : all[t * rows + r]) << "amx t=" << t << " r=" << r;
-          }
-        }
-      }
     }
   }
   if (checked == 0) GTEST_SKIP() << "no table on this CPU has K-quant group products (AVX2 or AVX-512 VNNI)";
