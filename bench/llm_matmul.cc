@@ -1,14 +1,15 @@
 // Times one weight product of the LLM engine (weight_matrix.h MatMul) on a TinyLlama-sized
-// random Q8_0 / Q4_0 matrix for several token counts, with the kernels the process chooses
+// random Q8_0 / Q4_0 / Q4_K / Q6_K matrix for several token counts, with the kernels the process chooses
 // (INFERLOOP_ISA=avx512 / avx2 select the non-AMX ones), single-threaded: a kernel-tuning aid.
 // Each product is timed on the weights as the file stores them ("file": the row kernels) and
 // repacked in 16-row groups as the engine holds them ("packed": PackForGemm), when this CPU packs.
-//   build/bench_llm_matmul [rows cols]
+//   build/bench_llm_matmul [rows cols [types]]   (types: a comma list, e.g. Q4_K,Q6_K; default all)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "llm/amx_matmul.h"
@@ -23,17 +24,27 @@ int main(int argc, char** argv) {
   std::printf("kernel: %s, table %s, weight %lld x %lld\n", AmxAvailable() ? "amx" : "non-amx", ActiveLlmKernels().name,
               static_cast<long long>(rows), static_cast<long long>(cols));
   std::printf("| type | layout | tokens | ms | GMAC/s |\n|---|---|---:|---:|---:|\n");
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
-    const int block = type == GgmlType::kQ8_0 ? 34 : 18;
-    std::vector<uint8_t> bytes(rows * cols / 32 * block);
+  const std::string only = argc > 3 ? argv[3] : "";
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    if (!only.empty() && only.find(GgmlTypeName(type)) == std::string::npos) continue;
+    const bool k_quant = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;
+    const int block = type == GgmlType::kQ8_0 ? 34 : type == GgmlType::kQ4_0 ? 18 : type == GgmlType::kQ4_K ? 144 : 210;
+    const int values = k_quant ? 256 : 32;
+    std::vector<uint8_t> bytes(rows * cols / values * block);
     for (auto& b : bytes) b = static_cast<uint8_t>(g() & 0x7F);
-    for (size_t b = 0; b < bytes.size(); b += block) { bytes[b] = 0x00; bytes[b + 1] = 0x20; }  // scale ~0.008
+    for (size_t b = 0; b < bytes.size(); b += block) {
+      // Super-block / block scales ~0.008 (Q4_K: d and dmin; Q6_K: d at the end).
+      const size_t at = type == GgmlType::kQ6_K ? b + 208 : b;
+      bytes[at] = 0x00;
+      bytes[at + 1] = 0x20;
+      if (type == GgmlType::kQ4_K) { bytes[b + 2] = 0x00; bytes[b + 3] = 0x20; }
+    }
     WeightMatrix file;
     file.name = "w";
     file.type = type;
     file.rows = rows;
     file.cols = cols;
-    file.row_bytes = cols / 32 * block;
+    file.row_bytes = cols / values * block;
     file.data = bytes;
     WeightMatrix packed = file;
     const bool has_packed = PackForGemm(packed);
@@ -49,7 +60,7 @@ int main(int argc, char** argv) {
           MatMul(*w, x.data(), T, y.data(), nullptr);
           best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
-        std::printf("| %s | %s | %lld | %.3f | %.1f |\n", type == GgmlType::kQ8_0 ? "Q8_0" : "Q4_0",
+        std::printf("| %s | %s | %lld | %.3f | %.1f |\n", GgmlTypeName(type).c_str(),
                     w == &file ? "file" : "packed", static_cast<long long>(T), best * 1e3, rows * cols * T / best / 1e9);
       }
     }

@@ -237,6 +237,15 @@ void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q
        Y + group_begin * G, y_stride);
 }
 
+void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q8KRows& x, int64_t T, float* Y,
+                      int64_t y_stride, int64_t group_begin, int64_t group_end) {
+  if (T <= 0 || group_begin >= group_end) return;
+  const int64_t G = AmxPackedWeight::kGroupRows;
+  auto gemm = w.type() == GgmlType::kQ4_K ? k.gemm_g16_q4_k : k.gemm_g16_q6_k;
+  gemm(w.group(group_begin), group_end - group_begin, std::min(w.rows(), group_end * G) - group_begin * G, x, T,
+       Y + group_begin * G, y_stride);
+}
+
 void AmxMatMul(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,
                int64_t group_end) {
   if (T <= 0 || group_begin >= group_end) return;

@@ -12,6 +12,14 @@
 // Without AMX the same packed weights feed the AVX-512 VNNI and AVX2 tables' group products
 // (llm_kernels.h gemm_g16_*), which give the same bits; with AMX, steps of up to 8 tokens use the
 // VNNI ones too.
+//
+// Q4_K and Q6_K weights are repacked in the same 16-row groups, one "block" per super-block of
+// 256 values (layouts: llm_kernels.h gemm_g16_q4_k / gemm_g16_q6_k), and multiplied by the
+// AVX-512 VNNI or AVX2 table's group kernels, also with AMX: their results are bit for bit those
+// of the per-row K-quant dots (llama.cpp's), which split each row's sum into eight int32 lanes of
+// 4-value columns, each scaled per sub-block. Tiles can give those lanes too (one K=32 product per
+// lane with scale * value split into two byte digits), but measured slower than the VNNI kernel
+// (git history: the commit "AMX tile kernel for Q4_K / Q6_K" and its revert).
 #pragma once
 
 #include <cstdint>
@@ -25,22 +33,34 @@ namespace inferloop::llm {
 
 struct WeightMatrix;
 class Q8Rows;
+class Q8KRows;
 struct LlmKernelTable;
 
 class AmxPackedWeight {
  public:
   static constexpr int kGroupRows = 16;
 
-  // Repacks `w` (Q8_0 or Q4_0, cols a multiple of 32); InvalidArgument for anything else.
+  // Repacks `w` (Q8_0 or Q4_0 with cols a multiple of 32, Q4_K or Q6_K with cols a multiple of
+  // 256); InvalidArgument for anything else.
   static Result<std::unique_ptr<AmxPackedWeight>> Pack(const WeightMatrix& w);
 
   GgmlType type() const { return type_; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   int64_t groups() const { return (rows_ + kGroupRows - 1) / kGroupRows; }
-  int64_t blocks() const { return cols_ / 32; }
-  // Bytes of one block of one group: 16 fp16 scales + 512 (Q8_0) or 256 (Q4_0) value bytes.
-  int64_t block_bytes() const { return type_ == GgmlType::kQ8_0 ? 32 + 512 : 32 + 256; }
+  bool k_quant() const { return type_ == GgmlType::kQ4_K || type_ == GgmlType::kQ6_K; }
+  // Blocks of 32 values (Q8_0, Q4_0) or super-blocks of 256 (Q4_K, Q6_K) per row.
+  int64_t blocks() const { return cols_ / (k_quant() ? 256 : 32); }
+  // Bytes of one block of one group: 16 fp16 scales + 512 (Q8_0) or 256 (Q4_0) value bytes;
+  // Q4_K 2368, Q6_K 3360 (llm_kernels.h gemm_g16_q4_k / gemm_g16_q6_k).
+  int64_t block_bytes() const {
+    switch (type_) {
+      case GgmlType::kQ8_0: return 32 + 512;
+      case GgmlType::kQ4_0: return 32 + 256;
+      case GgmlType::kQ4_K: return 2368;
+      default: return 3360;
+    }
+  }
   const uint8_t* group(int64_t g) const { return data_.get() + g * blocks() * block_bytes(); }
   uint64_t bytes() const { return static_cast<uint64_t>(groups() * blocks() * block_bytes()); }
 
@@ -62,7 +82,11 @@ bool AmxAvailable();
 void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y,
                       int64_t y_stride, int64_t group_begin, int64_t group_end);
 
-// Y[t * y_stride + r] = row r of `w` times activation row t, for every r in groups
+// The same for Q4_K / Q6_K weights (gemm_g16_q4_k / gemm_g16_q6_k, not null) and Q8_K activations.
+void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q8KRows& x, int64_t T, float* Y,
+                      int64_t y_stride, int64_t group_begin, int64_t group_end);
+
+// Y[t * y_stride + r] = row r of `w` (Q8_0 or Q4_0) times activation row t, for every r in groups
 // [group_begin, group_end) and t in [0, T). x.n() must equal w.cols(). Call only when
 // AmxAvailable(). Uses (and releases) the calling thread's tile registers.
 void AmxMatMul(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,

@@ -85,7 +85,7 @@ Status LlamaModel::Bind() {
       IL_ASSIGN_OR_RETURN(L.bv, ReadVector(f, p + "attn_v.bias", static_cast<int>(KVD)));
     }
   }
-  // With AMX, AVX-512 VNNI or AVX2, the Q8_0 / Q4_0 matrices are repacked into 16-row groups once
+  // With AMX, AVX-512 VNNI or AVX2, the Q8_0 / Q4_0 / Q4_K / Q6_K matrices are repacked into 16-row groups once
   // here (a tied output matrix too; the embedding lookup keeps reading rows from the file), by
   // several threads. The file's copies of packed matrices then leave memory (not the embedding
   // table's), so the weights are held once.

@@ -141,6 +141,30 @@ struct LlmKernelTable {
                         int64_t y_stride);
   void (*gemm_g16_q4_0)(const uint8_t* w, int64_t groups, int64_t rows, const Q8Rows& x, int64_t T, float* Y,
                         int64_t y_stride);
+  // Products with Q4_K / Q6_K weights repacked at load in groups of 16 rows (amx_pack.cc), the
+  // same call as above with Q8_K activations: one "block" per super-block of 256 values. A 64-byte
+  // "column vector" holds 4 bytes of each of the 16 rows (row i at bytes 4i..4i+3) for the 4
+  // values of one 4-value column; column l (0..7) of a super-block is the values at positions p
+  // with p % 32 in [4l, 4l + 4). Per super-block of a group:
+  //   Q4_K (2368 bytes): [0, 32) the rows' fp16 d; [32, 64) fp16 dmin; [64, 192) the 6-bit
+  //     scales, sub-block s of row i at 64 + 16s + i; [192, 320) the mins in pairs, mins 2j and
+  //     2j+1 of row i at 192 + 32j + 2i; [320, 2368) the nibbles: column vector (c, l) at
+  //     320 + 64 (8c + l) holds the file's bytes 32c + 4l .. 32c + 4l + 3 (low nibble: sub-block
+  //     2c, high: 2c + 1).
+  //   Q6_K (3360 bytes): [0, 32) fp16 d; [32, 288) the int8 scales in pairs, scales 2k and 2k + 1
+  //     of row i at 32 + 32k + 2i; [288, 2336) the low 4 bits: column vector (j, l) at
+  //     288 + 64 (8j + l) holds those of positions 32 (2j) + 4l + e (low nibble) and
+  //     32 (2j + 1) + 4l + e (high); [2336, 3360) the top 2 bits: vector (j, l) at 2336 + 64 (8j + l),
+  //     bits 2u..2u+1 of byte e those of position 32 (4j + u) + 4l + e.
+  // Per (row, token) the result is bit for bit dot_q4_k / dot_q6_k's (llama.cpp's x86 kernels'):
+  // the same eight int32 lane sums per super-block (lane l: column l's products, each sub-block's
+  // scaled; Q4_K's mins against the activation's 32-value sums in four lanes; Q6_K's offset of 32
+  // in lane l from sub-blocks 2l and 2l + 1), the same float fma per lane and super-block, the
+  // same final sum of lanes; so whatever T is, and on every table that has them.
+  void (*gemm_g16_q4_k)(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, int64_t T, float* Y,
+                        int64_t y_stride);
+  void (*gemm_g16_q6_k)(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, int64_t T, float* Y,
+                        int64_t y_stride);
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

@@ -257,6 +257,231 @@ inline int32_t Load4(const int8_t* p) {
   return v;
 }
 
+// ---- products with Q4_K / Q6_K weights repacked in 16-row groups (llm_kernels.h gemm_g16_q4_k,
+// gemm_g16_q6_k) ----
+// Written once against O, the including file's integer/float vector operations over the rows of
+// one part of a group (O::kParts parts of 16 / kParts rows: AVX-512 1, AVX2 2):
+//   I, F: the int and float vector types; Load(p): the part's bytes of a 64-byte column vector;
+//   Bcast4(p): 4 bytes to every 32-bit lane; DotPairs(acc, u8, s8, w16): acc + vpmaddwd(
+//   vpmaddubsw(u8, s8), w16) in int32; MaddW(acc, a, b): acc + vpmaddwd(a, b); ZeroI, And, Or,
+//   Set8, Set32, Srli16<n>, Slli16<n>, Srli32<n>, Slli32<n>, Sub16; ScaleBytes(p): the part's
+//   uint8 values as (v, v) int16 pairs in 32-bit lanes; ZxWords(p) / SxWords(p): the part's
+//   2-byte pairs as int16 pairs, zero / sign extended; Half(p): the part's fp16 values as floats;
+//   Cvt, Fma(a, b, c), Mul, Add, SetF, ZeroF; Store(y, v, valid): the first `valid` lanes.
+// The integer lane sums equal the per-row kernels' (Q4KSums, Q6KSums, Q6KOffsetLanes: llama.cpp's
+// lanes), and the float steps are Q4KTile's / Q6KTile's per lane, so each (row, token) gets
+// dot_q4_k / dot_q6_k's bits.
+
+// One activation row as the K-quant group tiles read it: values, super-block scales, and 16-bit
+// pairs of activation sums per super-block (Q4_K: the 32-value sums, 8 per super-block; Q6_K:
+// the 16-value sums, 16 per super-block).
+struct G16KToken {
+  const int8_t* q;
+  const float* d;
+  const int16_t* pairs;
+};
+
+inline int32_t Load4(const int16_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// The eight column lanes of scaled sums (and Q4_K's four mins lanes) as dot_q4_k / dot_q6_k add
+// them up: SumLanes8's order, then Q4KResult's.
+template <class O>
+inline typename O::F SumColumns(const typename O::F* a) {
+  using V = O;
+  return V::Add(V::Add(V::Add(a[4], a[0]), V::Add(a[6], a[2])), V::Add(V::Add(a[5], a[1]), V::Add(a[7], a[3])));
+}
+
+template <class O>
+struct G16Q4K {
+  static constexpr int kBlockBytes = 2368;
+  static constexpr int kPairsPerBlock = 8;
+  template <int M>
+  static void Part(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part,
+                   int valid) {
+    using I = typename O::I;
+    using F = typename O::F;
+    constexpr int R = 16 / O::kParts;
+    const int vo = part * 4 * R;
+    F acc[M][8], accm[M][4];
+    for (int m = 0; m < M; ++m) {
+      for (int l = 0; l < 8; ++l) acc[m][l] = O::ZeroF();
+      for (int j = 0; j < 4; ++j) accm[m][j] = O::ZeroF();
+    }
+    const I m4 = O::Set8(0x0F);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* blk = gp + b * kBlockBytes;
+      if constexpr (M <= 2) {  // few tokens (decode) stream the weights from memory: ask ahead
+        if (part == 0) {
+          for (int o = 0; o < kBlockBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kBlockBytes + o), _MM_HINT_T0);
+        }
+      }
+      const F dv = O::Half(blk + 2 * R * part), dmv = O::Half(blk + 32 + 2 * R * part);
+      I sc[8];
+      #pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) sc[s] = O::ScaleBytes(blk + 64 + 16 * s + R * part);
+      F dxd[M], ndxm[M];
+      #pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) {
+        dxd[m] = O::Mul(O::SetF(xt[m].d[b]), dv);
+        ndxm[m] = O::Mul(O::SetF(-xt[m].d[b]), dmv);
+      }
+      const int8_t* xb[M];
+      #pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) xb[m] = xt[m].q + b * 256;
+      #pragma GCC unroll 1
+      for (int l = 0; l < 8; ++l) {
+        I c[M];
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) c[m] = O::ZeroI();
+        #pragma GCC unroll 4
+        for (int c4 = 0; c4 < 4; ++c4) {
+          const I v = O::Load(blk + 320 + 64 * (8 * c4 + l) + vo);
+          const I lo = O::And(v, m4), hi = O::And(O::template Srli16<4>(v), m4);
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) {
+            const int8_t* xp = xb[m] + 64 * c4 + 4 * l;
+            c[m] = O::DotPairs(c[m], lo, O::Bcast4(xp), sc[2 * c4]);
+            c[m] = O::DotPairs(c[m], hi, O::Bcast4(xp + 32), sc[2 * c4 + 1]);
+          }
+        }
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) acc[m][l] = O::Fma(dxd[m], O::Cvt(c[m]), acc[m][l]);
+      }
+      #pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const I mp = O::ZxWords(blk + 192 + 32 * j + 2 * R * part);
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) {
+          const I pr = O::MaddW(O::ZeroI(), mp, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * j)));
+          accm[m][j] = O::Fma(ndxm[m], O::Cvt(pr), accm[m][j]);
+        }
+      }
+    }
+    for (int m = 0; m < M; ++m) {
+      const F mins = O::Add(O::Add(accm[m][0], accm[m][2]), O::Add(accm[m][1], accm[m][3]));
+      O::Store(y + m * y_stride, O::Add(SumColumns<O>(acc[m]), mins), valid);
+    }
+  }
+};
+
+template <class O>
+struct G16Q6K {
+  static constexpr int kBlockBytes = 3360;
+  static constexpr int kPairsPerBlock = 16;
+  template <int M>
+  static void Part(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part,
+                   int valid) {
+    using I = typename O::I;
+    using F = typename O::F;
+    constexpr int R = 16 / O::kParts;
+    const int vo = part * 4 * R;
+    F acc[M][8];
+    for (int m = 0; m < M; ++m) {
+      for (int l = 0; l < 8; ++l) acc[m][l] = O::ZeroF();
+    }
+    const I m4 = O::Set8(0x0F), m30 = O::Set8(0x30), lo16 = O::Set32(0xFFFF), hi16 = O::Set32(static_cast<int32_t>(0xFFFF0000u));
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* blk = gp + b * kBlockBytes;
+      if constexpr (M <= 2) {
+        if (part == 0) {
+          for (int o = 0; o < kBlockBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kBlockBytes + o), _MM_HINT_T0);
+        }
+      }
+      const F dv = O::Half(blk + 2 * R * part);
+      // Per 32-value chunk k: the scale of its first 16 values as (s, s) pairs, of its last 16,
+      // and both times -32 (the offset, against the activation's 16-value sums).
+      I s_lo[8], s_hi[8], s_off[8];
+      #pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const I p = O::SxWords(blk + 32 + 32 * k + 2 * R * part);
+        s_lo[k] = O::Or(O::template Slli32<16>(p), O::And(p, lo16));
+        s_hi[k] = O::Or(O::And(p, hi16), O::template Srli32<16>(p));
+        s_off[k] = O::Sub16(O::ZeroI(), O::template Slli16<5>(p));
+      }
+      F dxd[M];
+      const int8_t* xb[M];
+      #pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) {
+        dxd[m] = O::Mul(O::SetF(xt[m].d[b]), dv);
+        xb[m] = xt[m].q + b * 256;
+      }
+      #pragma GCC unroll 1
+      for (int l = 0; l < 8; ++l) {
+        I c[M];
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) c[m] = O::MaddW(O::ZeroI(), s_off[l], O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * l)));
+        const I hb0 = O::Load(blk + 2336 + 64 * l + vo), hb1 = O::Load(blk + 2336 + 64 * (8 + l) + vo);
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const I lv = O::Load(blk + 288 + 64 * (8 * j + l) + vo);
+          const I hb = j < 2 ? hb0 : hb1;
+          // Chunks 2j (low nibbles; top bits u = 2j % 4) and 2j + 1 (high nibbles; u + 1).
+          I q0, q1;
+          if ((j & 1) == 0) {
+            q0 = O::Or(O::And(lv, m4), O::And(O::template Slli16<4>(hb), m30));
+            q1 = O::Or(O::And(O::template Srli16<4>(lv), m4), O::And(O::template Slli16<2>(hb), m30));
+          } else {
+            q0 = O::Or(O::And(lv, m4), O::And(hb, m30));
+            q1 = O::Or(O::And(O::template Srli16<4>(lv), m4), O::And(O::template Srli16<2>(hb), m30));
+          }
+          const I sa = l < 4 ? s_lo[2 * j] : s_hi[2 * j], sb = l < 4 ? s_lo[2 * j + 1] : s_hi[2 * j + 1];
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) {
+            const int8_t* xp = xb[m] + 64 * j + 4 * l;
+            c[m] = O::DotPairs(c[m], q0, O::Bcast4(xp), sa);
+            c[m] = O::DotPairs(c[m], q1, O::Bcast4(xp + 32), sb);
+          }
+        }
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) acc[m][l] = O::Fma(dxd[m], O::Cvt(c[m]), acc[m][l]);
+      }
+    }
+    for (int m = 0; m < M; ++m) O::Store(y + m * y_stride, SumColumns<O>(acc[m]), valid);
+  }
+};
+
+// Drives K's tile (G16Q4K / G16Q6K over O) over groups x tokens, kMaxM tokens per tile, cache
+// blocked as GemmG16.
+template <class K, class O, int kMaxM>
+void GemmG16K(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride) {
+  constexpr int64_t kSlabBytes = 256 << 10;
+  constexpr int R = 16 / O::kParts;
+  const int64_t nsb = x.n() / 256, group_bytes = nsb * K::kBlockBytes;
+  constexpr bool kQ4 = K::kPairsPerBlock == 8;
+  std::vector<int16_t> bs32(kQ4 ? T * nsb * 8 : 0);
+  std::vector<G16KToken> tok(T);
+  for (int64_t t = 0; t < T; ++t) {
+    const Q8KRow r = x.Row(t);
+    tok[t] = {r.q, r.d, r.bsum};
+    if constexpr (kQ4) {
+      // The 32-value sums, as Q4KAddBlock's vphaddw forms them.
+      for (int64_t i = 0; i < nsb * 8; ++i) bs32[t * nsb * 8 + i] = static_cast<int16_t>(r.bsum[2 * i] + r.bsum[2 * i + 1]);
+      tok[t].pairs = bs32.data() + t * nsb * 8;
+    }
+  }
+  const int64_t slab = std::max<int64_t>(1, kSlabBytes / group_bytes);
+  for (int64_t g0 = 0; g0 < groups; g0 += slab) {
+    const int64_t g1 = std::min(groups, g0 + slab);
+    for (int64_t t0 = 0; t0 < T; t0 += kMaxM) {
+      const int m = static_cast<int>(std::min<int64_t>(kMaxM, T - t0));
+      for (int64_t g = g0; g < g1; ++g) {
+        const int valid = static_cast<int>(std::min<int64_t>(16, rows - g * 16));
+        WithTileRows<kMaxM>(m, [&](auto tm) {
+          for (int part = 0; part < O::kParts && valid > part * R; ++part) {
+            K::template Part<decltype(tm)::value>(w + g * group_bytes, nsb, tok.data() + t0,
+                                                  Y + t0 * y_stride + g * 16 + part * R, y_stride, part,
+                                                  std::min(R, valid - part * R));
+          }
+        });
+      }
+    }
+  }
+}
+
 // ---- activation quantization (Q8Rows) ----
 
 // The scalar table's QuantizeQ8 (llm_kernels_scalar.cc) with 8-float vectors, giving the same

@@ -180,7 +180,7 @@ void ToF16(const float* x, uint16_t* y, int64_t n) {
 }
 
 const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotBlocks<34, SumQ8_0>, DotBlocks<18, SumQ4_0>, QuantizeQ8,
-                               AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr};
+                               AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
 
 }  // namespace
 

@@ -58,7 +58,13 @@ Result<WeightMatrix> ViewWeight(const GgufFile& file, const std::string& name, i
 bool PackedGemmAvailable() { return AmxAvailable() || ActiveLlmKernels().gemm_g16_q4_0 != nullptr; }
 
 bool PackForGemm(WeightMatrix& w) {
-  if (!PackedGemmAvailable() || (w.type != GgmlType::kQ8_0 && w.type != GgmlType::kQ4_0) || w.cols % 32 != 0) return false;
+  if (w.type == GgmlType::kQ4_K || w.type == GgmlType::kQ6_K) {
+    // Group products for K-quants come from the table (also with AMX: amx_matmul.h says why).
+    const LlmKernelTable& k = ActiveLlmKernels();
+    if ((w.type == GgmlType::kQ4_K ? k.gemm_g16_q4_k : k.gemm_g16_q6_k) == nullptr || w.cols % 256 != 0) return false;
+  } else if (!PackedGemmAvailable() || (w.type != GgmlType::kQ8_0 && w.type != GgmlType::kQ4_0) || w.cols % 32 != 0) {
+    return false;
+  }
   auto packed = AmxPackedWeight::Pack(w);
   if (!packed.ok()) return false;
   w.packed = std::move(*packed);
@@ -130,10 +136,12 @@ void RowsTimes(const WeightMatrix& w, const float* X, const Q8Rows& xq, const Q8
 }
 
 // Groups [g0, g1) of a packed weight times the T activation rows: AMX tiles, or the table's
-// group kernels (the same results).
-void PackedTimes(const AmxPackedWeight& w, const Q8Rows& xq, int64_t T, float* Y, int64_t y_stride, int64_t g0,
-                 int64_t g1) {
-  if (AmxAvailable()) {
+// group kernels (the same results); K-quants always the table's.
+void PackedTimes(const AmxPackedWeight& w, const Q8Rows& xq, const Q8KRows& xk, int64_t T, float* Y, int64_t y_stride,
+                 int64_t g0, int64_t g1) {
+  if (w.k_quant()) {
+    TableGroupMatMul(ActiveLlmKernels(), w, xk, T, Y, y_stride, g0, g1);
+  } else if (AmxAvailable()) {
     AmxMatMul(w, xq, T, Y, y_stride, g0, g1);
   } else {
     TableGroupMatMul(ActiveLlmKernels(), w, xq, T, Y, y_stride, g0, g1);
@@ -179,7 +187,7 @@ void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t
       const int64_t b = std::max(begin, base) - base, e = std::min(end, base + units_i) - base;
       if (b < e) {
         if (w.packed != nullptr) {
-          PackedTimes(*w.packed, xq, T, Ys[i], w.rows, b, e);
+          PackedTimes(*w.packed, xq, xk, T, Ys[i], w.rows, b, e);
         } else {
           RowsTimes(w, X, xq, xk, T, Ys[i], b * kUnitRows, std::min(w.rows, e * kUnitRows));
         }

@@ -62,13 +62,17 @@ struct MatMulScratch {
 inline void MatVec(const WeightMatrix& w, const float* x, float* y, ThreadPool* pool) { MatMul(w, x, 1, y, pool); }
 
 // Whether PackForGemm repacks Q8_0 / Q4_0 weights on this CPU: with AMX (tiles), or when the
-// active kernel table has group products (AVX-512 VNNI, AVX2; not the scalar table).
+// active kernel table has group products (AVX-512 VNNI, AVX2; not the scalar table). Q4_K / Q6_K
+// weights are repacked when the active table has their group products (the same tables).
 bool PackedGemmAvailable();
 
 // Repacks `w` in 16-row groups (amx_matmul.h) when PackedGemmAvailable() and its type is Q8_0 or
-// Q4_0 (cols a multiple of 32); returns whether it did. Products then use the AMX tiles or the
+// Q4_0 (cols a multiple of 32), or when the active table has group products for its type Q4_K or
+// Q6_K (cols a multiple of 256); returns whether it did. Products then use the AMX tiles or the
 // table's gemm_g16 kernels, which give a token the same result whatever the batch and on every
-// one of these paths, but not bit-identical to the unpacked kernels.
+// one of these paths. Q8_0 / Q4_0: not bit-identical to the unpacked kernels (one float fma per
+// block of 32 instead of their lane order). Q4_K / Q6_K: bit-identical to the unpacked kernels
+// (and so to llama.cpp's x86 dots: llm_kernels.h).
 bool PackForGemm(WeightMatrix& w);
 
 // Row `r` of `w` as floats (embedding lookup); out has w.cols elements.

@@ -5,6 +5,11 @@
 // partial half-group for AVX2), token counts that leave partial register tiles, and groups taken
 // from the middle of a matrix (how threads split the work). With AMX, the tile kernels must give
 // the same bits.
+//
+// The Q4_K / Q6_K group products (gemm_g16_q4_k / gemm_g16_q6_k) promise the per-row dots' bits
+// (dot_q4_k / dot_q6_k, which equal llama.cpp's: kquant_llama_cpp_test.cc): checked against every
+// table's dot, against a double-precision sum over the dequantized weights (close), with extreme
+// sub-block scales and mins, and rows / tokens / columns as above.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +18,7 @@
 #include <vector>
 
 #include "base/float_types.h"
+#include "llm/ggml_types.h"
 #include "llm/amx_matmul.h"
 #include "llm/llm_kernels.h"
 #include "llm/weight_matrix.h"
@@ -165,6 +171,156 @@ TEST(GemmG16, GroupsFromTheMiddle) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "no table on this CPU has group products (AVX2 or AVX-512 VNNI)";
+}
+
+// rows x cols random K-quant weights in the file's layout. `extreme`: every sub-block scale and
+// min at its largest (Q4_K 63; Q6_K -128 or 127) and the largest 6-bit values; otherwise random
+// bytes (random 6-bit scales and mins) with super-block scales of a realistic size.
+std::vector<uint8_t> RandomKMatrix(GgmlType type, int64_t rows, int64_t cols, bool extreme, std::mt19937& g) {
+  const int bytes = type == GgmlType::kQ4_K ? 144 : 210;
+  std::vector<uint8_t> w(rows * cols / 256 * bytes);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  for (size_t b = 0; b < w.size() / bytes; ++b) {
+    uint8_t* blk = w.data() + b * bytes;
+    for (int i = 0; i < bytes; ++i) blk[i] = static_cast<uint8_t>(byte(g));
+    if (extreme) {
+      if (type == GgmlType::kQ4_K) {
+        std::memset(blk + 4, 0xFF, 12);  // scales and mins 63
+        for (int i = 16; i < 144; ++i) blk[i] |= (b % 2 == 0) ? 0xFF : 0x00;
+      } else {
+        for (int i = 0; i < 192; ++i) blk[i] |= (b % 2 == 0) ? 0xFF : 0x00;
+        for (int i = 192; i < 208; ++i) blk[i] = (i + b) % 2 == 0 ? 0x80 : 0x7F;
+      }
+    }
+    const uint16_t d = FloatToHalf(scale(g)), dmin = FloatToHalf(scale(g));
+    std::memcpy(blk + (type == GgmlType::kQ4_K ? 0 : 208), &d, 2);
+    if (type == GgmlType::kQ4_K) std::memcpy(blk + 2, &dmin, 2);
+  }
+  return w;
+}
+
+WeightMatrix KView(GgmlType type, int64_t rows, int64_t cols, const std::vector<uint8_t>& bytes) {
+  WeightMatrix w;
+  w.name = "w";
+  w.type = type;
+  w.rows = rows;
+  w.cols = cols;
+  w.row_bytes = bytes.size() / rows;
+  w.data = bytes;
+  return w;
+}
+
+using G16KFn = void (*)(const uint8_t*, int64_t, int64_t, const Q8KRows&, int64_t, float*, int64_t);
+
+G16KFn KKernel(const LlmKernelTable& t, GgmlType type) {
+  return type == GgmlType::kQ4_K ? t.gemm_g16_q4_k : t.gemm_g16_q6_k;
+}
+
+float KDot(const LlmKernelTable& t, const WeightMatrix& w, int64_t r, const Q8KRow& x) {
+  return w.type == GgmlType::kQ4_K ? t.dot_q4_k(w.Row(r).data(), x, w.cols) : t.dot_q6_k(w.Row(r).data(), x, w.cols);
+}
+
+TEST(GemmG16, KQuantsEqualThePerRowDotsBitForBit) {
+  std::mt19937 g(11);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  int checked = 0;
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    for (int64_t cols : {256, 768, 4096}) {
+      for (int64_t rows : {5, 13, 16, 43}) {
+        for (bool extreme : {false, true}) {
+          if (extreme && rows != 43) continue;
+          const std::vector<uint8_t> bytes = RandomKMatrix(type, rows, cols, extreme, g);
+          const WeightMatrix w = KView(type, rows, cols, bytes);
+          auto packed = AmxPackedWeight::Pack(w);
+          ASSERT_TRUE(packed.ok()) << packed.status().ToString();
+          std::vector<float> wd(rows * cols);
+          for (int64_t r = 0; r < rows; ++r) {
+            ASSERT_TRUE(DequantizeRow(type, w.Row(r), std::span<float>(wd.data() + r * cols, cols)).ok());
+          }
+          for (int64_t T : {1, 2, 5, 8, 9, 17, 64}) {
+            if (cols == 4096 && T > 9 && rows != 43) continue;  // keeps the test short
+            std::vector<float> x(T * cols);
+            for (float& v : x) v = nd(g);
+            if (extreme) {
+              for (int64_t i = 0; i < T * cols; i += 7) x[i] = (i % 2 == 0 ? 1 : -1) * 1e4f;  // activations at +-127
+            }
+            Q8KRows xk;
+            xk.Resize(T, cols);
+            for (int64_t t = 0; t < T; ++t) xk.Quantize(t, x.data() + t * cols);
+            const int64_t stride = rows + 3;  // nothing past `rows` may be written
+            for (const LlmKernelTable* k : AvailableLlmKernels()) {
+              G16KFn fn = KKernel(*k, type);
+              if (fn == nullptr) continue;
+              std::vector<float> y(T * stride, -7.0f);
+              fn((*packed)->group(0), (*packed)->groups(), rows, xk, T, y.data(), stride);
+              for (int64_t t = 0; t < T; ++t) {
+                const Q8KRow xr = xk.Row(t);
+                for (int64_t r = 0; r < rows; ++r) {
+                  const float got = y[t * stride + r];
+                  for (const LlmKernelTable* kd : AvailableLlmKernels()) {
+                    ASSERT_EQ(got, KDot(*kd, w, r, xr)) << k->name << " vs " << kd->name << " dot, "
+                                                       << GgmlTypeName(type) << " cols=" << cols << " rows=" << rows
+                                                       << " T=" << T << " t=" << t << " r=" << r << " extreme=" << extreme;
+                  }
+                  double want = 0, mag = 0;
+                  for (int64_t i = 0; i < cols; ++i) {
+                    const double p = static_cast<double>(wd[r * cols + i]) * xr.d[i / 256] * xr.q[i];
+                    want += p;
+                    mag += std::fabs(p);
+                  }
+                  ASSERT_NEAR(got, want, 1e-5 * mag + 1e-6) << k->name << " t=" << t << " r=" << r;
+                }
+                for (int64_t r = rows; r < stride; ++r) ASSERT_EQ(y[t * stride + r], -7.0f) << k->name;
+              }
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no table on this CPU has K-quant group products (AVX2 or AVX-512 VNNI)";
+}
+
+// Groups [1, 3) of a 40-row K-quant matrix alone: the same values as the whole, nothing else written.
+TEST(GemmG16, KQuantGroupsFromTheMiddle) {
+  std::mt19937 g(12);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t rows = 40, cols = 512, T = 11;
+  int checked = 0;
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    const std::vector<uint8_t> bytes = RandomKMatrix(type, rows, cols, false, g);
+    auto packed = AmxPackedWeight::Pack(KView(type, rows, cols, bytes));
+    ASSERT_TRUE(packed.ok());
+    std::vector<float> x(T * cols);
+    for (float& v : x) v = nd(g);
+    Q8KRows xk;
+    xk.Resize(T, cols);
+    for (int64_t t = 0; t < T; ++t) xk.Quantize(t, x.data() + t * cols);
+    for (const LlmKernelTable* k : AvailableLlmKernels()) {
+      G16KFn fn = KKernel(*k, type);
+      if (fn == nullptr) continue;
+      std::vector<float> all(T * rows), part(T * rows, -7.0f);
+      fn((*packed)->group(0), 3, rows, xk, T, all.data(), rows);
+      fn((*packed)->group(1), 2, rows - 16, xk, T, part.data() + 16, rows);
+      for (int64_t t = 0; t < T; ++t) {
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(part[t * rows + r], r < 16 ? -7.0f : all[t * rows + r]) << k->name << " t=" << t << " r=" << r;
+        }
+      }
+      ++checked;
+    }
+  }
+  if (checked == 0) GTEST_SKIP() << "no table on this CPU has K-quant group products (AVX2 or AVX-512 VNNI)";
+}
+
+// Pack refuses K-quant rows that are not whole super-blocks.
+TEST(GemmG16, KQuantPackNeedsWholeSuperBlocks) {
+  std::vector<uint8_t> bytes(4 * 144);
+  WeightMatrix w = KView(GgmlType::kQ4_K, 4, 256, bytes);
+  w.cols = 128;
+  EXPECT_FALSE(AmxPackedWeight::Pack(w).ok());
 }
 
 }  // namespace

@@ -119,5 +119,35 @@ TEST(WeightMatrix, MixedTypesInOneMatMulMany) {
   EXPECT_EQ(c, c1);
 }
 
+// K-quant weights repacked in 16-row groups (PackForGemm, where the active table has the group
+// products) give MatMul and MatMulMany bit for bit the results of the file's layout, for any number
+// of tokens, threaded or not, mixed with unpacked weights in one MatMulMany.
+TEST(WeightMatrix, PackedKQuantsEqualTheFileLayout) {
+  std::mt19937 g(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  ThreadPool pool(2);
+  const int64_t cols = 1024, rows = 37;
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    const auto data = RandomKMatrix(type, rows, cols, g);
+    const WeightMatrix file = View(type, rows, cols, data);
+    WeightMatrix packed = file;
+    if (!PackForGemm(packed)) GTEST_SKIP() << "the active kernel table (" << ActiveLlmKernels().name << ") does not pack";
+    ASSERT_NE(packed.packed, nullptr);
+    for (int64_t T : {1, 3, 12, 33}) {
+      std::vector<float> X(T * cols);
+      for (float& v : X) v = nd(g);
+      std::vector<float> want(T * rows), got(T * rows), got_mt(T * rows), other(T * rows);
+      MatMul(file, X.data(), T, want.data(), nullptr);
+      MatMul(packed, X.data(), T, got.data(), nullptr);
+      const WeightMatrix* ws[2] = {&packed, &file};
+      float* ys[2] = {got_mt.data(), other.data()};
+      MatMulMany(ws, X.data(), T, ys, &pool);
+      EXPECT_EQ(got, want) << GgmlTypeName(type) << " T=" << T;
+      EXPECT_EQ(got_mt, want) << GgmlTypeName(type) << " T=" << T << " threaded";
+      EXPECT_EQ(other, want) << GgmlTypeName(type) << " T=" << T << " threaded, unpacked";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace inferloop::llm
