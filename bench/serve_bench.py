@@ -11,7 +11,9 @@
 Next to requests/s, the server CPU time per request: the utime + stime the contender's processes
 (every thread; nginx's master and workers) spent during the wrk run, from /proc/PID/stat, divided
 by the requests wrk completed. Unlike requests/s, that figure barely moves when other processes
-share the CPUs.
+share the CPUs. With `perf` installed (linux-perf; run as root or with perf_event_paranoid <= 1), the
+system calls and context switches the contender's processes made per request too (perf stat's
+raw_syscalls:sys_enter and context-switches over the wrk run); "n/a" without it.
 
 Rounds alternate the contenders (A, B, A, B, ...); the table shows each one's median.
 
@@ -94,10 +96,12 @@ def wrk(url, body, connections, duration, workdir, threads=2, server_pids=()):
         else:
             f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n')
             f.write("wrk.body = " + json.dumps(body) + "\n")
+    perf = perf_stat_start(server_pids)
     cpu_before = cpu_seconds(server_pids)
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "-s", script, url],
                          capture_output=True, text=True, check=True).stdout
     cpu = cpu_seconds(server_pids) - cpu_before
+    syscalls, switches = perf_stat_stop(perf)
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
@@ -111,8 +115,35 @@ def wrk(url, body, connections, duration, workdir, threads=2, server_pids=()):
         return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
 
     return {"rps": rps, "requests": requests, "cpu_us": cpu * 1e6 / requests if requests and server_pids else float("nan"),
+            "syscalls": syscalls / requests if requests and syscalls is not None else float("nan"),
+            "switches": switches / requests if requests and switches is not None else float("nan"),
             "p50_ms": pct(50), "p99_ms": pct(99), "non2xx": int(non2xx.group(1)) if non2xx else 0,
             "socket_errors": errors.group(0) if errors else ""}
+
+
+def perf_stat_start(pids):
+    """perf stat counting system calls and context switches of `pids`, or None (no perf, no pids)."""
+    if not pids or shutil.which("perf") is None:
+        return None
+    proc = subprocess.Popen(["perf", "stat", "-x,", "-e", "raw_syscalls:sys_enter,context-switches",
+                             "-p", ",".join(str(p) for p in pids)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.2)  # let it attach before the load starts
+    return proc
+
+
+def perf_stat_stop(proc):
+    """(system calls, context switches) counted by perf_stat_start's process; None where unknown."""
+    if proc is None:
+        return None, None
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=30)[1]
+    counts = {}
+    for line in err.splitlines():
+        fields = line.split(",")
+        if len(fields) > 2 and fields[0].isdigit():
+            counts[fields[2]] = int(fields[0])
+    return counts.get("raw_syscalls:sys_enter"), counts.get("context-switches")
 
 
 def free_port():
@@ -202,8 +233,8 @@ def main():
                                          server_pids=server))
             results["nginx"].append(wrk(f"http://127.0.0.1:{nginx_port}/response.json", None, a.connections, a.duration,
                                         work, server_pids=nginx_pids))
-            print(f"round {r + 1}/{a.rounds}: " + ", ".join(f"{k} {v[-1]['rps']:.0f} req/s {v[-1]['cpu_us']:.1f} us CPU"
-                                                            for k, v in results.items()),
+            print(f"round {r + 1}/{a.rounds}: " + ", ".join(f"{k} {v[-1]['rps']:.0f} req/s {v[-1]['cpu_us']:.1f} us CPU "
+                                                            f"{v[-1]['syscalls']:.2f} syscalls" for k, v in results.items()),
                   flush=True)
         nginx.send_signal(signal.SIGQUIT)
         nginx.wait(30)
@@ -220,11 +251,17 @@ def main():
             pass
         print(f"\nwrk -t2 -c{a.connections} -d{a.duration}s, {a.rounds} alternating rounds, medians; "
               f"{os.cpu_count()} CPUs ({cpu}); server --threads 1, 2 instances per model\n")
-        print("| contender | req/s | server CPU us/request | p50 ms | p99 ms | non-2xx |")
-        print("|---|---:|---:|---:|---:|---:|")
+        def fig(name, key, digits):
+            v = med(name, key)
+            return "n/a" if v != v else f"{v:.{digits}f}"  # NaN: not measured
+
+        print("| contender | req/s | server CPU us/request | syscalls/request | context switches/request | p50 ms | "
+              "p99 ms | non-2xx |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for name in results:
-            print(f"| {name} | {med(name, 'rps'):.0f} | {med(name, 'cpu_us'):.1f} | {med(name, 'p50_ms'):.2f} | "
-                  f"{med(name, 'p99_ms'):.2f} | {sum(x['non2xx'] for x in results[name])} |")
+            print(f"| {name} | {med(name, 'rps'):.0f} | {med(name, 'cpu_us'):.1f} | {fig(name, 'syscalls', 2)} | "
+                  f"{fig(name, 'switches', 2)} | {med(name, 'p50_ms'):.2f} | {med(name, 'p99_ms'):.2f} | "
+                  f"{sum(x['non2xx'] for x in results[name])} |")
         print(f"\nDLRM dynamic batching on / off: {med('dlrm_batched', 'rps') / med('dlrm_unbatched', 'rps'):.2f}x "
               f"throughput (aim >= 3x)")
         print(f"simple REST / nginx static ({simple_response_size} B): "
