@@ -150,10 +150,12 @@ struct HttpServer::Core {
 
   // One event loop per io thread (io: the first thread's, which also accepts): a connection
   // lives on one of them (round robin), so its handlers run on one thread in order without a
-  // strand, and its requests wake no other io thread.
+  // strand, and its requests wake no other io thread. more_io is declared before io so that it
+  // outlives io: an accept pending on io at destruction holds its new socket, which belongs to
+  // one of more_io's loops (UBSan: a member call on a destroyed service otherwise).
+  std::vector<std::unique_ptr<asio::io_context>> more_io;  // threads 2..N
   asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  std::vector<std::unique_ptr<asio::io_context>> more_io;  // threads 2..N
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> more_work;
   size_t next_io = 0;  // on accept_strand
   asio::strand<asio::io_context::executor_type> accept_strand{io.get_executor()};
