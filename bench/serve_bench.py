@@ -17,8 +17,14 @@ raw_syscalls:sys_enter and context-switches over the wrk run); "n/a" without it.
 
 Rounds alternate the contenders (A, B, A, B, ...); the table shows each one's median.
 
+`--anchor-inferloop PATH` serves the same repository with a second inferloop binary as well (a
+build of another commit) and adds its `simple` as a contender, alternating with this build's in
+every round, so a change to the serving path is measured side by side under the same load.
+`--rest-only` leaves out the DLRM part (no bench/models needed).
+
     apt-get install wrk nginx-light   # the load generator and the static-file anchor (bench only)
     .venv/bin/python bench/serve_bench.py [--rounds 3] [--duration 10] [--connections 64]
+    .venv/bin/python bench/serve_bench.py --rest-only --anchor-inferloop /tmp/inferloop-before --rounds 5
 """
 import argparse
 import json
@@ -200,37 +206,44 @@ def main():
     ap.add_argument("--connections", type=int, default=64)
     ap.add_argument("--inferloop", default=os.path.join(ROOT, "build", "inferloop"))
     ap.add_argument("--batch-delay-us", type=int, default=0, help="dlrm_batched's max_queue_delay_microseconds")
+    ap.add_argument("--anchor-inferloop", help="another inferloop binary whose `simple` alternates with this one's")
+    ap.add_argument("--rest-only", action="store_true", help="only simple (and the anchor's) and nginx: no DLRM")
     a = ap.parse_args()
     dlrm = os.path.join(ROOT, "bench", "models", "dlrm", "model.onnx")
-    if not os.path.exists(dlrm):
-        sys.exit(f"missing {dlrm}: run /usr/bin/python3 bench/make_zoo.py first")
+    if not a.rest_only and not os.path.exists(dlrm):
+        sys.exit(f"missing {dlrm}: run /usr/bin/python3 bench/make_zoo.py first (or --rest-only)")
+    dlrm_models = () if a.rest_only else ("dlrm_batched", "dlrm_unbatched")
     work = tempfile.mkdtemp(prefix="inferloop_serve_bench_")
     try:
         repo = os.path.join(work, "repo")
-        for name, batching in (("dlrm_batched", True), ("dlrm_unbatched", False)):
+        for name in dlrm_models:
             os.makedirs(os.path.join(repo, name, "1"))
             os.symlink(dlrm, os.path.join(repo, name, "1", "model.onnx"))
             with open(os.path.join(repo, name, "config.pbtxt"), "w") as f:
-                f.write(dlrm_config(name, batching, a.batch_delay_us))
+                f.write(dlrm_config(name, name == "dlrm_batched", a.batch_delay_us))
         shutil.copytree(os.path.join(ROOT, "examples", "model_repository", "simple"), os.path.join(repo, "simple"))
         srv = Server(a.inferloop, repo, "--grpc-port", "-1", "--max-inflight", "4096")
         base = f"http://127.0.0.1:{srv.http_port}"
+        anchor = Server(a.anchor_inferloop, repo, "--grpc-port", "-1", "--max-inflight", "4096") if a.anchor_inferloop else None
         # The size of simple's response, for nginx's static file.
         req = urllib.request.Request(f"{base}/v2/models/simple/infer", data=simple_body().encode(),
                                      headers={"Content-Type": "application/json"})
         simple_response_size = len(urllib.request.urlopen(req).read())
         nginx_port = free_port()
         nginx = start_nginx(work, simple_response_size, nginx_port)
-        results = {k: [] for k in ("dlrm_batched", "dlrm_unbatched", "simple", "nginx")}
+        results = {k: [] for k in dlrm_models + ("simple",) + (("simple (anchor)",) if anchor else ()) + ("nginx",)}
         body = dlrm_body()
         server = [srv.proc.pid]
         nginx_pids = group_pids(nginx.pid)
         for r in range(a.rounds):
-            for name in ("dlrm_batched", "dlrm_unbatched"):
+            for name in dlrm_models:
                 results[name].append(wrk(f"{base}/v2/models/{name}/infer", body, a.connections, a.duration, work,
                                          server_pids=server))
-            results["simple"].append(wrk(f"{base}/v2/models/simple/infer", simple_body(), a.connections, a.duration, work,
-                                         server_pids=server))
+            # With an anchor, who goes first alternates from round to round too.
+            simples = [("simple", srv)] + ([("simple (anchor)", anchor)] if anchor else [])
+            for name, s in (simples if r % 2 == 0 else simples[::-1]):
+                results[name].append(wrk(f"http://127.0.0.1:{s.http_port}/v2/models/simple/infer", simple_body(),
+                                         a.connections, a.duration, work, server_pids=[s.proc.pid]))
             results["nginx"].append(wrk(f"http://127.0.0.1:{nginx_port}/response.json", None, a.connections, a.duration,
                                         work, server_pids=nginx_pids))
             print(f"round {r + 1}/{a.rounds}: " + ", ".join(f"{k} {v[-1]['rps']:.0f} req/s {v[-1]['cpu_us']:.1f} us CPU "
@@ -240,6 +253,9 @@ def main():
         nginx.wait(30)
         rc = srv.terminate()
         srv.__exit__()
+        if anchor:
+            anchor.terminate()
+            anchor.__exit__()
 
         def med(name, key):
             return statistics.median(x[key] for x in results[name])
@@ -262,8 +278,14 @@ def main():
             print(f"| {name} | {med(name, 'rps'):.0f} | {med(name, 'cpu_us'):.1f} | {fig(name, 'syscalls', 2)} | "
                   f"{fig(name, 'switches', 2)} | {med(name, 'p50_ms'):.2f} | {med(name, 'p99_ms'):.2f} | "
                   f"{sum(x['non2xx'] for x in results[name])} |")
-        print(f"\nDLRM dynamic batching on / off: {med('dlrm_batched', 'rps') / med('dlrm_unbatched', 'rps'):.2f}x "
-              f"throughput (aim >= 3x)")
+        if dlrm_models:
+            print(f"\nDLRM dynamic batching on / off: {med('dlrm_batched', 'rps') / med('dlrm_unbatched', 'rps'):.2f}x "
+                  f"throughput (aim >= 3x)")
+        if anchor:
+            print(f"simple, this build / the anchor ({a.anchor_inferloop}): server CPU per request "
+                  f"{med('simple', 'cpu_us'):.1f} / {med('simple (anchor)', 'cpu_us'):.1f} us = "
+                  f"{med('simple', 'cpu_us') / med('simple (anchor)', 'cpu_us'):.3f}; req/s "
+                  f"{med('simple', 'rps') / med('simple (anchor)', 'rps'):.3f}x")
         print(f"simple REST / nginx static ({simple_response_size} B): "
               f"{med('simple', 'rps') / med('nginx', 'rps'):.2f} (aim >= 0.8); server CPU per request "
               f"{med('simple', 'cpu_us'):.1f} us against nginx's {med('nginx', 'cpu_us'):.1f} us")
