@@ -221,8 +221,9 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
     fail(st);
     return true;
   }
-  // The tickets live as long as the request: they are released once `done` has run (one shared
-  // object for the callback and both tickets: one allocation per request, not two).
+  // The tickets live as long as the request: they are released just before `done` runs, as the
+  // frontend may hand the answer to its client before `done` returns (one shared object for the
+  // callback and both tickets: one allocation per request, not two).
   struct Answer {
     InferCallback done;
     AdmissionTicket server_ticket, ticket;
@@ -230,9 +231,9 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
   auto state = std::make_shared<Answer>(Answer{std::move(done), std::move(server_ticket), std::move(ticket).value()});
   const auto received = context.received;
   auto answer = [state](Result<InferResponse> r) {
-    state->done(std::move(r));
     state->server_ticket.Release();
     state->ticket.Release();
+    state->done(std::move(r));
   };
   p->request = std::move(request);
   p->context = std::move(context);
