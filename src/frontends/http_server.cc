@@ -12,11 +12,13 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <boost/beast/core/buffers_range.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/status.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 
@@ -74,6 +76,11 @@ namespace {
 constexpr std::chrono::seconds kLingerTime{2};
 // Pause before accepting again after an accept error (out of file descriptors, ...).
 constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
+// Answers with bodies up to this size are copied into the connection's out buffer and written
+// with the answers ready next to them in one send; larger ones go out from their own buffers.
+constexpr size_t kGatherBodyBytes = 64 * 1024;
+// At most this many answers in one send.
+constexpr size_t kMaxGathered = 64;
 
 HttpResponse ErrorResponse(int status, std::string_view message) {
   HttpResponse r;
@@ -141,8 +148,16 @@ struct HttpServer::Core {
   std::list<Session*> waiting;
   bool draining = false;
 
-  asio::io_context io;
+  // One event loop per io thread (io: the first thread's, which also accepts): a connection
+  // lives on one of them (round robin), so its handlers run on one thread in order without a
+  // strand, and its requests wake no other io thread. more_io is declared before io so that it
+  // outlives io: an accept pending on io at destruction holds its new socket, which belongs to
+  // one of more_io's loops (UBSan: a member call on a destroyed service otherwise).
+  std::vector<std::unique_ptr<asio::io_context>> more_io;  // threads 2..N
+  asio::io_context io{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> more_work;
+  size_t next_io = 0;  // on accept_strand
   asio::strand<asio::io_context::executor_type> accept_strand{io.get_executor()};
   tcp::acceptor acceptor{accept_strand};
   asio::steady_timer accept_retry{accept_strand};
@@ -160,7 +175,7 @@ struct HttpServer::Core {
   void DoAccept();
   void Unregister(Session* s);  // defined after Session
   // With mu held: lists `s` as waiting for a header. Over max_header_waiting, unlists the longest
-  // waiting session and returns it (the caller closes it on its strand; null when none or gone).
+  // waiting session and returns it (the caller closes it on its thread; null when none or gone).
   std::shared_ptr<Session> EnterWaitingLocked(Session* s);
   void LeaveWaiting(Session* s);
 };
@@ -183,7 +198,7 @@ namespace http_internal {
 
 // Header fields (of a request being parsed, of an answer) from the connection's own pool
 // (Session::fields_pool_): after the first requests, a request's and its answer's fields take no
-// heap allocation. Used on the connection's strand only, as the pool is not thread-safe.
+// heap allocation. Used on the connection's thread only, as the pool is not thread-safe.
 using FieldsAllocator = std::pmr::polymorphic_allocator<char>;
 using Fields = http::basic_fields<FieldsAllocator>;
 using Request = http::request<http::string_body, Fields>;
@@ -200,6 +215,14 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   tcp::socket::executor_type executor() { return stream_.get_executor(); }
+
+  // True on the thread running this connection's handlers (its event loop's): an answer
+  // given there is taken at once instead of being posted (no scheduler round trip, no wake-up).
+  bool RunningHere() {
+    auto executor = stream_.get_executor();
+    const auto* loop = executor.target<asio::io_context::executor_type>();
+    return loop != nullptr && loop->running_in_this_thread();
+  }
 
   // Starts reading (after the TLS handshake, when TLS); the session was listed as waiting for its
   // first header when accepted, so header_timeout bounds the handshake too.
@@ -629,6 +652,7 @@ class Session : public std::enable_shared_from_this<Session> {
     Slot& slot = slots_.front();
     if (slot.streaming) return WriteStream(slot);
     if (!slot.response) return;
+    if (!stream_.tls() && slot.response->body().size() <= kGatherBodyBytes) return WriteGathered();
     close_after_write_ = slot.close_after || !slot.keep_alive || LastAnswer();
     slot.response->keep_alive(!close_after_write_);
     writing_ = true;
@@ -642,6 +666,77 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     if (ec) return Close();
     FinishSlot();
+  }
+
+  // Writes the answers ready at the front (small, plain TCP), in order, with one send: their
+  // bytes go into the connection's reused out_ buffer. What the socket takes at once needs no
+  // asynchronous write (no completion handler, no scheduler round trip); the rest, if any, is
+  // written asynchronously. Pipelined answers ready together leave in one segment.
+  void WriteGathered() {
+    out_.clear();
+    size_t count = 0;
+    for (size_t i = 0; i < slots_.size() && count < kMaxGathered; ++i) {
+      Slot& slot = slots_[i];
+      if (slot.streaming || !slot.response || slot.response->body().size() > kGatherBodyBytes) break;
+      const bool last = (read_closed_ || core_.closing_connections.load(std::memory_order_relaxed)) && i + 1 == slots_.size();
+      close_after_write_ = slot.close_after || !slot.keep_alive || last;
+      slot.response->keep_alive(!close_after_write_);
+      if (!AppendSerialized(*slot.response)) {
+        if (count == 0) return Close();  // cannot happen with string bodies
+        close_after_write_ = false;
+        break;
+      }
+      ++count;
+      if (close_after_write_) break;
+    }
+    beast::error_code ec;
+    size_t sent = 0;
+    if (!nonblocking_set_) {
+      stream_.socket().non_blocking(true, ec);
+      nonblocking_set_ = !ec;
+    }
+    if (nonblocking_set_) sent = stream_.socket().write_some(asio::buffer(out_), ec);
+    if (ec && ec != asio::error::would_block && ec != asio::error::try_again) return Close();
+    if (sent == out_.size()) return FinishGathered(count);
+    writing_ = true;
+    StartWriteTimer();
+    asio::async_write(stream_, asio::buffer(out_.data() + sent, out_.size() - sent),
+                      [self = shared_from_this(), count](beast::error_code ec, size_t) {
+                        self->writing_ = false;
+                        if (self->closed_) return;
+                        if (ec) return self->Close();
+                        self->FinishGathered(count);
+                      });
+  }
+
+  // Appends `res` as sent on the wire (Beast's serializer: the same bytes as http::write).
+  bool AppendSerialized(Response& res) {
+    http::response_serializer<http::string_body, Fields> sr(res);
+    beast::error_code ec;
+    while (!sr.is_done()) {
+      sr.next(ec, [&](beast::error_code&, const auto& buffers) {
+        size_t n = 0;
+        for (const auto b : beast::buffers_range_ref(buffers)) {
+          out_.append(static_cast<const char*>(b.data()), b.size());
+          n += b.size();
+        }
+        sr.consume(n);
+      });
+      if (ec) return false;
+    }
+    return true;
+  }
+
+  // The first `count` slots' answers are completely written.
+  void FinishGathered(size_t count) {
+    for (size_t i = 0; i < count; ++i) slots_.pop_front();
+    // An idle connection keeps no large write buffer (as for the read buffer).
+    if (out_.capacity() > 16 * 1024) std::string().swap(out_);
+    if (close_after_write_) return Linger();
+    if (slots_.empty()) ArmIdleTimer();
+    DoWrite();
+    DoRead();
+    MaybeClose();
   }
 
   void MaybeClose() {
@@ -684,6 +779,8 @@ class Session : public std::enable_shared_from_this<Session> {
   uint64_t next_seq_ = 0;
   Clock::time_point header_time_;
   std::vector<char> scratch_;  // for Discard
+  std::string out_;            // the bytes of the answers being written by WriteGathered
+  bool nonblocking_set_ = false;
   Clock::time_point write_started_;
   Clock::time_point idle_since_;
   Clock::time_point timer_due_;
@@ -735,6 +832,7 @@ void HttpResponder::State::Deliver(HttpResponse response) {
   if (done.exchange(true)) return;
   std::shared_ptr<Session> s = session.lock();
   if (!s) return;  // the connection is gone
+  if (s->RunningHere()) return s->OnAnswer(seq, std::move(response));  // answered inline
   auto executor = s->executor();
   asio::post(executor, [s = std::move(s), n = seq, response = std::move(response)]() mutable {
     s->OnAnswer(n, std::move(response));
@@ -802,7 +900,9 @@ bool HttpStream::closed() const {
 
 void HttpServer::Core::DoAccept() {
   if (!accepting) return;
-  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
+  const size_t k = next_io++ % (more_io.size() + 1);
+  asio::io_context& loop = k == 0 ? io : *more_io[k - 1];
+  acceptor.async_accept(loop.get_executor(), [this](beast::error_code ec, tcp::socket socket) {
     if (!accepting) return;
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
@@ -872,12 +972,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options,
   if (ec) return Status::Unavailable("http server: cannot read the bound port: " + ec.message());
 
   core->accepting = true;
+  for (int i = 1; i < opt.io_threads; ++i) {
+    core->more_io.push_back(std::make_unique<asio::io_context>(1));
+    core->more_work.emplace_back(core->more_io.back()->get_executor());
+  }
   asio::dispatch(core->accept_strand, [c = core.get()] { c->DoAccept(); });
   for (int i = 0; i < opt.io_threads; ++i) {
-    core->threads.emplace_back([c = core.get()] {
+    asio::io_context* loop = i == 0 ? &core->io : core->more_io[static_cast<size_t>(i - 1)].get();
+    core->threads.emplace_back([loop] {
       for (;;) {
         try {
-          c->io.run();
+          loop->run();
           return;
         } catch (...) {
           // A handler threw past its session (a bug): keep serving the other connections.
@@ -949,6 +1054,8 @@ bool HttpServer::Shutdown(std::chrono::milliseconds deadline) {
   }
   c.work.reset();
   c.io.stop();
+  for (auto& w : c.more_work) w.reset();
+  for (auto& loop : c.more_io) loop->stop();
   for (auto& t : c.threads) {
     if (t.joinable()) t.join();
   }

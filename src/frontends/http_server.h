@@ -1,10 +1,17 @@
 // HttpServer: an asynchronous HTTP/1.1 server (Boost.Beast/Asio inside http_server.cc only).
 //
-// N io threads run one io_context; each connection is one session object (no thread per
+// N io threads each run an event loop (an io_context of its own, the first also accepts); each
+// connection lives on one of them, assigned round robin, and is one session object (no thread per
 // connection), so thousands of idle keep-alive connections cost a socket and a few KiB each (a
 // connection keeps its read buffer and a pool for header fields, which makes its requests'
 // and answers' headers take no heap allocation once warm). A connection may pipeline requests: they are handed to the handler as they arrive (up to
 // HttpServerOptions::max_pipelined at a time) and answered in the order they were sent.
+// Answers go out with as few system calls as the socket allows: an answer given on the
+// connection's own io thread (a handler that answers before returning) is taken at once, and the
+// small answers ready at the front of the connection (up to 64 KiB of body each; pipelined ones
+// together) are written with one send from a buffer the connection reuses; only what the socket
+// does not take at once is left to an asynchronous write. Larger and streamed answers and TLS
+// connections are written asynchronously from their own buffers.
 //
 // Limits: a request whose header exceeds max_header_bytes gets 431, whose body exceeds
 // max_body_bytes 413 (both with a JSON error body), a malformed one 400; the connection is then

@@ -96,7 +96,7 @@ bool CachedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
   std::shared_ptr<const CachedResponse> hit = cache_->Lookup(key);
   const nanoseconds lookup = Clock::now() - t0;
   if (hit != nullptr) {
-    AdmissionTicket ticket = std::move(server_ticket);  // held while answering, as a computed request's
+    server_ticket.Release();  // before the answer, as a computed request's (ModelVersion::Infer)
     AnswerFromCache(request, context, hit->outputs, lookup, done);
     Release();
     return true;
@@ -186,8 +186,8 @@ void CachedModelVersion::Land(const ResponseCacheKey& key, const std::shared_ptr
   const bool ok = result.ok();
   if (ok) {
     for (auto& w : waiters) {
+      w.ticket.Release();
       AnswerFromCache(w.request, w.context, result.value().outputs, w.lookup, w.done);
-      w.ticket = AdmissionTicket();
       Release();
     }
   }

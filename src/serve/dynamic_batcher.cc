@@ -454,6 +454,7 @@ bool DynamicBatcher::TryRunInline(std::unique_ptr<PendingRequest>& request, cons
   batch.requests.push_back(std::move(request));
   if (s.observer) s.observer->OnDispatch(batch);
   (run ? run : s.executor)(static_cast<int>(slot), std::move(batch));
+  bool queued = false;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.inline_claimed[slot] = false;
@@ -461,9 +462,12 @@ bool DynamicBatcher::TryRunInline(std::unique_ptr<PendingRequest>& request, cons
     --s.running;
     --s.inline_running;
     if (s.running == 0) s.all_idle_since = Clock::now();
+    queued = s.depth > 0 || s.draining || s.stopping;
   }
-  // Requests queued meanwhile may have waited for this instance.
-  s.work_cv.notify_all();
+  // Requests queued meanwhile may have waited for this instance. With none, an idle worker is
+  // not woken for nothing (a futex wake and a context switch per inline request); one enqueued
+  // after the check above wakes a worker itself.
+  if (queued) s.work_cv.notify_all();
   s.idle_cv.notify_all();
   return true;
 }

@@ -111,7 +111,11 @@ class ModelVersion : public std::enable_shared_from_this<ModelVersion> {
   // KServe v2 inference. Validates and queues; every outcome goes to `done` (exactly once,
   // possibly before return) and the arguments are consumed. Exception: a draining version (being
   // replaced or unloaded) returns false and consumes nothing, so the caller can send the request
-  // to the version that replaces it.
+  // to the version that replaces it. `server_ticket` (the server's admission of the request) is
+  // released just before `done` runs, not after: a frontend may hand the answer to its client
+  // before `done` returns (an HTTP answer given on the connection's own io thread is written at
+  // once), and a client that has its answer must not find its request still counted in flight
+  // (inferloop_inflight_requests, the admission limits, the drain on SIGTERM).
   virtual bool Infer(InferRequest&& request, RequestContext&& context, InferCallback&& done,
                      AdmissionTicket&& server_ticket) = 0;
   // Refuses new requests and returns once every accepted request has been answered.

@@ -221,8 +221,9 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
     fail(st);
     return true;
   }
-  // The tickets live as long as the request: they are released once `done` has run (one shared
-  // object for the callback and both tickets: one allocation per request, not two).
+  // The tickets live as long as the request: they are released just before `done` runs, as the
+  // frontend may hand the answer to its client before `done` returns (one shared object for the
+  // callback and both tickets: one allocation per request, not two).
   struct Answer {
     InferCallback done;
     AdmissionTicket server_ticket, ticket;
@@ -230,9 +231,9 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
   auto state = std::make_shared<Answer>(Answer{std::move(done), std::move(server_ticket), std::move(ticket).value()});
   const auto received = context.received;
   auto answer = [state](Result<InferResponse> r) {
-    state->done(std::move(r));
     state->server_ticket.Release();
     state->ticket.Release();
+    state->done(std::move(r));
   };
   p->request = std::move(request);
   p->context = std::move(context);
@@ -292,7 +293,9 @@ void ServedModelVersion::ReportCpuShare(const CpuShareScheduler::Grant& grant, n
 }
 
 void ServedModelVersion::ExecuteBatch(int instance, Batch batch) {
-  const auto dispatched = Clock::now();
+  // Every request of a batch is dispatched at once (the batcher, or the wait for a CPU-share slot,
+  // stamped them just now): no clock read of its own.
+  const auto dispatched = batch.requests.empty() ? Clock::now() : batch.requests.front()->dispatched;
   AnswerCancelled(batch);
   if (batch.requests.empty()) return;
   std::vector<size_t> all(batch.requests.size());
@@ -304,7 +307,7 @@ void ServedModelVersion::ExecuteBatch(int instance, Batch batch) {
              nanoseconds(0));
     return;
   }
-  Status st = RunGroup(instance, batch, all);
+  Status st = RunGroup(instance, batch, all, dispatched);
   if (!st.ok() && all.size() > 1 && st.code() == StatusCode::kInvalidArgument) {
     // One request's data may have failed the whole batch (e.g. an index out of range): run each
     // alone so only the bad ones fail.
@@ -334,7 +337,7 @@ void ServedModelVersion::RunEachAlone(int instance, Batch& batch, std::chrono::s
   bool any_model_failure = false;
   std::string model_failure;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
-    Status one = RunGroup(instance, batch, {i});
+    Status one = RunGroup(instance, batch, {i}, Clock::now());
     if (!one.ok()) {
       if (CountsAsModelFailure(one)) {
         any_model_failure = true;
@@ -372,7 +375,8 @@ Status ServedModelVersion::RunModel(int instance, const std::vector<NamedValue>&
   return st;
 }
 
-Status ServedModelVersion::RunGroup(int instance, Batch& batch, const std::vector<size_t>& members) {
+Status ServedModelVersion::RunGroup(int instance, Batch& batch, const std::vector<size_t>& members,
+                                    Clock::time_point start) {
   std::vector<const InferRequest*> group;
   std::vector<int64_t> group_rows;
   for (size_t i : members) {
@@ -380,7 +384,7 @@ Status ServedModelVersion::RunGroup(int instance, Batch& batch, const std::vecto
     group_rows.push_back(batch.requests[i]->rows);
   }
   GroupTimes t;
-  t.start = Clock::now();
+  t.start = start;
   auto assembled = AssembleBatchInputs(group, group_rows, layout_);
   if (!assembled.ok()) return assembled.status();
   std::vector<NamedValue> inputs;
@@ -441,13 +445,14 @@ void ServedModelVersion::Respond(PendingRequest& p, const std::vector<Tensor>& o
     AddDuration(s.queue, p.dispatched - p.enqueued);
     AddDuration(s.compute_input, t.assembled - t.start);
     AddDuration(s.compute_infer, t.ran - t.assembled);
-    AddDuration(s.compute_output, Clock::now() - t.ran);
+    AddDuration(s.compute_output, t.split - t.ran);
   }
-  Finish(p, std::move(resp), t.split - t.start);
+  Finish(p, std::move(resp), t.split - t.start, t.split);
 }
 
-void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result, nanoseconds compute) {
-  const auto now = Clock::now();
+void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result, nanoseconds compute,
+                                std::optional<Clock::time_point> answered) {
+  const auto now = answered ? *answered : Clock::now();
   const nanoseconds queue = p.dispatched - p.enqueued;
   const nanoseconds total = now - p.context.received;
   const Status st = result.ok() ? Status::Ok() : result.status();

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -137,11 +138,14 @@ class ServedModelVersion final : public ModelVersion {
   void AnswerCancelled(Batch& batch);
   void RunEachAlone(int instance, Batch& batch, std::chrono::steady_clock::time_point dispatched);
   // Assembles, runs, splits and answers batch.requests[members]; an error answers nobody.
-  Status RunGroup(int instance, Batch& batch, const std::vector<size_t>& members);
+  // `start`: now (read once by the caller, the group's first phase starts with it).
+  Status RunGroup(int instance, Batch& batch, const std::vector<size_t>& members, std::chrono::steady_clock::time_point start);
   Status RunModel(int instance, const std::vector<NamedValue>& inputs);
   void RecordBatch(int64_t rows, const GroupTimes& t);
   void Respond(PendingRequest& p, const std::vector<Tensor>& outputs, const GroupTimes& t);
-  void Finish(PendingRequest& p, Result<InferResponse> result, std::chrono::nanoseconds compute);
+  // `now`: when the answer was ready (the caller's last clock read), else read here.
+  void Finish(PendingRequest& p, Result<InferResponse> result, std::chrono::nanoseconds compute,
+              std::optional<std::chrono::steady_clock::time_point> now = std::nullopt);
   // Counts a request answered with `why` without being computed (stats and metrics).
   void RecordUnanswered(const Status& why, std::chrono::steady_clock::time_point received,
                         std::chrono::nanoseconds queued);

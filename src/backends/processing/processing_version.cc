@@ -86,9 +86,10 @@ bool ProcessingModelVersion::Infer(serve::InferRequest&& request, serve::Request
                                                                                                std::move(ticket).value());
   auto answer = [shared_done = std::make_shared<serve::InferCallback>(std::move(done)), tickets](
                     Result<serve::InferResponse> res) {
-    (*shared_done)(std::move(res));
+    // Released before the answer is handed over (ModelVersion::Infer's contract).
     tickets->first.Release();
     tickets->second.Release();
+    (*shared_done)(std::move(res));
   };
   p->request = std::move(request);
   p->context = std::move(context);

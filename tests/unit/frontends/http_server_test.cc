@@ -140,6 +140,81 @@ TEST(HttpServer, PipelinedRequestsAreAnsweredInOrderEvenWhenAnsweredOutOfOrder) 
   answerer.join();
 }
 
+// Answers every request at once (inline, on the connection's thread) except those whose target
+// ends in "/slow": those are held for the test to answer later from its own thread.
+class InlineExceptSlow {
+ public:
+  HttpHandler Handler() {
+    return [this](HttpRequest request, HttpResponder respond) {
+      if (request.target.size() >= 5 && request.target.compare(request.target.size() - 5, 5, "/slow") == 0) {
+        held_.Handler()(std::move(request), std::move(respond));
+        return;
+      }
+      respond(Text("answer to " + request.target));
+    };
+  }
+  HeldRequests& held() { return held_; }
+
+ private:
+  HeldRequests held_;
+};
+
+TEST(HttpServer, ManyPipelinedRequestsWithASlowOneAmongThemAreAllAnsweredInOrder) {
+  InlineExceptSlow handler;
+  HttpServerOptions options;
+  options.max_pipelined = 64;
+  auto server = StartServer(handler.Handler(), options);
+  ASSERT_TRUE(server);
+  TestConnection c(server->port());
+  constexpr int kRequests = 40;
+  constexpr int kSlow = 7;
+  std::string batch;
+  for (int i = 0; i < kRequests; ++i) {
+    batch += MakeHttpRequest("POST", "/m/" + std::to_string(i) + (i == kSlow ? "/slow" : ""), "x");
+  }
+  ASSERT_TRUE(c.Send(batch));
+  ASSERT_TRUE(handler.held().WaitCount(1));
+  // Everything before the slow one is answered; nothing after it may overtake it.
+  for (int i = 0; i < kSlow; ++i) EXPECT_EQ(c.Read().body, "answer to /m/" + std::to_string(i));
+  std::thread answerer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto [req, respond] = handler.held().Take(0);
+    respond(Text("late answer to " + req.target));
+  });
+  EXPECT_EQ(c.Read().body, "late answer to /m/7/slow");
+  for (int i = kSlow + 1; i < kRequests; ++i) {
+    auto r = c.Read();
+    ASSERT_EQ(r.status, 200) << i;
+    EXPECT_EQ(r.body, "answer to /m/" + std::to_string(i));
+    EXPECT_EQ(r.Header("Connection"), nullptr) << i;
+  }
+  answerer.join();
+  // The connection stays usable.
+  EXPECT_EQ(c.Roundtrip(MakeHttpRequest("GET", "/after")).body, "answer to /after");
+}
+
+TEST(HttpServer, AClientThatPipelinesThenHalfClosesGetsEveryAnswerThenTheClose) {
+  InlineExceptSlow handler;
+  auto server = StartServer(handler.Handler());
+  ASSERT_TRUE(server);
+  TestConnection c(server->port());
+  std::string batch;
+  for (int i = 0; i < 5; ++i) batch += MakeHttpRequest("GET", "/h/" + std::to_string(i) + (i == 2 ? "/slow" : ""));
+  ASSERT_TRUE(c.Send(batch));
+  ASSERT_EQ(::shutdown(c.fd(), SHUT_WR), 0);  // the client sends nothing more
+  ASSERT_TRUE(handler.held().WaitCount(1));
+  {
+    auto [req, respond] = handler.held().Take(0);
+    respond(Text("late answer to " + req.target));
+  }
+  for (int i = 0; i < 5; ++i) {
+    auto r = c.Read();
+    ASSERT_EQ(r.status, 200) << i;
+    EXPECT_EQ(r.body, (i == 2 ? "late answer to /h/2/slow" : "answer to /h/" + std::to_string(i)));
+  }
+  EXPECT_TRUE(c.WaitClosed());
+}
+
 TEST(HttpServer, PipelinedRequestsBeyondTheLimitWaitForAnswers) {
   HeldRequests held;
   HttpServerOptions options;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 
+#include "serve/admission_control.h"
 #include "serve/response_cache.h"
 
 namespace inferloop::serve {
@@ -225,6 +226,38 @@ TEST(CachedModelVersion, WaitersOfAFailedRequestRunOnTheirOwn) {
   ASSERT_TRUE((*hit)->ok());
   EXPECT_EQ(f.cached->Statistics().cache_hit.count, 1u);
   EXPECT_EQ(f.cached->Statistics().cache_miss.count, 3u);
+}
+
+// ModelVersion::Infer's contract: the server's ticket is released before `done` runs (a frontend
+// may write the answer to its client inside `done`; the client must not find its request still
+// counted in flight). Checked for an answer from the cache and for a waiter of an identical request.
+TEST(CachedModelVersion, AnAnswerFromTheCacheNoLongerCountsInFlightWhenItIsHandedOver) {
+  Fixture f;
+  auto gate = AdmissionGate::Create("server", AdmissionLimits{});
+  auto send = [&](InferRequest r, std::atomic<int64_t>* inflight_at_answer) {
+    auto ticket = gate->TryAdmit(16);
+    EXPECT_TRUE(ticket.ok());
+    EXPECT_TRUE(f.cached->Infer(std::move(r), RequestContext{},
+                                [gate, inflight_at_answer](Result<InferResponse> a) {
+                                  EXPECT_TRUE(a.ok());
+                                  inflight_at_answer->store(gate->inflight_requests());
+                                },
+                                std::move(ticket).value()));
+  };
+  std::atomic<int64_t> first{-1}, hit{-1};
+  send(Request({1, 2}), &first);  // computed (the fake inner version does not take the ticket)
+  EXPECT_EQ(gate->inflight_requests(), 0);
+  send(Request({1, 2}), &hit);
+  EXPECT_EQ(hit.load(), 0);
+  // A waiter for an identical request that is computing: answered from its outcome.
+  f.inner->hold = true;
+  std::atomic<int64_t> leader{-1}, waiter{-1};
+  send(Request({3}), &leader);
+  send(Request({3}), &waiter);
+  EXPECT_EQ(gate->inflight_requests(), 1);  // the waiter's
+  f.inner->Release();
+  EXPECT_EQ(waiter.load(), 0);
+  EXPECT_EQ(gate->inflight_requests(), 0);
 }
 
 TEST(CachedModelVersion, DrainRefusesWithoutConsumingAndWaitsForWaiters) {
