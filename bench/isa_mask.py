@@ -25,6 +25,10 @@ CHECK = ("from numpy._core._multiarray_umath import __cpu_features__ as f; "
 
 
 def library(build_dir):
+    """build_dir's libcpuid_mask.so (built there when build_dir is a CMake build folder), else the
+    repository's build/ one."""
+    if not os.path.exists(os.path.join(build_dir, "CMakeCache.txt")):
+        build_dir = os.path.join(ROOT, "build")
     lib = os.path.join(build_dir, "libcpuid_mask.so")
     if not os.path.exists(lib):
         subprocess.run(["cmake", "--build", build_dir, "--target", "cpuid_mask"], check=True, capture_output=True)
