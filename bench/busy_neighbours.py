@@ -93,7 +93,8 @@ class BusyLoops:
 
 def inferloop_decode(exe, model, ids, n, threads, env):
     p = subprocess.run([exe, "generate", model, "--prompt-ids", ",".join(map(str, ids)), "-n", str(n), "--temp", "0",
-                        "--ignore-eos", "-t", str(threads)], capture_output=True, text=True, env=env, timeout=1800)
+                        "--ignore-eos", "-t", str(threads)], capture_output=True, text=True, errors="replace", env=env,
+                       timeout=1800)
     m = re.search(r"generation: (\d+) tokens in ([\d.]+) s", p.stderr)
     if p.returncode != 0 or not m:
         raise RuntimeError(f"inferloop generate {model}: {p.stderr.strip()[-400:]}")
@@ -102,14 +103,14 @@ def inferloop_decode(exe, model, ids, n, threads, env):
 
 def llama_cpp_decode(model, ids, n, threads):
     p = subprocess.run([sys.executable, "-c", LLAMA_CPP_DECODE, os.path.join(ROOT, "scripts"), model, str(threads),
-                        str(n), ",".join(map(str, ids))], capture_output=True, text=True, timeout=1800)
+                        str(n), ",".join(map(str, ids))], capture_output=True, text=True, errors="replace", timeout=1800)
     if p.returncode != 0:
         raise RuntimeError(f"llama.cpp {model}: {p.stderr.strip()[-400:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])["decode_tps"]
 
 
 def llm_rows(a, env):
-    ids = [1] + [(i * 37) % 3000 + 100 for i in range(31)]  # a fixed 32-token prompt
+    ids = [1] + [(i * 37) % 400 + 50 for i in range(31)]  # a fixed 32-token prompt (ids < 512: any vocabulary)
     rows = []
     for model in [m for m in a.llm.split(",") if m]:
         res = {(e, b): [] for e in ("inferloop", "llama.cpp") for b in ("quiet", "busy")}
