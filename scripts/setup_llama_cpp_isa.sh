@@ -66,7 +66,7 @@ fetch_sources() {
   tar xzf "$work/llama_cpp_python-$want.tar.gz" -C "$work"
 }
 
-jobs=$(nproc 2>/dev/null || echo 2)
+jobs=${LLAMA_ISA_JOBS:-$(nproc 2>/dev/null || echo 2)}  # parallel compile jobs
 for v in "${variants[@]}"; do
   opts=$(options "$v")
   stamp=$root/$v.build
