@@ -14,8 +14,12 @@
 #   avx512  SSE4.2 AVX AVX2 FMA F16C BMI2, AVX-512 F/CD/BW/DQ/VL (GGML_AVX512), VBMI, VNNI, BF16;
 #           no AVX-VNNI (Zen 4 has none), no AMX
 #   avx2    SSE4.2 AVX AVX2 FMA F16C BMI2; no AVX-512, no AVX-VNNI, no AMX
-# Compiler: the system's cc/c++ (GCC 12 on Debian 12), what `pip install llama-cpp-python` uses
-# on those CPUs; GCC's AMX problem (scripts/setup_llama_cpp.sh) does not arise without AMX.
+# Compiler: the system's cc/c++ (GCC 12 on Debian 12, OpenMP from libgomp), what `pip install
+# llama-cpp-python` uses on those CPUs; GCC's AMX problem (scripts/setup_llama_cpp.sh) does not
+# arise without AMX. LLAMA_ISA_COMPILER=clang-14 builds them with clang-14 and libomp instead, the
+# toolchain of the native anchor. Measured on this shared 2-CPU machine (2026-12-02): with 2 threads
+# while other jobs ran, the GCC builds' libgomp threads spin and collapse (avx512 build, Q4_0,
+# 32-token prompt: 4.0 tok/s prefill with 2 threads, 54.0 with 1; OMP_WAIT_POLICY=passive 48.3).
 # Only the libraries the binding loads are built (libllama, libggml*; not llama-cpp-python's
 # common and mtmd libraries, which the bench does not use). Each lands in
 # .venv/llama-cpp-isa/VARIANT/lib with a stamp (VARIANT.build, the version and the options);
@@ -38,7 +42,12 @@ work=${LLAMA_ISA_WORK:-/tmp/llama-cpp-isa-$want}
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(avx512 avx2)
 
-common="-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_CPU_REPACK=ON -DGGML_AVX_VNNI=OFF \
+cc_opts=""
+if [ -n "${LLAMA_ISA_COMPILER:-}" ]; then
+  cxx=${LLAMA_ISA_COMPILER/clang/clang++}
+  cc_opts="-DCMAKE_C_COMPILER=$LLAMA_ISA_COMPILER -DCMAKE_CXX_COMPILER=$cxx "
+fi
+common="$cc_opts-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_CPU_REPACK=ON -DGGML_AVX_VNNI=OFF \
 -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF \
 -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 lib_only="-DBUILD_SHARED_LIBS=ON -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
