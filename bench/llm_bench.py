@@ -14,10 +14,16 @@ F16 file). Both engines use --threads threads and greedy decoding of the same pr
 - The machine: CPU model and features (AMX, AVX-512 VNNI, AVX2 from /proc/cpuinfo), memory read
   bandwidth (bench_membw, bench/membw.cc, same threads).
 - llama.cpp at full strength: its default parameters, weight-repacking buffers on, as its users
-  run it (scripts/llama_cpp_anchor.py, built by scripts/setup_llama_cpp.sh). Each model is first
-  probed in a child process; the buffers llama.cpp loaded it into are printed (AMX, CPU_REPACK:
-  repacked). Where llama.cpp cannot run a model at full strength (it crashed in the probe), it
-  is measured with repacking off and every ratio against it is printed as "void".
+  run it (scripts/llama_cpp_anchor.py), built for the CPU each row stands for: the default row
+  against the venv's native build (scripts/setup_llama_cpp.sh; on an AMX CPU its AMX kernels),
+  the avx512 row against llama.cpp built as on a CPU with AVX-512 VNNI and no AMX, the avx2 row
+  against llama.cpp built as on an AVX2-only CPU (both by scripts/setup_llama_cpp_isa.sh; the
+  table names the build of each row). A row whose build is not installed is printed as "void",
+  never measured against another build. Each llama.cpp build runs in its own child process
+  (LLAMA_CPP_LIB_PATH), after a probe in another child; the buffers llama.cpp loaded the model
+  into are printed (AMX, CPU_REPACK: repacked). Where llama.cpp cannot run a model at full
+  strength (it crashed in the probe), it is measured with repacking off and every ratio against
+  it is printed as "void".
 - inferloop single stream, once per --isa path (default: what it picks; avx512, avx2:
   INFERLOOP_ISA, which also turns AMX off): `inferloop generate MODEL --prompt-ids ... -n N
   --ignore-eos`, its own prompt and generation timings, and the kernels it reports using.
@@ -41,6 +47,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -53,6 +60,8 @@ import llama_cpp_anchor  # noqa: E402
 if llama_cpp_anchor.load() is None:
     sys.exit("llama_cpp is not installed: scripts/setup_llama_cpp.sh")
 ISA_ENV = {"default": None, "avx512": "avx512", "avx2": "avx2"}
+# The llama.cpp build each inferloop path is compared with (llama_cpp_anchor.BUILDS).
+ISA_LLAMA_BUILD = {"default": "native", "avx512": "avx512", "avx2": "avx2"}
 
 
 class _Done:
@@ -244,6 +253,74 @@ class LlamaCpp:
         return generated / elapsed
 
 
+class LlamaCppChild:
+    """A LlamaCpp in a child process on llama.cpp build `build` (one process holds one build:
+    llama-cpp-python loads its library when imported). Same single() and parallel()."""
+
+    def __init__(self, model, threads, build, full_strength=True):
+        env = llama_cpp_anchor.build_env(build)
+        if env is None:
+            raise RuntimeError(llama_cpp_anchor.build_description(build))
+        cmd = [sys.executable, os.path.abspath(__file__), "--llama-child", model, "--threads", str(threads)]
+        if not full_strength:
+            cmd.append("--llama-child-repack-off")
+        self.build = build
+        self.err = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
+                                     env=env, text=True)
+        hello = self._read()
+        self.buffers = [tuple(b) for b in hello["buffers"]]
+        self.system_info, self.version = hello["system_info"], hello["version"]
+        self.full_strength = full_strength
+
+    def _read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            rc = self.proc.wait()
+            self.err.seek(0)
+            tail = " | ".join(self.err.read().strip().splitlines()[-3:])
+            raise RuntimeError(f"llama.cpp child ({self.build} build) ended (exit status {rc}): {tail}")
+        return json.loads(line)
+
+    def _call(self, **req):
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def single(self, ids, n):
+        return self._call(op="single", ids=ids, n=n)
+
+    def parallel(self, ids, n, streams):
+        return self._call(op="parallel", ids=ids, n=n, streams=streams)["tps"]
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+        self.err.close()
+
+
+def llama_child_main(model, threads, full_strength):
+    """The child side of LlamaCppChild: requests on stdin, one JSON line each on stdout. llama.cpp's
+    own output goes to stderr (stdout's descriptor is pointed there; replies use a copy)."""
+    import llama_cpp
+    reply = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    lc = LlamaCpp(model, threads, full_strength=full_strength)
+    reply.write(json.dumps({"buffers": lc.buffers, "version": llama_cpp.__version__,
+                            "system_info": llama_cpp.llama_print_system_info().decode().strip()}) + "\n")
+    reply.flush()
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["op"] == "single":
+            out = lc.single(req["ids"], req["n"])
+        else:
+            out = {"tps": lc.parallel(req["ids"], req["n"], req["streams"])}
+        reply.write(json.dumps(out) + "\n")
+        reply.flush()
+    lc.close()
+
+
 def cpu_description():
     """CPU model name and the features the LLM paths use, from /proc/cpuinfo."""
     try:
@@ -261,81 +338,143 @@ def ratio(a, b, valid):
     return f"{a / b:.2f}x" if valid else "void"
 
 
-def measure_model(args, model, bw, lc):
-    """Alternating rounds of inferloop (each --isa path) and llama.cpp; medians per path."""
+def prompt_ids(model, n):
     info = gguf_info(model)
     rng = np.random.default_rng(0)
-    ids = [1] + [int(x) for x in rng.integers(300, info["n_vocab"] - 16, args.prompt_tokens - 1)]
+    return info, [1] + [int(x) for x in rng.integers(300, info["n_vocab"] - 16, n - 1)]
+
+
+def open_anchor(model, threads, build):
+    """llama.cpp build `build` on `model` in a child process, at full strength where its probe
+    ran; (LlamaCppChild or None when the build is not installed, description of the anchor)."""
+    probe = llama_cpp_anchor.probe(model, threads, build=build)
+    if llama_cpp_anchor.build_env(build) is None:
+        return None, {"build": build, "installed": False, "full_strength": False, "repacked": [], "amx": False,
+                      "system_info": "", "description": llama_cpp_anchor.build_description(build)}
+    name = os.path.basename(model)
+    if probe["ok"]:
+        print(f"llama.cpp {build} build at full strength on {name}: model buffers "
+              + ", ".join(f"{n} {mib:.0f} MiB" for n, mib in probe["buffers"]), flush=True)
+    else:
+        print(f"llama.cpp {build} build cannot run {name} at full strength ({probe['error']}): "
+              "measured with repacking off, ratios void", flush=True)
+    lc = LlamaCppChild(model, threads, build, full_strength=probe["ok"])
+    return lc, {"build": build, "installed": True, "full_strength": probe["ok"], "version": lc.version,
+                "buffers": lc.buffers, "repacked": llama_cpp_anchor.repacked(lc.buffers),
+                "amx": "AMX_INT8 = 1" in lc.system_info, "system_info": lc.system_info,
+                "description": llama_cpp_anchor.build_description(build)}
+
+
+def measure_model(args, model, bw):
+    """Per --isa path: alternating rounds of inferloop on that path and llama.cpp built for the
+    CPU the path stands for (ISA_LLAMA_BUILD); medians per path."""
+    info, ids = prompt_ids(model, args.prompt_tokens)
     bytes_tok = info["weight_bytes_per_token"] + info["kv_bytes_per_position"] * (args.prompt_tokens + args.gen_tokens // 2)
     paths = {}
     for isa in args.isa:
+        lc, anchor = open_anchor(model, args.threads, ISA_LLAMA_BUILD[isa])
         res = {"inferloop": [], "llama.cpp": []}
         for _ in range(args.rounds):
             res["inferloop"].append(inferloop_single(args.inferloop, model, ids, args.gen_tokens, args.threads, isa))
-            res["llama.cpp"].append(lc.single(ids, args.gen_tokens))
-        med = {e: {k: statistics.median(r[k] for r in rs) for k in ("prefill_tps", "decode_tps")} for e, rs in res.items()}
+            if lc:
+                res["llama.cpp"].append(lc.single(ids, args.gen_tokens))
+        if lc:
+            lc.close()
+        med = {e: {k: statistics.median(r[k] for r in rs) for k in ("prefill_tps", "decode_tps")}
+               for e, rs in res.items() if rs}
         for e in med:
             med[e]["decode_of_bandwidth"] = med[e]["decode_tps"] * bytes_tok / (bw * 1e9)
-        paths[isa] = {"median": med, "kernels": res["inferloop"][0]["kernels"],
-                      "same_greedy_ids": res["inferloop"][0]["ids"] == res["llama.cpp"][0]["ids"]}
+        paths[isa] = {"median": med, "kernels": res["inferloop"][0]["kernels"], "llama_cpp": anchor,
+                      "same_greedy_ids": bool(lc) and res["inferloop"][0]["ids"] == res["llama.cpp"][0]["ids"]}
         print(json.dumps({"model": os.path.basename(model), "isa": isa, **paths[isa]}), flush=True)
     par = {}
     if not args.skip_parallel:
+        lc, anchor = open_anchor(model, args.threads, "native")
         runs = {"inferloop": [], "llama.cpp": []}
         for _ in range(max(1, args.rounds - 1)):
             runs["inferloop"].append(inferloop_parallel(args.inferloop, model, ids[:32], args.parallel_gen_tokens,
                                                         args.threads, args.streams))
-            runs["llama.cpp"].append(lc.parallel(ids[:32], args.parallel_gen_tokens, args.streams))
-        par = {e: statistics.median(v) for e, v in runs.items()}
+            if lc:
+                runs["llama.cpp"].append(lc.parallel(ids[:32], args.parallel_gen_tokens, args.streams))
+        if lc:
+            lc.close()
+        par = {e: statistics.median(v) for e, v in runs.items() if v}
+        par["llama_cpp"] = anchor
     return {"model": os.path.basename(model), "bytes_per_token": bytes_tok, "paths": paths, "parallel": par}
 
 
 def repack_off_row(args, model):
-    lc = LlamaCpp(model, args.threads, full_strength=False)
-    info = gguf_info(model)
-    rng = np.random.default_rng(0)
-    ids = [1] + [int(x) for x in rng.integers(300, info["n_vocab"] - 16, args.prompt_tokens - 1)]
+    _, ids = prompt_ids(model, args.prompt_tokens)
+    lc = LlamaCppChild(model, args.threads, "native", full_strength=False)
     rs = [lc.single(ids, args.gen_tokens) for _ in range(args.rounds)]
     lc.close()
     return {k: statistics.median(r[k] for r in rs) for k in ("prefill_tps", "decode_tps")}
 
 
+def anchor_label(anchor):
+    """Which llama.cpp a row is against, and whether its ratios count."""
+    if not anchor["installed"]:
+        return f"{anchor['build']} build not installed (void)"
+    if not anchor["full_strength"]:
+        return f"{anchor['build']} build, repacking off (void)"
+    return f"{anchor['build']} build, full: " + ("+".join(anchor["repacked"]) or "no repacking for this type")
+
+
+def anchor_valid(anchor, kernels):
+    # inferloop on AMX against a llama.cpp built without its AMX kernels: not its full strength there.
+    return anchor["installed"] and anchor["full_strength"] and not ("amx" in kernels and not anchor["amx"])
+
+
 def print_tables(args, rows, bw):
-    print(f"\nllama.cpp {rows[0]['llama_cpp_version']}; {args.threads} threads; prompt {args.prompt_tokens} tokens, "
+    print(f"\n{args.threads} threads; prompt {args.prompt_tokens} tokens, "
           f"decode {args.gen_tokens} tokens; medians of {args.rounds} alternating rounds; "
-          f"memory read bandwidth {bw:.2f} GB/s\n")
-    print("| model | inferloop path (kernels) | llama.cpp | prefill tok/s inferloop | llama.cpp | ratio "
+          f"memory read bandwidth {bw:.2f} GB/s; llama.cpp builds:")
+    builds = {}
+    for r in rows:
+        for p in r["paths"].values():
+            builds.setdefault(p["llama_cpp"]["build"], p["llama_cpp"])
+    for b, a in builds.items():
+        info = f"; llama_print_system_info: {a['system_info']}" if a["system_info"] else ""
+        print(f"- {a['description']}{info}")
+    print("\n| model | inferloop path (kernels) | llama.cpp | prefill tok/s inferloop | llama.cpp | ratio "
           "| decode tok/s inferloop | llama.cpp | ratio | decode / bandwidth inferloop | llama.cpp | greedy ids equal |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
-        full = r["llama_cpp_full_strength"]
-        strength = ("full: " + ("+".join(r["llama_cpp_repacked"]) or "no repacking for this type")) if full \
-            else "repacking off (void)"
         for isa, p in r["paths"].items():
-            # inferloop on AMX against a llama.cpp built without its AMX kernels: not its full strength there.
-            valid = full and not ("amx" in p["kernels"] and not r["llama_cpp_amx"])
-            label = strength if valid or not full else strength + "; no AMX build (void on the AMX path)"
-            mi, ml = p["median"]["inferloop"], p["median"]["llama.cpp"]
+            a = p["llama_cpp"]
+            valid = anchor_valid(a, p["kernels"])
+            label = anchor_label(a)
+            if a["installed"] and a["full_strength"] and not valid:
+                label += "; no AMX kernels (void on the AMX path)"
+            mi = p["median"]["inferloop"]
+            ml = p["median"].get("llama.cpp")
+            if ml is None:
+                print(f"| {r['model']} | {isa} ({p['kernels']}) | {label} | {mi['prefill_tps']:.1f} | - | void | "
+                      f"{mi['decode_tps']:.2f} | - | void | {mi['decode_of_bandwidth']:.0%} | - | - |")
+                continue
             print(f"| {r['model']} | {isa} ({p['kernels']}) | {label} | {mi['prefill_tps']:.1f} | "
                   f"{ml['prefill_tps']:.1f} | {ratio(mi['prefill_tps'], ml['prefill_tps'], valid)} | "
                   f"{mi['decode_tps']:.2f} | {ml['decode_tps']:.2f} | {ratio(mi['decode_tps'], ml['decode_tps'], valid)} | "
                   f"{mi['decode_of_bandwidth']:.0%} | {ml['decode_of_bandwidth']:.0%} | {p['same_greedy_ids']} |")
     if any(r["parallel"] for r in rows):
-        print(f"\n| model | {args.streams} streams tok/s inferloop (default path) | llama.cpp | ratio |")
+        print(f"\n| model | {args.streams} streams tok/s inferloop (default path) | llama.cpp (native build) | ratio |")
         print("|---|---:|---:|---:|")
         for r in rows:
-            if r["parallel"]:
-                pi, pl = r["parallel"]["inferloop"], r["parallel"]["llama.cpp"]
-                valid = r["llama_cpp_full_strength"] and not ("amx" in r["paths"].get("default", {}).get("kernels", "")
-                                                              and not r["llama_cpp_amx"])
-                print(f"| {r['model']} | {pi:.1f} | {pl:.1f} | {ratio(pi, pl, valid)} |")
+            par = r["parallel"]
+            if par and "llama.cpp" in par:
+                kernels = r["paths"].get("default", {}).get("kernels", "")
+                valid = anchor_valid(par["llama_cpp"], kernels)
+                print(f"| {r['model']} | {par['inferloop']:.1f} | {par['llama.cpp']:.1f} | "
+                      f"{ratio(par['inferloop'], par['llama.cpp'], valid)} |")
+            elif par:
+                print(f"| {r['model']} | {par['inferloop']:.1f} | - | void |")
     off = [r for r in rows if r.get("repack_off")]
     if off:
-        print("\nllama.cpp with repacking on (its default) and off, what repacking is worth:\n")
+        print("\nllama.cpp (native build) with repacking on (its default) and off, what repacking is worth:\n")
         print("| model | prefill tok/s on | off | decode tok/s on | off |")
         print("|---|---:|---:|---:|---:|")
         for r in off:
-            on = list(r["paths"].values())[0]["median"]["llama.cpp"]
+            on = r["paths"]["default"]["median"]["llama.cpp"]
             print(f"| {r['model']} | {on['prefill_tps']:.1f} | {r['repack_off']['prefill_tps']:.1f} | "
                   f"{on['decode_tps']:.2f} | {r['repack_off']['decode_tps']:.2f} |")
     per_token = ", ".join("%s %.1f MB" % (r["model"], r["bytes_per_token"] / 1e6) for r in rows)
@@ -362,32 +501,17 @@ def main():
     if not os.path.exists(args.inferloop):
         sys.exit(f"no inferloop binary at {args.inferloop}")
     ensure_models(args.models)
-    import llama_cpp
     name, feats = cpu_description()
     print(f"CPU: {name}; " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in feats.items()))
-    system_info = llama_cpp.llama_print_system_info().decode()
-    llama_amx = "AMX_INT8 = 1" in system_info  # ggml's AMX kernels compiled in
-    print(f"llama.cpp {llama_cpp.__version__} system info: {system_info.strip()}")
-    if feats.get("AMX-INT8") and not llama_amx:
-        print("llama.cpp is built without its AMX kernels: ratios on inferloop's AMX path are void")
+    for isa in args.isa:
+        print(f"inferloop {isa} path against llama.cpp {llama_cpp_anchor.build_description(ISA_LLAMA_BUILD[isa])}")
     bw = membw(os.path.dirname(os.path.abspath(args.inferloop)), args.threads)
     print(f"memory read bandwidth ({args.threads} threads, bench_membw): {bw:.2f} GB/s")
     rows = []
     for model in args.models:
-        probe = llama_cpp_anchor.probe(model, args.threads)
-        if probe["ok"]:
-            print(f"llama.cpp at full strength on {os.path.basename(model)}: model buffers "
-                  + ", ".join(f"{n} {mib:.0f} MiB" for n, mib in probe["buffers"]), flush=True)
-        else:
-            print(f"llama.cpp cannot run {os.path.basename(model)} at full strength ({probe['error']}): "
-                  "measured with repacking off, ratios void", flush=True)
-        lc = LlamaCpp(model, args.threads, full_strength=probe["ok"])
-        row = measure_model(args, model, bw, lc)
-        lc.close()
-        row.update({"llama_cpp_version": llama_cpp.__version__, "llama_cpp_full_strength": probe["ok"],
-                    "llama_cpp_amx": llama_amx,
-                    "llama_cpp_buffers": lc.buffers, "llama_cpp_repacked": llama_cpp_anchor.repacked(lc.buffers)})
-        if args.also_repack_off and probe["ok"]:
+        row = measure_model(args, model, bw)
+        native = row["paths"].get("default", {}).get("llama_cpp", {})
+        if args.also_repack_off and native.get("full_strength"):
             row["repack_off"] = repack_off_row(args, model)
         row["bandwidth_gbps"] = bw
         rows.append(row)
@@ -396,4 +520,12 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--llama-child":  # LlamaCppChild's child process
+        child = argparse.ArgumentParser()
+        child.add_argument("--llama-child", required=True, metavar="MODEL")
+        child.add_argument("--threads", type=int, required=True)
+        child.add_argument("--llama-child-repack-off", action="store_true")
+        c = child.parse_args()
+        llama_child_main(c.llama_child, c.threads, not c.llama_child_repack_off)
+    else:
+        main()

@@ -25,8 +25,23 @@ every round, so a change to the serving path is measured side by side under the 
     apt-get install wrk nginx-light   # the load generator and the static-file anchor (bench only)
     .venv/bin/python bench/serve_bench.py [--rounds 3] [--duration 10] [--connections 64]
     .venv/bin/python bench/serve_bench.py --rest-only --anchor-inferloop /tmp/inferloop-before --rounds 5
+
+3. --llm MODEL.gguf (instead of 1 and 2): `inferloop serve` against llama.cpp's llama-server
+   (built by scripts/setup_llama_cpp_isa.sh server: the same llama.cpp as the venv's anchor,
+   native for this CPU; run as `llama-server -m MODEL --parallel 16 -c 16 x (prompt + tokens)
+   -t THREADS`), both with --llm-threads threads. Each round sends --llm-streams concurrent
+   streamed /v1/completions (a distinct --llm-prompt-tokens-token prompt each, --llm-max-tokens
+   tokens, greedy, the end-of-sequence token banned with logit_bias so that every stream runs to
+   max_tokens) and reads the server-sent events as they arrive (http.client, one thread per
+   stream). Reported per server, medians over the rounds (alternating): aggregate generated
+   tokens/s (completion tokens of all streams / the time from sending the first request to the
+   last [DONE]), time to first token (p50, p99 over the streams), time between tokens (p50, p99
+   over the gaps between consecutive text-carrying events of every stream), server CPU seconds.
+
+    .venv/bin/python bench/serve_bench.py --llm bench/models/llm/tinyllama-random-Q4_0.gguf [--rounds 3]
 """
 import argparse
+import http.client
 import json
 import os
 import re
@@ -36,6 +51,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -199,6 +215,155 @@ http {{
     raise RuntimeError("nginx did not start: " + open(os.path.join(workdir, "nginx_error.log")).read()[-2000:])
 
 
+LLAMA_SERVER = os.path.join(ROOT, ".venv", "llama-cpp-isa", "server", "bin", "llama-server")
+
+
+def stream_completion(port, body):
+    """One streamed /v1/completions: {"sent", "times" (arrival of each event carrying text),
+    "end", "tokens" (usage's completion_tokens, else the number of text events)}."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=900)
+    sent = time.perf_counter()
+    conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    if resp.status != 200:
+        raise RuntimeError(f"HTTP {resp.status}: {resp.read()[:500]!r}")
+    times, tokens = [], None
+    while True:
+        line = resp.readline()
+        if not line:
+            break
+        if not line.startswith(b"data: "):
+            continue
+        data = line[6:].strip()
+        now = time.perf_counter()
+        if data == b"[DONE]":
+            break
+        ev = json.loads(data)
+        if ev.get("usage"):
+            tokens = ev["usage"]["completion_tokens"]
+        if any(c.get("text") for c in ev.get("choices") or []):
+            times.append(now)
+    end = time.perf_counter()
+    conn.close()
+    return {"sent": sent, "times": times, "end": end, "tokens": tokens if tokens is not None else len(times)}
+
+
+def pctl(values, p):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))] if v else float("nan")
+
+
+def llm_round(port, prompts, max_tokens, eos, server_pids):
+    """All prompts at once, streamed; aggregate tok/s, TTFT and time-between-tokens percentiles."""
+    results = [None] * len(prompts)
+    errors = []
+
+    def one(i):
+        try:
+            results[i] = stream_completion(port, {"model": "llm", "prompt": prompts[i], "max_tokens": max_tokens,
+                                                  "temperature": 0, "stream": True, "logit_bias": {str(eos): -100},
+                                                  "stream_options": {"include_usage": True}})
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"stream {i}: {e}")
+
+    cpu0 = cpu_seconds(server_pids)
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(prompts))]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise RuntimeError("; ".join(errors[:3]))
+    elapsed = max(r["end"] for r in results) - t0
+    gaps = [b - a for r in results for a, b in zip(r["times"], r["times"][1:])]
+    ttft = [r["times"][0] - r["sent"] for r in results if r["times"]]
+    tokens = sum(r["tokens"] for r in results)
+    return {"tok_s": tokens / elapsed, "tokens": tokens, "short": sum(r["tokens"] < max_tokens for r in results),
+            "tbt_p50_ms": pctl(gaps, 50) * 1e3, "tbt_p99_ms": pctl(gaps, 99) * 1e3,
+            "ttft_p50_ms": pctl(ttft, 50) * 1e3, "ttft_p99_ms": pctl(ttft, 99) * 1e3,
+            "cpu_s": cpu_seconds(server_pids) - cpu0}
+
+
+def start_llama_server(exe, model, streams, ctx_per_stream, threads):
+    port = free_port()
+    log = tempfile.TemporaryFile("w+")
+    cmd = [exe, "-m", model, "--parallel", str(streams), "-c", str(streams * ctx_per_stream), "-t", str(threads),
+           "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    for _ in range(1200):
+        if proc.poll() is not None:
+            break
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).status == 200:
+                return proc, port, cmd
+        except OSError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    log.seek(0)
+    raise RuntimeError("llama-server did not start: " + log.read()[-2000:])
+
+
+def llm_main(a):
+    """Section 3: inferloop serve against llama-server, streamed completions (module docstring)."""
+    import gguf
+    import random
+    model = os.path.abspath(a.llm)
+    if not os.path.exists(LLAMA_SERVER):
+        sys.exit(f"missing {LLAMA_SERVER}: scripts/setup_llama_cpp_isa.sh server")
+    r = gguf.GGUFReader(model)
+    eos = int(r.fields["tokenizer.ggml.eos_token_id"].parts[-1][0])
+    n_vocab = len(r.fields["tokenizer.ggml.tokens"].data)
+    rng = random.Random(0)
+    prompts = [[1] + [rng.randrange(300, n_vocab - 16) for _ in range(a.llm_prompt_tokens - 1)]
+               for _ in range(a.llm_streams)]
+    ctx_per_stream = a.llm_prompt_tokens + a.llm_max_tokens
+    work = tempfile.mkdtemp(prefix="inferloop_llm_serve_bench_")
+    srv = llama = None
+    try:
+        os.makedirs(os.path.join(work, "llm", "1"))
+        os.symlink(model, os.path.join(work, "llm", "1", "model.gguf"))
+        srv = Server(a.inferloop, work, "--grpc-port", "-1", "--threads", str(a.llm_threads), timeout=600)
+        llama, llama_port, llama_cmd = start_llama_server(LLAMA_SERVER, model, a.llm_streams, ctx_per_stream,
+                                                          a.llm_threads)
+        contenders = {"inferloop serve": (srv.http_port, [srv.proc.pid]),
+                      "llama-server": (llama_port, [llama.pid])}
+        for port, pids in contenders.values():  # warm-up: one short stream each, not counted
+            llm_round(port, prompts[:1], 4, eos, pids)
+        results = {k: [] for k in contenders}
+        for rnd in range(a.rounds):
+            for name, (port, pids) in contenders.items():
+                results[name].append(llm_round(port, prompts, a.llm_max_tokens, eos, pids))
+                x = results[name][-1]
+                print(f"round {rnd + 1}/{a.rounds} {name}: {x['tok_s']:.1f} tok/s ({x['tokens']} tokens, "
+                      f"{x['short']} streams short), TBT p50 {x['tbt_p50_ms']:.0f} ms p99 {x['tbt_p99_ms']:.0f} ms, "
+                      f"TTFT p50 {x['ttft_p50_ms']:.0f} ms p99 {x['ttft_p99_ms']:.0f} ms, "
+                      f"server CPU {x['cpu_s']:.1f} s", flush=True)
+        print(f"\n{a.llm_streams} concurrent streamed /v1/completions, {a.llm_prompt_tokens}-token prompts, "
+              f"{a.llm_max_tokens} tokens each, greedy; {a.rounds} alternating rounds, medians; "
+              f"{os.cpu_count()} CPUs; model {os.path.basename(model)}")
+        print(f"inferloop: {' '.join(srv.cmd)}")
+        print(f"llama.cpp: {' '.join(llama_cmd)}\n")
+        print("| server | aggregate tok/s | TBT p50 ms | TBT p99 ms | TTFT p50 ms | TTFT p99 ms | server CPU s |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name, rs in results.items():
+            med = {k: statistics.median(x[k] for x in rs) for k in rs[0]}
+            print(f"| {name} | {med['tok_s']:.1f} | {med['tbt_p50_ms']:.0f} | {med['tbt_p99_ms']:.0f} | "
+                  f"{med['ttft_p50_ms']:.0f} | {med['ttft_p99_ms']:.0f} | {med['cpu_s']:.1f} |")
+        ti = statistics.median(x["tok_s"] for x in results["inferloop serve"])
+        tl = statistics.median(x["tok_s"] for x in results["llama-server"])
+        print(f"\naggregate tok/s inferloop serve / llama-server: {ti / tl:.2f}x (aim >= 1.5x)")
+    finally:
+        if llama is not None:
+            os.killpg(llama.pid, signal.SIGTERM)
+            llama.wait(60)
+        if srv is not None:
+            srv.terminate()
+            srv.__exit__()
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -208,7 +373,14 @@ def main():
     ap.add_argument("--batch-delay-us", type=int, default=0, help="dlrm_batched's max_queue_delay_microseconds")
     ap.add_argument("--anchor-inferloop", help="another inferloop binary whose `simple` alternates with this one's")
     ap.add_argument("--rest-only", action="store_true", help="only simple (and the anchor's) and nginx: no DLRM")
+    ap.add_argument("--llm", metavar="MODEL.gguf", help="only section 3: inferloop serve against llama-server")
+    ap.add_argument("--llm-streams", type=int, default=16)
+    ap.add_argument("--llm-prompt-tokens", type=int, default=32)
+    ap.add_argument("--llm-max-tokens", type=int, default=64)
+    ap.add_argument("--llm-threads", type=int, default=2)
     a = ap.parse_args()
+    if a.llm:
+        return llm_main(a)
     dlrm = os.path.join(ROOT, "bench", "models", "dlrm", "model.onnx")
     if not a.rest_only and not os.path.exists(dlrm):
         sys.exit(f"missing {dlrm}: run /usr/bin/python3 bench/make_zoo.py first (or --rest-only)")

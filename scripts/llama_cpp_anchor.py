@@ -18,10 +18,18 @@ GGML_NATIVE included. The AMX path then runs, and nothing is turned off: AMX use
 kernels a correctly compiled llama.cpp gives them. Elsewhere it uses pip's default compiler, so
 non-AMX users' llama.cpp is exactly what `pip install llama-cpp-python` builds for them.
 
-    .venv/bin/python scripts/llama_cpp_anchor.py probe MODEL.gguf [--threads N]
+Builds: "native" is the venv's llama-cpp-python (above: ggml native for this CPU). For the
+comparisons on inferloop's INFERLOOP_ISA=avx512 and avx2 paths, scripts/setup_llama_cpp_isa.sh
+builds the same llama.cpp sources as a CPU with AVX-512 VNNI but no AMX ("avx512") or with AVX2
+only ("avx2") would build them natively, into .venv/llama-cpp-isa/BUILD/lib; a process started
+with build_env(BUILD) (LLAMA_CPP_LIB_PATH, which llama-cpp-python reads when it is imported)
+loads that build instead. One process holds one build.
+
+    .venv/bin/python scripts/llama_cpp_anchor.py probe MODEL.gguf [--threads N] [--build native|avx512|avx2]
 
 loads MODEL with the default parameters in a child process, runs a 64-token prompt and two
-decode steps, and prints JSON: {"ok": true|false, "buffers": [...], "repacked": [...], ...}.
+decode steps, and prints JSON: {"ok": true|false, "buffers": [...], "repacked": [...],
+"system_info": "...", ...}.
 """
 import contextlib
 import ctypes
@@ -32,6 +40,9 @@ import signal
 import subprocess
 import sys
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ISA_BUILDS = os.path.join(ROOT, ".venv", "llama-cpp-isa")  # scripts/setup_llama_cpp_isa.sh
+BUILDS = ("native", "avx512", "avx2")
 _buffers = []  # (name, MiB) of each model buffer llama.cpp logged since the last reset
 _hook = None   # the ctypes log callback (kept alive while it is installed)
 # Buffers that are not a repacking buffer type: the plain CPU ones.
@@ -94,23 +105,56 @@ def repack_off():
         c.llama_model_default_params = default
 
 
-def probe(model, threads=2, timeout=600):
+def build_env(build):
+    """The environment for a child process that is to load llama.cpp build `build` (BUILDS):
+    "native" (the venv's llama-cpp-python; LLAMA_CPP_LIB_PATH removed) or an ISA build
+    (LLAMA_CPP_LIB_PATH set to it). None when that build is not installed."""
+    env = dict(os.environ)
+    env.pop("LLAMA_CPP_LIB_PATH", None)
+    if build == "native":
+        return env
+    lib = os.path.join(ISA_BUILDS, build, "lib")
+    if build not in BUILDS or not os.path.exists(os.path.join(ISA_BUILDS, build + ".build")) \
+            or not os.path.exists(os.path.join(lib, "libllama.so")):
+        return None
+    env["LLAMA_CPP_LIB_PATH"] = lib
+    return env
+
+
+def build_description(build):
+    """One line naming build `build`: how it was built (its stamp), or that it is missing."""
+    stamp = os.path.join(ROOT, ".venv", "llama-cpp-python.build") if build == "native" \
+        else os.path.join(ISA_BUILDS, build + ".build")
+    try:
+        return f"{build}: " + open(stamp).read().strip()
+    except OSError:
+        return f"{build}: not installed" + ("" if build == "native" else f" (scripts/setup_llama_cpp_isa.sh {build})")
+
+
+def probe(model, threads=2, timeout=600, build="native"):
     """Runs `model` on llama.cpp's default parameters in a child process (a crash there cannot
-    take the caller down). {"ok", "buffers", "repacked", "error"}."""
+    take the caller down), on llama.cpp build `build` (build_env).
+    {"ok", "buffers", "repacked", "system_info", "error"}."""
+    env = build_env(build)
+    if env is None:
+        return {"ok": False, "buffers": [], "repacked": [], "system_info": "",
+                "error": build_description(build)}
     cmd = [sys.executable, os.path.abspath(__file__), "probe", model, "--threads", str(threads)]
-    p = subprocess.run(cmd, capture_output=True, timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, timeout=timeout, env=env)
     last = p.stdout.decode("utf-8", "replace").strip().splitlines()
     if p.returncode == 0 and last:
         return json.loads(last[-1])
     why = signal.Signals(-p.returncode).name if p.returncode < 0 else f"exit status {p.returncode}"
     tail = p.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-    return {"ok": False, "buffers": [], "repacked": [], "error": f"llama.cpp died ({why}): " + " | ".join(tail)}
+    return {"ok": False, "buffers": [], "repacked": [], "system_info": "",
+            "error": f"llama.cpp died ({why}): " + " | ".join(tail)}
 
 
 def _probe_main(model, threads):
     llama_cpp = load()
     if llama_cpp is None:
-        print(json.dumps({"ok": False, "buffers": [], "repacked": [], "error": "llama_cpp is not installed"}))
+        print(json.dumps({"ok": False, "buffers": [], "repacked": [], "system_info": "",
+                          "error": "llama_cpp is not installed"}))
         return
     reset_buffers()
     llm = llama_cpp.Llama(model_path=model, n_ctx=256, n_threads=threads, n_threads_batch=threads, verbose=False)
@@ -119,7 +163,8 @@ def _probe_main(model, threads):
     llm.eval([400])
     llm.eval([401])  # one-token steps: the decode path
     bufs = model_buffers()
-    print(json.dumps({"ok": True, "buffers": bufs, "repacked": repacked(bufs), "error": ""}))
+    print(json.dumps({"ok": True, "buffers": bufs, "repacked": repacked(bufs),
+                      "system_info": llama_cpp.llama_print_system_info().decode().strip(), "error": ""}))
 
 
 if __name__ == "__main__":
@@ -128,5 +173,9 @@ if __name__ == "__main__":
     ap.add_argument("command", choices=["probe"])
     ap.add_argument("model")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--build", choices=BUILDS, help="run in a child process on this llama.cpp build")
     a = ap.parse_args()
-    _probe_main(a.model, a.threads)
+    if a.build:
+        print(json.dumps(probe(a.model, a.threads, build=a.build)))
+    else:
+        _probe_main(a.model, a.threads)
