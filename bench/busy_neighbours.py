@@ -23,7 +23,8 @@ same number of greedy steps, timed the same way), alternating which goes first. 
 each engine's decode tokens/s quiet and busy (medians and the worst busy round) and what it keeps
 under load (busy / quiet, of the medians): inferloop should keep at least as much as llama.cpp.
 With INFERLOOP_ISA=avx512 or avx2, every process (ORT, llama.cpp) runs under bench/isa_mask.py's
-CPUID mask, as on a CPU without AMX / without AVX-512.
+CPUID mask, as on a CPU without AMX / without AVX-512, and llama.cpp is its build for that CPU
+(scripts/setup_llama_cpp_isa.sh), as in bench/llm_bench.py.
 """
 import argparse
 import json
@@ -101,9 +102,22 @@ def inferloop_decode(exe, model, ids, n, threads, env):
     return int(m.group(1)) / float(m.group(2))
 
 
+def llama_cpp_build():
+    """The llama.cpp build a user of this path runs (scripts/llama_cpp_anchor.py's builds): the
+    native one by default, the avx512 / avx2 build under INFERLOOP_ISA=avx512 / avx2."""
+    isa = os.environ.get("INFERLOOP_ISA", "")
+    return isa if isa in ("avx512", "avx2") else "native"
+
+
 def llama_cpp_decode(model, ids, n, threads):
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import llama_cpp_anchor
+    env = llama_cpp_anchor.build_env(llama_cpp_build())
+    if env is None:
+        sys.exit(f"llama.cpp build {llama_cpp_build()} not installed (scripts/setup_llama_cpp_isa.sh {llama_cpp_build()})")
     p = subprocess.run([sys.executable, "-c", LLAMA_CPP_DECODE, os.path.join(ROOT, "scripts"), model, str(threads),
-                        str(n), ",".join(map(str, ids))], capture_output=True, text=True, errors="replace", timeout=1800)
+                        str(n), ",".join(map(str, ids))], capture_output=True, text=True, errors="replace", env=env,
+                       timeout=1800)
     if p.returncode != 0:
         raise RuntimeError(f"llama.cpp {model}: {p.stderr.strip()[-400:]}")
     return json.loads(p.stdout.strip().splitlines()[-1])["decode_tps"]
@@ -186,7 +200,7 @@ def main():
               f"{w['inferloop'] / w['ort']:.2f} |")
     if llm:
         print(f"\nLLM decode, tokens/s (a 32-token prompt, {a.llm_tokens} generated, greedy; llama.cpp: its "
-              "full-strength build from scripts/setup_llama_cpp.sh), quiet and next to the busy loops:\n")
+              f"full-strength {llama_cpp_build()} build, scripts/llama_cpp_anchor.py), quiet and next to the busy loops:\n")
         print("| model | engine | quiet | busy (median) | busy (worst round) | kept under load |")
         print("|---|---|---:|---:|---:|---:|")
     for model, res in llm:
