@@ -239,7 +239,12 @@ class PoolKernel final : public Kernel {
                                         dil, pl, pr);
     dnnl::pooling_v2_forward::primitive_desc pd(desc, MakeAttr(dnnl::post_ops()), Engine());
     const int nd = rank - 2;
-    if (blocked_ && alg == dnnl::algorithm::pooling_max && (nd == 2 || nd == 3) &&
+    // Undilated windows only: with a dilated window this loop gave the right values inside the
+    // kernel but the model's output read 0 at a padded corner in the clang ASan build (not in the
+    // GCC build; DnnlLayout.BlockedChainMatchesPlainGraph's mpd): not understood yet, so dilated
+    // pools stay on oneDNN.
+    const bool dilated = std::any_of(dil.begin(), dil.end(), [](int64_t v) { return v != 0; });
+    if (blocked_ && alg == dnnl::algorithm::pooling_max && (nd == 2 || nd == 3) && !dilated &&
         std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {
       for (int d = 0; d < nd; ++d) {
         const int a = d + 3 - nd;
