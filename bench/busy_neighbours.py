@@ -18,7 +18,8 @@ and of the worst rounds. With --busy 0 it measures the quiet machine instead.
 --llm (GGUF files; --models "" to run only these): LLM decode with and without the busy loops.
 Each round runs, on the quiet machine and then next to --busy busy loops, `inferloop generate`
 (greedy, a 32-token prompt, --llm-tokens generated, its own decode timing) and llama.cpp
-(scripts/llama_cpp_anchor.py's full-strength build, in a child process: the same prompt ids, the
+(scripts/llama_cpp_anchor.py's full-strength build, in one child process per model, as
+bench/llm_bench.py runs both: the same prompt ids, the
 same number of greedy steps, timed the same way), alternating which goes first. The table gives
 each engine's decode tokens/s quiet and busy (medians and the worst busy round) and what it keeps
 under load (busy / quiet, of the medians): inferloop should keep at least as much as llama.cpp.
@@ -31,7 +32,6 @@ import json
 import multiprocessing
 import os
 import platform
-import re
 import statistics
 import subprocess
 import sys
@@ -54,25 +54,6 @@ def p50(cmd, env=None):
     return json.loads(line)["p50_ms"]
 
 
-LLAMA_CPP_DECODE = r"""
-import json, sys, time
-import numpy as np
-sys.path.insert(0, sys.argv[1])
-import llama_cpp_anchor
-llama_cpp = llama_cpp_anchor.load()
-model, threads, n = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-ids = [int(x) for x in sys.argv[5].split(",")]
-llm = llama_cpp.Llama(model_path=model, n_ctx=512, n_threads=threads, n_threads_batch=threads, verbose=False)
-n_vocab = llm.n_vocab()
-llm.eval(ids)
-t0 = time.perf_counter()
-for _ in range(n):
-    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(n_vocab,))
-    llm.eval([int(np.argmax(logits))])
-print(json.dumps({"decode_tps": n / (time.perf_counter() - t0)}))
-"""
-
-
 class BusyLoops:
     """n CPU-bound processes for the duration of a with block."""
 
@@ -92,54 +73,33 @@ class BusyLoops:
             b.join()
 
 
-def inferloop_decode(exe, model, ids, n, threads, env):
-    p = subprocess.run([exe, "generate", model, "--prompt-ids", ",".join(map(str, ids)), "-n", str(n), "--temp", "0",
-                        "--ignore-eos", "-t", str(threads)], capture_output=True, text=True, errors="replace", env=env,
-                       timeout=1800)
-    m = re.search(r"generation: (\d+) tokens in ([\d.]+) s", p.stderr)
-    if p.returncode != 0 or not m:
-        raise RuntimeError(f"inferloop generate {model}: {p.stderr.strip()[-400:]}")
-    return int(m.group(1)) / float(m.group(2))
-
-
-def llama_cpp_build():
-    """The llama.cpp build a user of this path runs (scripts/llama_cpp_anchor.py's builds): the
-    native one by default, the avx512 / avx2 build under INFERLOOP_ISA=avx512 / avx2."""
-    isa = os.environ.get("INFERLOOP_ISA", "")
-    return isa if isa in ("avx512", "avx2") else "native"
-
-
-def llama_cpp_decode(model, ids, n, threads):
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    import llama_cpp_anchor
-    env = llama_cpp_anchor.build_env(llama_cpp_build())
-    if env is None:
-        sys.exit(f"llama.cpp build {llama_cpp_build()} not installed (scripts/setup_llama_cpp_isa.sh {llama_cpp_build()})")
-    p = subprocess.run([sys.executable, "-c", LLAMA_CPP_DECODE, os.path.join(ROOT, "scripts"), model, str(threads),
-                        str(n), ",".join(map(str, ids))], capture_output=True, text=True, errors="replace", env=env,
-                       timeout=1800)
-    if p.returncode != 0:
-        raise RuntimeError(f"llama.cpp {model}: {p.stderr.strip()[-400:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])["decode_tps"]
-
-
-def llm_rows(a, env):
-    ids = [1] + [(i * 37) % 400 + 50 for i in range(31)]  # a fixed 32-token prompt (ids < 512: any vocabulary)
+def llm_rows(a):
+    """Decode tok/s of inferloop (`inferloop generate`) and llama.cpp (its build for this path, in a
+    child process), quiet and next to the busy loops: bench/llm_bench.py's runners and prompt."""
+    import llm_bench  # loads llama.cpp's Python binding: only when --llm is given
+    isa = os.environ.get("INFERLOOP_ISA", "default")
+    isa = isa if isa in llm_bench.ISA_ENV else "default"
     rows = []
     for model in [m for m in a.llm.split(",") if m]:
+        _, ids = llm_bench.prompt_ids(model, 32)
+        lc = llm_bench.LlamaCppChild(model, a.threads, llm_bench.ISA_LLAMA_BUILD[isa])
         res = {(e, b): [] for e in ("inferloop", "llama.cpp") for b in ("quiet", "busy")}
-        for r in range(a.rounds):
-            for phase, n_busy in (("quiet", 0), ("busy", a.busy)):
-                with BusyLoops(n_busy):
-                    order = [("inferloop", lambda: inferloop_decode(a.inferloop, model, ids, a.llm_tokens, a.threads, env)),
-                             ("llama.cpp", lambda: llama_cpp_decode(model, ids, a.llm_tokens, a.threads))]
-                    if r % 2:
-                        order.reverse()
-                    for name, fn in order:
-                        res[(name, phase)].append(fn())
-            print(f"{os.path.basename(model)} round {r + 1}: " +
-                  ", ".join(f"{e} {b} {v[-1]:.2f}" for (e, b), v in res.items()), file=sys.stderr, flush=True)
-        rows.append((model, res))
+        try:
+            for r in range(a.rounds):
+                for phase, n_busy in (("quiet", 0), ("busy", a.busy)):
+                    with BusyLoops(n_busy):
+                        order = [("inferloop", lambda: llm_bench.inferloop_single(a.inferloop, model, ids, a.llm_tokens,
+                                                                                   a.threads, isa)),
+                                 ("llama.cpp", lambda: lc.single(ids, a.llm_tokens))]
+                        if r % 2:
+                            order.reverse()
+                        for name, fn in order:
+                            res[(name, phase)].append(fn()["decode_tps"])
+                print(f"{os.path.basename(model)} round {r + 1}: " +
+                      ", ".join(f"{e} {b} {v[-1]:.2f}" for (e, b), v in res.items()), file=sys.stderr, flush=True)
+        finally:
+            lc.close()
+        rows.append((model, res, lc.build))
     return rows
 
 
@@ -183,7 +143,7 @@ def main():
                 print(f"{model} round {r + 1}: " + ", ".join(f"{k} {v[-1]:.3f}" for k, v in res.items()),
                       file=sys.stderr, flush=True)
             rows.append((model, res))
-    llm = llm_rows(a, env_cli)
+    llm = llm_rows(a)
     print(f"\n{a.busy} busy loops on {os.cpu_count()} CPUs ({cpu}), --threads {a.threads}, batch {a.batch}, "
           f"{a.rounds} alternating rounds of {a.iterations} runs, median p50 ms; "
           f"INFERLOOP_ISA={os.environ.get('INFERLOOP_ISA', 'default')}; {mask_note}\n")
@@ -200,10 +160,10 @@ def main():
               f"{w['inferloop'] / w['ort']:.2f} |")
     if llm:
         print(f"\nLLM decode, tokens/s (a 32-token prompt, {a.llm_tokens} generated, greedy; llama.cpp: its "
-              f"full-strength {llama_cpp_build()} build, scripts/llama_cpp_anchor.py), quiet and next to the busy loops:\n")
+              f"{llm[0][2]} build, scripts/llama_cpp_anchor.py), quiet and next to the busy loops:\n")
         print("| model | engine | quiet | busy (median) | busy (worst round) | kept under load |")
         print("|---|---|---:|---:|---:|---:|")
-    for model, res in llm:
+    for model, res, _ in llm:
         for e in ("inferloop", "llama.cpp"):
             q, b = statistics.median(res[(e, "quiet")]), statistics.median(res[(e, "busy")])
             print(f"| {os.path.basename(model)} | {e} | {q:.2f} | {b:.2f} | {min(res[(e, 'busy')]):.2f} | "
