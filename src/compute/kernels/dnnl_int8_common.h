@@ -86,9 +86,9 @@ void AddZeroPoints(const ZeroPoints& z, ExecArgs& args, MemArg* src_m, MemArg* d
 
 // True when oneDNN's int8 kernels on this CPU accumulate u8 x s8 products exactly: with VNNI
 // (AVX512-VNNI, AVX-VNNI) or AMX. Without them (AVX2, AVX-512 before VNNI) oneDNN sums pairs of
-// products in saturating int16, which overflows for full-range int8 weights; QConv and QMatMul
-// then compute in float32 instead (dequantize, float primitive, quantize), the float graph's
-// semantics. ONEDNN_MAX_CPU_ISA lowers what oneDNN reports here.
+// products in saturating int16, which overflows for full-range int8 weights; for such weights
+// (Int8ProductsExact) QConv and QMatMul compute in float32 instead (dequantize, float primitive,
+// quantize), the float graph's semantics. ONEDNN_MAX_CPU_ISA lowers what oneDNN reports here.
 bool NativeInt8();
 // True when oneDNN's int8 kernels compute products with the int8 weights `w` exactly on this CPU:
 // NativeInt8(), or every |w| <= 64 (weights quantized to 7 bits, as ONNX Runtime's quantizer

@@ -21,8 +21,8 @@ struct PoolPlan {
   bool scalar_only = false;  // the scalar kernel runs this shape
   bool halving_max = false;  // HalvingMaxPool runs this shape (not oneDNN)
   bool blocked_max = false;  // BlockedMaxPool runs this shape (oneDNN has only its reference kernel)
-  // The window of BlockedMaxPool, per spatial axis (depth, height, width; 2-D: depth 1).
-  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, dilation{1, 1, 1}, pad{0, 0, 0};
+  // The (undilated) window of BlockedMaxPool, per spatial axis (depth, height, width; 2-D: depth 1).
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1}, pad{0, 0, 0};
   Shape y_shape;
   dnnl::pooling_v2_forward prim;
   memory::desc src_md, dst_md, scratch_md;
@@ -183,7 +183,7 @@ class PoolKernel final : public Kernel {
     });
   }
 
-  // MaxPool on NCHW16c / NCDHW16c storage [N, C/16, (D,) H, W, 16]: each output the largest of its
+  // MaxPool on NCHW16c / NCDHW16c storage [N, C/16, (D,) H, W, 16], undilated windows: each output the largest of its
   // window's values that lie inside X (padding never wins), 16 channels at a time. Used where
   // oneDNN has no optimized kernel for the layout, i.e. only its reference one: on AVX2 its jit
   // pooling takes 8-channel blocks only. Measured (ResNet-50's 3x3 stride-2 pool on [1, 64, 112,
@@ -204,13 +204,13 @@ class PoolKernel final : public Kernel {
           float m[B];
           std::fill(m, m + B, -std::numeric_limits<float>::infinity());
           for (int64_t kd = 0; kd < p.kernel[0]; ++kd) {
-            const int64_t id = od * p.stride[0] - p.pad[0] + kd * p.dilation[0];
+            const int64_t id = od * p.stride[0] - p.pad[0] + kd;
             if (id < 0 || id >= p.in[0]) continue;
             for (int64_t kh = 0; kh < p.kernel[1]; ++kh) {
-              const int64_t ih = oh * p.stride[1] - p.pad[1] + kh * p.dilation[1];
+              const int64_t ih = oh * p.stride[1] - p.pad[1] + kh;
               if (ih < 0 || ih >= p.in[1]) continue;
               for (int64_t kw = 0; kw < p.kernel[2]; ++kw) {
-                const int64_t iw = ow * p.stride[2] - p.pad[2] + kw * p.dilation[2];
+                const int64_t iw = ow * p.stride[2] - p.pad[2] + kw;
                 if (iw < 0 || iw >= p.in[2]) continue;
                 const float* v = in + ((id * p.in[1] + ih) * p.in[2] + iw) * B;
                 for (int64_t c = 0; c < B; ++c) m[c] = v[c] > m[c] ? v[c] : m[c];
@@ -252,7 +252,6 @@ class PoolKernel final : public Kernel {
         plan->out[a] = y_shape[d + 2];
         plan->kernel[a] = kernel[d];
         plan->stride[a] = strides[d];
-        plan->dilation[a] = dil[d] + 1;
         plan->pad[a] = pl[d];
       }
       plan->blocked_max = true;
