@@ -228,22 +228,32 @@ void Run(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t
 
 }  // namespace
 
-void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y,
-                      int64_t y_stride, int64_t group_begin, int64_t group_end) {
+namespace {
+
+// Groups [group_begin, group_end) of `w` through a table's group kernel `gemm` (the rows of the
+// last group may be fewer than 16).
+template <class Rows>
+void GroupsThrough(void (*gemm)(const uint8_t*, int64_t, int64_t, const Rows&, int64_t, float*, int64_t),
+                   const AmxPackedWeight& w, const Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,
+                   int64_t group_end) {
   if (T <= 0 || group_begin >= group_end) return;
   const int64_t G = AmxPackedWeight::kGroupRows;
-  auto gemm = w.type() == GgmlType::kQ4_0 ? k.gemm_g16_q4_0 : k.gemm_g16_q8_0;
   gemm(w.group(group_begin), group_end - group_begin, std::min(w.rows(), group_end * G) - group_begin * G, x, T,
        Y + group_begin * G, y_stride);
 }
 
+}  // namespace
+
+void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y,
+                      int64_t y_stride, int64_t group_begin, int64_t group_end) {
+  GroupsThrough(w.type() == GgmlType::kQ4_0 ? k.gemm_g16_q4_0 : k.gemm_g16_q8_0, w, x, T, Y, y_stride, group_begin,
+                group_end);
+}
+
 void TableGroupMatMul(const LlmKernelTable& k, const AmxPackedWeight& w, const Q8KRows& x, int64_t T, float* Y,
                       int64_t y_stride, int64_t group_begin, int64_t group_end) {
-  if (T <= 0 || group_begin >= group_end) return;
-  const int64_t G = AmxPackedWeight::kGroupRows;
-  auto gemm = w.type() == GgmlType::kQ4_K ? k.gemm_g16_q4_k : k.gemm_g16_q6_k;
-  gemm(w.group(group_begin), group_end - group_begin, std::min(w.rows(), group_end * G) - group_begin * G, x, T,
-       Y + group_begin * G, y_stride);
+  GroupsThrough(w.type() == GgmlType::kQ4_K ? k.gemm_g16_q4_k : k.gemm_g16_q6_k, w, x, T, Y, y_stride, group_begin,
+                group_end);
 }
 
 void AmxMatMul(const AmxPackedWeight& w, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride, int64_t group_begin,
