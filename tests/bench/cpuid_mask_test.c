@@ -1,15 +1,22 @@
 // Checks bench/cpuid_mask.c (the benches' CPUID mask, loaded by LD_PRELOAD): run as
-//   INFERLOOP_CPUID_MASK=MODE LD_PRELOAD=libcpuid_mask.so cpuid_mask_test MODE
+//   cpuid_mask_test MODE path/to/libcpuid_mask.so
+// It first asks the kernel whether CPUID faulting works here (arch_prctl ARCH_SET_CPUID with
+// CPUID left on, which changes nothing: -ENODEV without it) and skips where it does not (the mask
+// would refuse to run, by design); then runs itself again with INFERLOOP_CPUID_MASK=MODE and
+// LD_PRELOAD=the library, and there
 // it asserts that CPUID leaf 7 hides what MODE's CPU lacks (avx512: AMX; avx2: AMX, AVX-512,
 // AVX-VNNI) while still reporting AVX2, that a real segmentation fault of the process still kills
 // it with SIGSEGV (the mask's handler passes faults that are not CPUID on), and that a handler the
 // program installs for SIGSEGV is the one called for such a fault. Exit 0: passed; 1: failed;
 // 77: skipped (the CPU has no CPUID faulting, or does not have the features to hide).
 #include <cpuid.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <asm/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,20 +71,51 @@ static void WriteNullWithHandler(void) {
   WriteNull();
 }
 
-int main(int argc, char** argv) {
-  if (argc != 2 || (strcmp(argv[1], "avx512") != 0 && strcmp(argv[1], "avx2") != 0)) {
-    fprintf(stderr, "usage: INFERLOOP_CPUID_MASK=MODE LD_PRELOAD=libcpuid_mask.so %s avx512|avx2\n", argv[0]);
+// Whether the library at path is mapped into this process (/proc/self/maps).
+static int IsMapped(const char* path) {
+  char real[4096];
+  if (realpath(path, real) == NULL) return 0;
+  FILE* f = fopen("/proc/self/maps", "r");
+  if (f == NULL) return 0;
+  char line[8192];
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f) != NULL) found = strstr(line, real) != NULL;
+  fclose(f);
+  return found;
+}
+
+// The masked run: re-executes this program with the mask preloaded (marked by
+// CPUID_MASK_TEST_MASKED so that the second run checks instead of re-executing).
+static int RunMasked(char** argv) {
+  if (setenv("CPUID_MASK_TEST_MASKED", "1", 1) != 0 || setenv("INFERLOOP_CPUID_MASK", argv[1], 1) != 0 ||
+      setenv("LD_PRELOAD", argv[2], 1) != 0) {
+    perror("setenv");
     return 1;
   }
-  if (!HasCpuFlag("cpuid_fault")) {
-    printf("SKIPPED: no cpuid_fault CPU flag (the mask cannot work here)\n");
-    return 77;
+  execv("/proc/self/exe", argv);
+  perror("execv /proc/self/exe");
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3 || (strcmp(argv[1], "avx512") != 0 && strcmp(argv[1], "avx2") != 0)) {
+    fprintf(stderr, "usage: %s avx512|avx2 path/to/libcpuid_mask.so\n", argv[0]);
+    return 1;
   }
-  if (!HasCpuFlag("avx512f") || !HasCpuFlag("avx2")) {
-    printf("SKIPPED: the CPU has no AVX-512 to hide\n");
-    return 77;
+  if (getenv("CPUID_MASK_TEST_MASKED") == NULL) {
+    if (syscall(SYS_arch_prctl, ARCH_SET_CPUID, 1) != 0) {
+      printf("SKIPPED: this CPU or kernel has no CPUID faulting (arch_prctl ARCH_SET_CPUID: %s); the mask cannot work here\n",
+             strerror(errno));
+      return 77;
+    }
+    if (!HasCpuFlag("avx512f") || !HasCpuFlag("avx2")) {
+      printf("SKIPPED: the CPU has no AVX-512 to hide\n");
+      return 77;
+    }
+    return RunMasked(argv);
   }
   const char* env = getenv("INFERLOOP_CPUID_MASK");
+  CHECK(IsMapped(argv[2]), "%s is not loaded in the masked run", argv[2]);
   CHECK(env != NULL && strcmp(env, argv[1]) == 0, "INFERLOOP_CPUID_MASK is not %s", argv[1]);
   unsigned a, b, c, d;
   __cpuid_count(7, 0, a, b, c, d);
