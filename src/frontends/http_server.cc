@@ -312,13 +312,19 @@ class Session : public std::enable_shared_from_this<Session> {
     } else {
       h += "Transfer-Encoding: chunked\r\n\r\n";
     }
+    h += slot->stream_pending;  // pieces (and the end) that arrived before the start
     slot->stream_pending = std::move(h);
     DoWrite();
   }
 
+  // Pieces and the end may arrive before the start: a stream opened by a handler on this io
+  // thread posts its start to the thread's private queue, which asio runs only after the handler
+  // returns, while pieces posted from another thread (the generation thread) meanwhile reach the
+  // shared queue first. They are framed and kept until the start (only a slot answered without a
+  // stream drops them).
   void OnStreamData(uint64_t seq, std::string data) {
     Slot* slot = FindSlot(seq);
-    if (slot == nullptr || !slot->streaming || slot->stream_ended || data.empty()) return;
+    if (slot == nullptr || slot->response || slot->stream_ended || data.empty()) return;
     if (slot->version == 10) {
       slot->stream_pending += data;
     } else {
@@ -328,15 +334,15 @@ class Session : public std::enable_shared_from_this<Session> {
       slot->stream_pending += data;
       slot->stream_pending += "\r\n";
     }
-    DoWrite();
+    if (slot->streaming) DoWrite();
   }
 
   void OnStreamEnd(uint64_t seq) {
     Slot* slot = FindSlot(seq);
-    if (slot == nullptr || !slot->streaming || slot->stream_ended) return;
+    if (slot == nullptr || slot->response || slot->stream_ended) return;
     slot->stream_ended = true;
     if (slot->version != 10) slot->stream_pending += "0\r\n\r\n";
-    DoWrite();
+    if (slot->streaming) DoWrite();
   }
 
   // An answer for request `seq` (posted here by its responder).

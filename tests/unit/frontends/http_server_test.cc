@@ -303,6 +303,35 @@ TEST(HttpServer, StreamedAnswerIsChunkedAndKeepsTheConnection) {
   EXPECT_EQ(c.Read().body, "next");
 }
 
+// The OpenAI handler's order: the stream is opened on the io thread inside the handler, and the
+// generation thread writes its first pieces (and may end) before the handler returns. asio keeps
+// a post made from the io thread in that thread's private queue until the handler returns, so the
+// pieces posted from the other thread reach the connection before the stream's start: they were
+// dropped (streamed LLM answers lost their first tokens under load).
+TEST(HttpServer, PiecesWrittenFromAnotherThreadBeforeTheHandlerReturnsAreKept) {
+  auto server = StartServer([](HttpRequest, HttpResponder respond) {
+    HttpResponse head;
+    head.status = 200;
+    head.headers.emplace_back("Content-Type", "text/event-stream");
+    HttpStream stream = respond.Stream(std::move(head));
+    std::thread([stream] {
+      stream.Write("data: one\n\n");
+      stream.Write("data: two\n\n");
+      stream.End();
+    }).join();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the other thread's posts queue first
+  });
+  ASSERT_TRUE(server);
+  TestConnection c(server->port());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(c.Send(MakeHttpRequest("POST", "/stream", "x")));
+    auto r = c.Read();
+    EXPECT_EQ(r.status, 200) << i;
+    EXPECT_EQ(r.body, "data: one\n\ndata: two\n\n") << i;
+    EXPECT_EQ(r.chunks.size(), 2u) << i;
+  }
+}
+
 TEST(HttpServer, StreamEndsWhenItsLastHandleGoesAndSeesTheClientLeave) {
   HeldRequests held;
   auto server = StartServer(held.Handler());
