@@ -10,7 +10,8 @@ LD_PRELOAD, INFERLOOP_CPUID_MASK and GLIBC_TUNABLES in os.environ for every proc
 starts afterwards (not for the bench's own Python process) and returns a line for the table
 header; else returns a line saying the anchor saw the whole CPU. Builds the library (CMake target
 cpuid_mask) when missing, and checks in a child process that the mask took effect (numpy's CPU
-feature detection, which reads CPUID), failing loudly otherwise.
+feature detection, which reads CPUID), failing loudly otherwise (a kernel without CPUID faulting: the library refuses to run). On a CPU
+that has AVX-512 VNNI and no AMX itself, avx512 needs no mask.
 """
 import os
 import subprocess
@@ -51,12 +52,23 @@ def masked_env(isa, build_dir, env=None):
     return env
 
 
+def cpu_has(flag):
+    """Whether /proc/cpuinfo's flags name `flag`."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return flag in line.split()
+    return False
+
+
 def apply_from_isa_env(build_dir=os.path.join(ROOT, "build")):
     isa = os.environ.get("INFERLOOP_ISA", "")
     if isa not in ("avx512", "avx2"):
         return "anchor: the whole CPU (no INFERLOOP_ISA cap)"
     if os.environ.get("INFERLOOP_ANCHOR_UNMASKED") == "1":
         return f"anchor: the whole CPU (INFERLOOP_ANCHOR_UNMASKED=1; inferloop capped to {isa}): not a same-CPU comparison"
+    if isa == "avx512" and not cpu_has("amx_int8") and cpu_has("avx512_vnni"):
+        return "anchor: the whole CPU, which has AVX-512 VNNI and no AMX itself (no mask needed)"
     os.environ.update(masked_env(isa, build_dir))
     what = {"avx512": "AVX-512 with VNNI, no AMX", "avx2": "AVX2 only, no AVX-512, no AVX-VNNI"}[isa]
     return f"CPUID mask {isa}: every process (the anchor too) sees a CPU with {what} (bench/cpuid_mask.c)"
