@@ -30,7 +30,8 @@ every round, so a change to the serving path is measured side by side under the 
    (built by scripts/setup_llama_cpp_isa.sh server: the same llama.cpp as the venv's anchor,
    native for this CPU; run as `llama-server -m MODEL --parallel 16 -c 16 x (prompt + tokens)
    -t THREADS`), both with --llm-threads threads. Each round sends --llm-streams concurrent
-   streamed /v1/completions (a distinct --llm-prompt-tokens-token prompt each, --llm-max-tokens
+   streamed /v1/completions (a distinct --llm-prompt-tokens-token prompt each, new every round so
+   that no prefix cache answers from the round before, the same for both servers; --llm-max-tokens
    tokens, greedy, the end-of-sequence token banned with logit_bias so that every stream runs to
    max_tokens) and reads the server-sent events as they arrive (http.client, one thread per
    stream). Reported per server, medians over the rounds (alternating): aggregate generated
@@ -316,8 +317,11 @@ def llm_main(a):
     eos = int(r.fields["tokenizer.ggml.eos_token_id"].parts[-1][0])
     n_vocab = len(r.fields["tokenizer.ggml.tokens"].data)
     rng = random.Random(0)
-    prompts = [[1] + [rng.randrange(300, n_vocab - 16) for _ in range(a.llm_prompt_tokens - 1)]
-               for _ in range(a.llm_streams)]
+
+    def new_prompts(n):
+        # Fresh prompts for every round (the same for both servers within it): neither server's
+        # prefix cache can answer a round from the one before.
+        return [[1] + [rng.randrange(300, n_vocab - 16) for _ in range(a.llm_prompt_tokens - 1)] for _ in range(n)]
     ctx_per_stream = a.llm_prompt_tokens + a.llm_max_tokens
     work = tempfile.mkdtemp(prefix="inferloop_llm_serve_bench_")
     srv = llama = None
@@ -329,10 +333,12 @@ def llm_main(a):
                                                           a.llm_threads)
         contenders = {"inferloop serve": (srv.http_port, [srv.proc.pid]),
                       "llama-server": (llama_port, [llama.pid])}
+        warm = new_prompts(1)
         for port, pids in contenders.values():  # warm-up: one short stream each, not counted
-            llm_round(port, prompts[:1], 4, eos, pids)
+            llm_round(port, warm, 4, eos, pids)
         results = {k: [] for k in contenders}
         for rnd in range(a.rounds):
+            prompts = new_prompts(a.llm_streams)
             for name, (port, pids) in contenders.items():
                 results[name].append(llm_round(port, prompts, a.llm_max_tokens, eos, pids))
                 x = results[name][-1]
