@@ -27,7 +27,7 @@ void PackQ4KBlock(const uint8_t* src, int n, uint8_t* dst) {
     dst[192 + 32 * (j / 2) + 2 * n + j % 2] = mn;
   }
   for (int c = 0; c < 4; ++c) {
-    for (int l = 0; l < 8; ++l) std::memcpy(dst + 320 + 64 * (8 * c + l) + 4 * n, src + 16 + 32 * c + 4 * l, 4);
+    for (int l = 0; l < 8; ++l) std::memcpy(dst + 320 + 64 * (4 * l + c) + 4 * n, src + 16 + 32 * c + 4 * l, 4);
   }
 }
 
@@ -51,13 +51,13 @@ void PackQ6KBlock(const uint8_t* src, int n, uint8_t* dst) {
     for (int e = 0; e < 4; ++e) {
       const int at = 4 * n + e;
       for (int j = 0; j < 4; ++j) {
-        dst[288 + 64 * (8 * j + l) + at] =
+        dst[288 + 64 * (4 * l + j) + at] =
             static_cast<uint8_t>((q[32 * (2 * j) + 4 * l + e] & 0x0F) | ((q[32 * (2 * j + 1) + 4 * l + e] & 0x0F) << 4));
       }
       for (int j = 0; j < 2; ++j) {
         uint8_t bits = 0;
         for (int u = 0; u < 4; ++u) bits |= static_cast<uint8_t>((q[32 * (4 * j + u) + 4 * l + e] >> 4) << (2 * u));
-        dst[2336 + 64 * (8 * j + l) + at] = bits;
+        dst[2336 + 64 * (2 * l + j) + at] = bits;
       }
     }
   }

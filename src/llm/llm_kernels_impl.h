@@ -339,7 +339,7 @@ struct G16Q4K {
         for (int m = 0; m < M; ++m) c[m] = O::ZeroI();
         #pragma GCC unroll 4
         for (int c4 = 0; c4 < 4; ++c4) {
-          const I v = O::Load(blk + 320 + 64 * (8 * c4 + l) + vo);
+          const I v = O::Load(blk + 320 + 64 * (4 * l + c4) + vo);
           const I lo = O::And(v, m4), hi = O::And(O::template Srli16<4>(v), m4);
           #pragma GCC unroll 8
           for (int m = 0; m < M; ++m) {
@@ -414,10 +414,10 @@ struct G16Q6K {
         I c[M];
         #pragma GCC unroll 8
         for (int m = 0; m < M; ++m) c[m] = O::MaddW(O::ZeroI(), s_off[l], O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * l)));
-        const I hb0 = O::Load(blk + 2336 + 64 * l + vo), hb1 = O::Load(blk + 2336 + 64 * (8 + l) + vo);
+        const I hb0 = O::Load(blk + 2336 + 64 * (2 * l) + vo), hb1 = O::Load(blk + 2336 + 64 * (2 * l + 1) + vo);
         #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
-          const I lv = O::Load(blk + 288 + 64 * (8 * j + l) + vo);
+          const I lv = O::Load(blk + 288 + 64 * (4 * l + j) + vo);
           const I hb = j < 2 ? hb0 : hb1;
           // Chunks 2j (low nibbles; top bits u = 2j % 4) and 2j + 1 (high nibbles; u + 1).
           I q0, q1;
