@@ -148,21 +148,6 @@ void PackedTimes(const AmxPackedWeight& w, const Q8Rows& xq, const Q8KRows& xk, 
   }
 }
 
-// Whether T tokens go through w's 16-row groups (else the file's rows). For few tokens the
-// K-quant group tiles lose to the row kernels (which ask ahead, llm_kernels_impl.h
-// kPrefetchAhead) when the matrix streams from memory: bench/llm_matmul.cc 65536 x 2048 (larger
-// than the caches), one AMD EPYC (Zen 4) core, avx512_vnni, ms per product rows / groups:
-// Q4_K 1 token 5.3 / 10.7, 4: 12.0 / 15.3, 16: 51 / 37; Q6_K 1: 5.7 / 13.7, 4: 9.8 / 19.2,
-// 16: 29.8 / 38.0, 64: 120 / 123, 256: 498 / 388. TinyLlama-shaped Q4_K_M decode, 2 threads:
-// 24.9 -> 41.2 tok/s. Both give the same bits (gemm_g16_test KQuantsEqualThePerRowDotsBitForBit),
-// so the choice never changes an answer.
-bool UseGroups(const WeightMatrix& w, int64_t T) {
-  if (w.packed == nullptr) return false;
-  if (w.type == GgmlType::kQ4_K) return T > 4;
-  if (w.type == GgmlType::kQ6_K) return T > 32;
-  return true;
-}
-
 bool NeedsInt8(GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0; }
 bool NeedsQ8K(GgmlType t) { return t == GgmlType::kQ4_K || t == GgmlType::kQ6_K; }
 
@@ -201,7 +186,7 @@ void MatMulMany(std::span<const WeightMatrix* const> ws, const float* X, int64_t
       const int64_t units_i = (w.rows + kUnitRows - 1) / kUnitRows;
       const int64_t b = std::max(begin, base) - base, e = std::min(end, base + units_i) - base;
       if (b < e) {
-        if (UseGroups(w, T)) {
+        if (w.packed != nullptr) {
           PackedTimes(*w.packed, xq, xk, T, Ys[i], w.rows, b, e);
         } else {
           RowsTimes(w, X, xq, xk, T, Ys[i], b * kUnitRows, std::min(w.rows, e * kUnitRows));

@@ -121,8 +121,7 @@ TEST(WeightMatrix, MixedTypesInOneMatMulMany) {
 
 // K-quant weights repacked in 16-row groups (PackForGemm, where the active table has the group
 // products) give MatMul and MatMulMany bit for bit the results of the file's layout, for any number
-// of tokens, threaded or not, mixed with unpacked weights in one MatMulMany (few tokens take the
-// rows even when packed, weight_matrix.cc UseGroups; 12, 33 and 64 reach the groups).
+// of tokens, threaded or not, mixed with unpacked weights in one MatMulMany.
 TEST(WeightMatrix, PackedKQuantsEqualTheFileLayout) {
   std::mt19937 g(5);
   std::normal_distribution<float> nd(0.0f, 1.0f);
