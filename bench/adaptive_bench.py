@@ -21,18 +21,15 @@ import subprocess
 import sys
 import tempfile
 
+import isa_mask  # cpu_flags
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "adaptive"))
 ROOT = os.path.dirname(HERE)
 
 
 def cpu_line():
-    flags = set()
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
+    flags = isa_mask.cpu_flags()
     model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     have = [x for x in ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "amx_int8", "amx_bf16") if x in flags]
     isa = os.environ.get("INFERLOOP_ISA", "") or "default (best the CPU has)"

@@ -10,8 +10,9 @@ LD_PRELOAD, INFERLOOP_CPUID_MASK and GLIBC_TUNABLES in os.environ for every proc
 starts afterwards (not for the bench's own Python process) and returns a line for the table
 header; else returns a line saying the anchor saw the whole CPU. Builds the library (CMake target
 cpuid_mask) when missing, and checks in a child process that the mask took effect (numpy's CPU
-feature detection, which reads CPUID), failing loudly otherwise (a kernel without CPUID faulting: the library refuses to run). On a CPU
-that has AVX-512 VNNI and no AMX itself, avx512 needs no mask.
+feature detection, which reads CPUID), failing loudly otherwise (a kernel without CPUID faulting:
+the library refuses to run). On a CPU that has AVX-512 VNNI and no AMX itself, avx512 needs no
+mask. cpu_flags() is the benches' reader of the CPU's feature flags.
 """
 import os
 import subprocess
@@ -52,13 +53,16 @@ def masked_env(isa, build_dir, env=None):
     return env
 
 
-def cpu_has(flag):
-    """Whether /proc/cpuinfo's flags name `flag`."""
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("flags"):
-                return flag in line.split()
-    return False
+def cpu_flags():
+    """The CPU's feature flags, as /proc/cpuinfo's first "flags" line names them (empty when unreadable)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
 
 
 def apply_from_isa_env(build_dir=os.path.join(ROOT, "build")):
@@ -67,7 +71,8 @@ def apply_from_isa_env(build_dir=os.path.join(ROOT, "build")):
         return "anchor: the whole CPU (no INFERLOOP_ISA cap)"
     if os.environ.get("INFERLOOP_ANCHOR_UNMASKED") == "1":
         return f"anchor: the whole CPU (INFERLOOP_ANCHOR_UNMASKED=1; inferloop capped to {isa}): not a same-CPU comparison"
-    if isa == "avx512" and not cpu_has("amx_int8") and cpu_has("avx512_vnni"):
+    flags = cpu_flags()
+    if isa == "avx512" and "amx_int8" not in flags and "avx512_vnni" in flags:
         return "anchor: the whole CPU, which has AVX-512 VNNI and no AMX itself (no mask needed)"
     os.environ.update(masked_env(isa, build_dir))
     what = {"avx512": "AVX-512 with VNNI, no AMX", "avx2": "AVX2 only, no AVX-512, no AVX-VNNI"}[isa]

@@ -56,6 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import llama_cpp_anchor  # noqa: E402
+import isa_mask  # noqa: E402  (cpu_flags; bench/ is this script's folder)
 
 if llama_cpp_anchor.load() is None:
     sys.exit("llama_cpp is not installed: scripts/setup_llama_cpp.sh")
@@ -328,7 +329,7 @@ def cpu_description():
     except OSError:
         return "unknown CPU", {}
     name = re.search(r"^model name\s*:\s*(.*)$", text, re.M)
-    flags = set(re.search(r"^flags\s*:\s*(.*)$", text, re.M).group(1).split())
+    flags = isa_mask.cpu_flags()
     feats = {"AMX-INT8": "amx_int8" in flags, "AVX-512 VNNI": "avx512_vnni" in flags, "AVX-512F": "avx512f" in flags,
              "AVX-VNNI": "avx_vnni" in flags, "AVX2": "avx2" in flags}
     return (name.group(1).strip() if name else "unknown CPU"), feats

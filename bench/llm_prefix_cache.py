@@ -39,6 +39,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 sys.path.insert(0, HERE)
 import adaptive_bench  # noqa: E402  (cpu_line)
+import isa_mask  # noqa: E402  (cpu_flags)
 import serve_harness as h  # noqa: E402
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -96,7 +97,7 @@ def generate_speed(inferloop, model, threads, prompt_tokens):
 
 def isa_line():
     """The CPU features and which LLM kernels they select (docs/LLM.md, Kernels)."""
-    flags = open("/proc/cpuinfo").read()
+    flags = isa_mask.cpu_flags()
     isa = os.environ.get("INFERLOOP_ISA", "")
     path = isa or ("AMX for prefill steps, AVX-512 VNNI for decode" if "amx_int8" in flags else
                    "AVX-512 VNNI" if "avx512_vnni" in flags else "AVX2" if "avx2" in flags else "scalar")
