@@ -18,6 +18,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import isa_mask  # noqa: E402  (cpu_flags)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_qdq_models  # noqa: E402
 
@@ -132,23 +135,12 @@ class TestQdqFusion(unittest.TestCase):
         self.assertEqual(ops["Transpose"], 2)
 
 
-def cpu_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
 class TestQdqVsOrt(unittest.TestCase, QdqMixin):
     """The CPU's best instruction set: int8 primitives (u8/s8 sources), AMX or VNNI where present."""
     env = {"ONEDNN_VERBOSE": "1"}
 
     def test_models_match_onnxruntime(self):
-        flags = cpu_flags()
+        flags = isa_mask.cpu_flags()
         native = bool(flags & {"amx_int8", "avx512_vnni", "avx_vnni"})
         for name in models():
             with self.subTest(name):
