@@ -51,13 +51,13 @@ void PackQ6KBlock(const uint8_t* src, int n, uint8_t* dst) {
     for (int e = 0; e < 4; ++e) {
       const int at = 4 * n + e;
       for (int j = 0; j < 4; ++j) {
-        dst[288 + 64 * (4 * l + j) + at] =
+        dst[288 + 384 * l + 128 + 64 * j + at] =
             static_cast<uint8_t>((q[32 * (2 * j) + 4 * l + e] & 0x0F) | ((q[32 * (2 * j + 1) + 4 * l + e] & 0x0F) << 4));
       }
       for (int j = 0; j < 2; ++j) {
         uint8_t bits = 0;
         for (int u = 0; u < 4; ++u) bits |= static_cast<uint8_t>((q[32 * (4 * j + u) + 4 * l + e] >> 4) << (2 * u));
-        dst[2336 + 64 * (2 * l + j) + at] = bits;
+        dst[288 + 384 * l + 64 * j + at] = bits;
       }
     }
   }

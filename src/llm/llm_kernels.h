@@ -152,14 +152,17 @@ struct LlmKernelTable {
   //     320 + 64 (4l + c) holds the file's bytes 32c + 4l .. 32c + 4l + 3 (low nibble: sub-block
   //     2c, high: 2c + 1).
   //   Q6_K (3360 bytes): [0, 32) fp16 d; [32, 288) the int8 scales in pairs, scales 2k and 2k + 1
-  //     of row i at 32 + 32k + 2i; [288, 2336) the low 4 bits: column vector (j, l) at
-  //     288 + 64 (4l + j) holds those of positions 32 (2j) + 4l + e (low nibble) and
-  //     32 (2j + 1) + 4l + e (high); [2336, 3360) the top 2 bits: vector (j, l) at 2336 + 64 (2l + j),
-  //     bits 2u..2u+1 of byte e those of position 32 (4j + u) + 4l + e.
-  //   The vectors are in the order the tiles read them (column l's step reads 4 + 2 consecutive
-  //     lines): ordered by j first (8j + l), the reads jumped 512 bytes within a step, and one
+  //     of row i at 32 + 32k + 2i; [288, 3360) column l's 384-byte step at 288 + 384l: first the
+  //     top 2 bits, vector (j, l) for j = 0, 1 at 288 + 384l + 64j, bits 2u..2u+1 of byte e those
+  //     of position 32 (4j + u) + 4l + e; then the low 4 bits, vector (j, l) for j = 0..3 at
+  //     288 + 384l + 128 + 64j, holding those of positions 32 (2j) + 4l + e (low nibble) and
+  //     32 (2j + 1) + 4l + e (high).
+  //   The vectors are in the order the tiles read them, so a super-block is one sequential
+  //     stream: ordered by j first (8j + l), the reads jumped 512 bytes within a step, and one
   //     AMD EPYC core streamed a 65536 x 2048 Q4_K matrix at 1 token in 8.3-10.1 ms against
-  //     4.9-5.7 ms now (Q6_K 12.3-12.7 against 6.2-6.8; bench_llm_matmul, busy machine).
+  //     4.9-5.7 ms in reading order (bench_llm_matmul, busy machine). Q6_K's top bits after all
+  //     the low bits (two streams) took 4.8-5.7 ms against 3.2-4.5 ms interleaved (6 alternating
+  //     runs, 2026-12-03).
   // Per (row, token) the result is bit for bit dot_q4_k / dot_q6_k's (llama.cpp's x86 kernels'):
   // the same eight int32 lane sums per super-block (lane l: column l's products, each sub-block's
   // scaled; Q4_K's mins against the activation's 32-value sums in four lanes; Q6_K's offset of 32

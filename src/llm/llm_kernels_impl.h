@@ -287,6 +287,17 @@ inline int32_t Load4(const int16_t* p) {
   return v;
 }
 
+// Few tokens (decode) stream a group's super-blocks from memory once. Where a tile reads each
+// block in two parts (AVX2: 8 rows at a time, so each line twice), prefetching the next block at
+// the first part keeps the second part in cache: 65536 x 2048 Q4_K at 1 token, one AMD EPYC
+// core, bench_llm_matmul, 4 alternating runs: 4.8-5.7 ms against 6.1-7.5 without. A single pass
+// (AVX-512) reads each block as one sequential stream, which the hardware prefetcher follows
+// better alone: Q4_K 2.29-3.06 ms against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8.
+inline void PrefetchNextGroupBlock(const uint8_t* blk, int block_bytes, int part) {
+  if (part != 0) return;
+  for (int o = 0; o < block_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + block_bytes + o), _MM_HINT_T0);
+}
+
 // The eight column lanes of scaled sums (and Q4_K's four mins lanes) as dot_q4_k / dot_q6_k add
 // them up: SumLanes8's order, then Q4KResult's.
 template <class O>
@@ -314,11 +325,7 @@ struct G16Q4K {
     const I m4 = O::Set8(0x0F);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
-      if constexpr (M <= 2) {  // few tokens (decode) stream the weights from memory: ask ahead
-        if (part == 0) {
-          for (int o = 0; o < kBlockBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kBlockBytes + o), _MM_HINT_T0);
-        }
-      }
+      if constexpr (M <= 2 && O::kParts > 1) PrefetchNextGroupBlock(blk, kBlockBytes, part);
       const F dv = O::Half(blk + 2 * R * part), dmv = O::Half(blk + 32 + 2 * R * part);
       I sc[8];
       #pragma GCC unroll 8
@@ -386,11 +393,7 @@ struct G16Q6K {
     const I m4 = O::Set8(0x0F), m30 = O::Set8(0x30), lo16 = O::Set32(0xFFFF), hi16 = O::Set32(static_cast<int32_t>(0xFFFF0000u));
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
-      if constexpr (M <= 2) {
-        if (part == 0) {
-          for (int o = 0; o < kBlockBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kBlockBytes + o), _MM_HINT_T0);
-        }
-      }
+      if constexpr (M <= 2 && O::kParts > 1) PrefetchNextGroupBlock(blk, kBlockBytes, part);
       const F dv = O::Half(blk + 2 * R * part);
       // Per 32-value chunk k: the scale of its first 16 values as (s, s) pairs, of its last 16,
       // and both times -32 (the offset, against the activation's 16-value sums).
@@ -414,10 +417,11 @@ struct G16Q6K {
         I c[M];
         #pragma GCC unroll 8
         for (int m = 0; m < M; ++m) c[m] = O::MaddW(O::ZeroI(), s_off[l], O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * l)));
-        const I hb0 = O::Load(blk + 2336 + 64 * (2 * l) + vo), hb1 = O::Load(blk + 2336 + 64 * (2 * l + 1) + vo);
+        const uint8_t* step = blk + 288 + 384 * l;  // column l's 2 vectors of top bits, then its 4 of low bits
+        const I hb0 = O::Load(step + vo), hb1 = O::Load(step + 64 + vo);
         #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
-          const I lv = O::Load(blk + 288 + 64 * (4 * l + j) + vo);
+          const I lv = O::Load(step + 128 + 64 * j + vo);
           const I hb = j < 2 ? hb0 : hb1;
           // Chunks 2j (low nibbles; top bits u = 2j % 4) and 2j + 1 (high nibbles; u + 1).
           I q0, q1;
