@@ -110,41 +110,7 @@ void Q8KRows::Resize(int64_t rows, int64_t n) {
 }
 
 void Q8KRows::Quantize(int64_t r, const float* x) {
-  int8_t* q = q_.data() + r * n_;
-  float* d = d_.data() + r * n_ / 256;
-  int16_t* bsum = bsum_.data() + r * n_ / 16;
-  for (int64_t b = 0; b < n_ / 256; ++b) {
-    const float* xb = x + b * 256;
-    int8_t* qb = q + b * 256;
-    float amax = 0, m = 0;
-    for (int i = 0; i < 256; ++i) {
-      const float a = std::fabs(xb[i]);
-      if (a > amax) {
-        amax = a;
-        m = xb[i];
-      }
-    }
-    if (amax == 0) {
-      d[b] = 0;
-      std::memset(qb, 0, 256);
-      for (int j = 0; j < 16; ++j) bsum[b * 16 + j] = 0;
-      continue;
-    }
-    const float iscale = -127.0f / m;
-    for (int i = 0; i < 256; ++i) {
-      // Round to nearest, ties to even (the default rounding mode), as llama.cpp's nearest_int.
-      // Finite inputs give -127..127; the bounds (and NaN -> 0) only keep an infinite or NaN
-      // activation from an undefined float-to-int conversion.
-      const float r = std::nearbyint(iscale * xb[i]);
-      qb[i] = static_cast<int8_t>(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? static_cast<int>(r) : 0);
-    }
-    for (int j = 0; j < 16; ++j) {
-      int s = 0;
-      for (int i = 0; i < 16; ++i) s += qb[j * 16 + i];
-      bsum[b * 16 + j] = static_cast<int16_t>(s);
-    }
-    d[b] = 1.0f / iscale;
-  }
+  ActiveLlmKernels().quantize_q8_k(x, n_, q_.data() + r * n_, d_.data() + r * n_ / 256, bsum_.data() + r * n_ / 16);
 }
 
 bool AmxAvailable() {

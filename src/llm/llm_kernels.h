@@ -172,6 +172,12 @@ struct LlmKernelTable {
                         int64_t y_stride);
   void (*gemm_g16_q6_k)(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, int64_t T, float* Y,
                         int64_t y_stride);
+  // One activation row as llama.cpp's quantize_row_q8_K (n % 256 == 0), what Q8KRows::Quantize
+  // stores: per super-block of 256, m = the first value of the largest magnitude (NaN ignored),
+  // q = nearbyint(x * (-127 / m)) bounded to [-127, 127] (NaN -> 0), d = 1 / (-127 / m), and
+  // bsum = the sums of the q in 16-value blocks; an all-zero super-block gives d = 0 and zeros.
+  // Every table gives the same bytes.
+  void (*quantize_q8_k)(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsum);
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

@@ -179,8 +179,44 @@ void ToF16(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = FloatToHalf(x[i]);
 }
 
+// llama.cpp's quantize_row_q8_K (ggml-quants.c), element by element.
+void QuantizeQ8K(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsum) {
+  for (int64_t b = 0; b < n / 256; ++b) {
+    const float* xb = x + b * 256;
+    int8_t* qb = q + b * 256;
+    float amax = 0, m = 0;
+    for (int i = 0; i < 256; ++i) {
+      const float a = std::fabs(xb[i]);
+      if (a > amax) {
+        amax = a;
+        m = xb[i];
+      }
+    }
+    if (amax == 0) {
+      d[b] = 0;
+      std::memset(qb, 0, 256);
+      for (int j = 0; j < 16; ++j) bsum[b * 16 + j] = 0;
+      continue;
+    }
+    const float iscale = -127.0f / m;
+    for (int i = 0; i < 256; ++i) {
+      // Round to nearest, ties to even (the default rounding mode), as llama.cpp's nearest_int.
+      // Finite inputs give -127..127; the bounds (and NaN -> 0) only keep an infinite or NaN
+      // activation from an undefined float-to-int conversion.
+      const float r = std::nearbyint(iscale * xb[i]);
+      qb[i] = static_cast<int8_t>(r >= 127.0f ? 127 : r <= -127.0f ? -127 : r == r ? static_cast<int>(r) : 0);
+    }
+    for (int j = 0; j < 16; ++j) {
+      int s = 0;
+      for (int i = 0; i < 16; ++i) s += qb[j * 16 + i];
+      bsum[b * 16 + j] = static_cast<int16_t>(s);
+    }
+    d[b] = 1.0f / iscale;
+  }
+}
+
 const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotBlocks<34, SumQ8_0>, DotBlocks<18, SumQ4_0>, QuantizeQ8,
-                               AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+                               AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, QuantizeQ8K};
 
 }  // namespace
 

@@ -321,5 +321,43 @@ TEST(LlmKernels, QuantizeQ8MatchesScalarBitForBit) {
   }
 }
 
+// Every table's quantize_q8_k gives the scalar table's bytes, scales and 16-value sums, bit for
+// bit, per super-block of 256: normal values at several scales, an all-zero block, exact ties
+// (x * 127 / amax = k + 0.5), the largest magnitude twice with opposite signs (the first sets
+// the sign), negative zeros, NaN and infinities among normal values, and an all-NaN block.
+TEST(LlmKernels, QuantizeQ8KMatchesScalarBitForBit) {
+  std::mt19937 g(17);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 256 * 9;
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = nd(g) * std::pow(10.0f, static_cast<float>(i / 256 % 5) - 2);
+  std::fill(x.begin() + 256, x.begin() + 512, 0.0f);                                      // block 1: zeros
+  for (int i = 0; i < 255; ++i) x[512 + i] = static_cast<float>(i % 200 - 100) + 0.5f;  // block 2: ties
+  x[512 + 255] = -127.0f;
+  x[768 + 40] = -900.0f;  // block 3: -900 first, +900 later
+  x[768 + 200] = 900.0f;
+  x[1024 + 3] = -0.0f;  // block 4: negative zeros and a NaN
+  x[1024 + 77] = std::numeric_limits<float>::quiet_NaN();
+  x[1280 + 5] = std::numeric_limits<float>::infinity();  // block 5: an infinity and a NaN
+  x[1280 + 6] = std::numeric_limits<float>::quiet_NaN();
+  std::fill(x.begin() + 1536, x.begin() + 1792, std::numeric_limits<float>::quiet_NaN());  // block 6
+  x[1792 + 255] = -3e38f;                                                                   // block 7: last
+  std::vector<int8_t> q0(n), q1(n);
+  std::vector<float> d0(n / 256), d1(n / 256);
+  std::vector<int16_t> s0(n / 16), s1(n / 16);
+  ScalarLlmKernels()->quantize_q8_k(x.data(), n, q0.data(), d0.data(), s0.data());
+  EXPECT_EQ(q0[768 + 40], -127);  // m = -900 (the first): iscale = -127 / m = 127 / 900
+  EXPECT_EQ(q0[768 + 200], 127);
+  for (const LlmKernelTable* t : AvailableLlmKernels()) {
+    std::fill(q1.begin(), q1.end(), int8_t{99});
+    std::fill(s1.begin(), s1.end(), int16_t{9999});
+    t->quantize_q8_k(x.data(), n, q1.data(), d1.data(), s1.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(q1[i], q0[i]) << t->name << " i=" << i;
+    for (int64_t b = 0; b < n / 256; ++b)
+      ASSERT_EQ(std::memcmp(&d1[b], &d0[b], 4), 0) << t->name << " b=" << b << " " << d1[b] << " " << d0[b];
+    for (int64_t j = 0; j < n / 16; ++j) ASSERT_EQ(s1[j], s0[j]) << t->name << " j=" << j;
+  }
+}
+
 }  // namespace
 }  // namespace inferloop::llm
