@@ -287,17 +287,6 @@ inline int32_t Load4(const int16_t* p) {
   return v;
 }
 
-// Few tokens (decode) stream a group's super-blocks from memory once. Where a tile reads each
-// block in two parts (AVX2: 8 rows at a time, so each line twice), prefetching the next block at
-// the first part keeps the second part in cache: 65536 x 2048 Q4_K at 1 token, one AMD EPYC
-// core, bench_llm_matmul, 4 alternating runs: 4.8-5.7 ms against 6.1-7.5 without. A single pass
-// (AVX-512) reads each block as one sequential stream, which the hardware prefetcher follows
-// better alone: Q4_K 2.29-3.06 ms against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8.
-inline void PrefetchNextGroupBlock(const uint8_t* blk, int block_bytes, int part) {
-  if (part != 0) return;
-  for (int o = 0; o < block_bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + block_bytes + o), _MM_HINT_T0);
-}
-
 // The eight column lanes of scaled sums (and Q4_K's four mins lanes) as dot_q4_k / dot_q6_k add
 // them up: SumLanes8's order, then Q4KResult's.
 template <class O>
@@ -306,71 +295,87 @@ inline typename O::F SumColumns(const typename O::F* a) {
   return V::Add(V::Add(V::Add(a[4], a[0]), V::Add(a[6], a[2])), V::Add(V::Add(a[5], a[1]), V::Add(a[7], a[3])));
 }
 
+// Parts<M, kP>: parts [part0, part0 + kP) of a group (R = 16 / O::kParts rows each) x M tokens,
+// the parts taken in turn within each super-block, so that with kP = O::kParts one pass reads the
+// weights once. Decode (M <= 2) streams the weights from memory and runs that way: on AVX2 a pass
+// per part read every line twice (65536 x 2048 at 1 token, one AMD EPYC core, bench_llm_matmul,
+// 4 alternating runs: Q4_K 5.0-7.3 ms -> 3.8-6.5, Q6_K 7.3-9.9 -> 4.1-7.2). No software prefetch:
+// a super-block is one sequential stream (llm_kernels.h), which the hardware prefetcher follows;
+// prefetching the next super-block measured no better (AVX-512 Q4_K 2.29-3.06 ms without
+// against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8).
 template <class O>
 struct G16Q4K {
   static constexpr int kBlockBytes = 2368;
   static constexpr int kPairsPerBlock = 8;
-  template <int M>
-  static void Part(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part,
-                   int valid) {
+  template <int M, int kP>
+  static void Parts(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part0,
+                    int valid) {
     using I = typename O::I;
     using F = typename O::F;
     constexpr int R = 16 / O::kParts;
-    const int vo = part * 4 * R;
-    F acc[M][8], accm[M][4];
-    for (int m = 0; m < M; ++m) {
-      for (int l = 0; l < 8; ++l) acc[m][l] = O::ZeroF();
-      for (int j = 0; j < 4; ++j) accm[m][j] = O::ZeroF();
+    F acc[kP][M][8], accm[kP][M][4];
+    for (int p = 0; p < kP; ++p) {
+      for (int m = 0; m < M; ++m) {
+        for (int l = 0; l < 8; ++l) acc[p][m][l] = O::ZeroF();
+        for (int j = 0; j < 4; ++j) accm[p][m][j] = O::ZeroF();
+      }
     }
     const I m4 = O::Set8(0x0F);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
-      if constexpr (M <= 2 && O::kParts > 1) PrefetchNextGroupBlock(blk, kBlockBytes, part);
-      const F dv = O::Half(blk + 2 * R * part), dmv = O::Half(blk + 32 + 2 * R * part);
-      I sc[8];
-      #pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) sc[s] = O::ScaleBytes(blk + 64 + 16 * s + R * part);
-      F dxd[M], ndxm[M];
-      #pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) {
-        dxd[m] = O::Mul(O::SetF(xt[m].d[b]), dv);
-        ndxm[m] = O::Mul(O::SetF(-xt[m].d[b]), dmv);
-      }
-      const int8_t* xb[M];
-      #pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) xb[m] = xt[m].q + b * 256;
       #pragma GCC unroll 1
-      for (int l = 0; l < 8; ++l) {
-        I c[M];
+      for (int p = 0; p < kP; ++p) {
+        const int part = part0 + p, vo = part * 4 * R;
+        const F dv = O::Half(blk + 2 * R * part), dmv = O::Half(blk + 32 + 2 * R * part);
+        I sc[8];
         #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) c[m] = O::ZeroI();
-        #pragma GCC unroll 4
-        for (int c4 = 0; c4 < 4; ++c4) {
-          const I v = O::Load(blk + 320 + 64 * (4 * l + c4) + vo);
-          const I lo = O::And(v, m4), hi = O::And(O::template Srli16<4>(v), m4);
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) {
-            const int8_t* xp = xb[m] + 64 * c4 + 4 * l;
-            c[m] = O::DotPairs(c[m], lo, O::Bcast4(xp), sc[2 * c4]);
-            c[m] = O::DotPairs(c[m], hi, O::Bcast4(xp + 32), sc[2 * c4 + 1]);
-          }
-        }
-        #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) acc[m][l] = O::Fma(dxd[m], O::Cvt(c[m]), acc[m][l]);
-      }
-      #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        const I mp = O::ZxWords(blk + 192 + 32 * j + 2 * R * part);
+        for (int s = 0; s < 8; ++s) sc[s] = O::ScaleBytes(blk + 64 + 16 * s + R * part);
+        F dxd[M], ndxm[M];
         #pragma GCC unroll 8
         for (int m = 0; m < M; ++m) {
-          const I pr = O::MaddW(O::ZeroI(), mp, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * j)));
-          accm[m][j] = O::Fma(ndxm[m], O::Cvt(pr), accm[m][j]);
+          dxd[m] = O::Mul(O::SetF(xt[m].d[b]), dv);
+          ndxm[m] = O::Mul(O::SetF(-xt[m].d[b]), dmv);
+        }
+        const int8_t* xb[M];
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) xb[m] = xt[m].q + b * 256;
+        #pragma GCC unroll 1
+        for (int l = 0; l < 8; ++l) {
+          I c[M];
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) c[m] = O::ZeroI();
+          #pragma GCC unroll 4
+          for (int c4 = 0; c4 < 4; ++c4) {
+            const I v = O::Load(blk + 320 + 64 * (4 * l + c4) + vo);
+            const I lo = O::And(v, m4), hi = O::And(O::template Srli16<4>(v), m4);
+            #pragma GCC unroll 8
+            for (int m = 0; m < M; ++m) {
+              const int8_t* xp = xb[m] + 64 * c4 + 4 * l;
+              c[m] = O::DotPairs(c[m], lo, O::Bcast4(xp), sc[2 * c4]);
+              c[m] = O::DotPairs(c[m], hi, O::Bcast4(xp + 32), sc[2 * c4 + 1]);
+            }
+          }
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) acc[p][m][l] = O::Fma(dxd[m], O::Cvt(c[m]), acc[p][m][l]);
+        }
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const I mp = O::ZxWords(blk + 192 + 32 * j + 2 * R * part);
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) {
+            const I pr = O::MaddW(O::ZeroI(), mp, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * j)));
+            accm[p][m][j] = O::Fma(ndxm[m], O::Cvt(pr), accm[p][m][j]);
+          }
         }
       }
     }
-    for (int m = 0; m < M; ++m) {
-      const F mins = O::Add(O::Add(accm[m][0], accm[m][2]), O::Add(accm[m][1], accm[m][3]));
-      O::Store(y + m * y_stride, O::Add(SumColumns<O>(acc[m]), mins), valid);
+    for (int p = 0; p < kP; ++p) {
+      const int v = std::min(R, valid - p * R);
+      if (v <= 0) break;
+      for (int m = 0; m < M; ++m) {
+        const F mins = O::Add(O::Add(accm[p][m][0], accm[p][m][2]), O::Add(accm[p][m][1], accm[p][m][3]));
+        O::Store(y + m * y_stride + p * R, O::Add(SumColumns<O>(acc[p][m]), mins), v);
+      }
     }
   }
 };
@@ -379,72 +384,80 @@ template <class O>
 struct G16Q6K {
   static constexpr int kBlockBytes = 3360;
   static constexpr int kPairsPerBlock = 16;
-  template <int M>
-  static void Part(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part,
-                   int valid) {
+  template <int M, int kP>
+  static void Parts(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part0,
+                    int valid) {
     using I = typename O::I;
     using F = typename O::F;
     constexpr int R = 16 / O::kParts;
-    const int vo = part * 4 * R;
-    F acc[M][8];
-    for (int m = 0; m < M; ++m) {
-      for (int l = 0; l < 8; ++l) acc[m][l] = O::ZeroF();
+    F acc[kP][M][8];
+    for (int p = 0; p < kP; ++p) {
+      for (int m = 0; m < M; ++m) {
+        for (int l = 0; l < 8; ++l) acc[p][m][l] = O::ZeroF();
+      }
     }
     const I m4 = O::Set8(0x0F), m30 = O::Set8(0x30), lo16 = O::Set32(0xFFFF), hi16 = O::Set32(static_cast<int32_t>(0xFFFF0000u));
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
-      if constexpr (M <= 2 && O::kParts > 1) PrefetchNextGroupBlock(blk, kBlockBytes, part);
-      const F dv = O::Half(blk + 2 * R * part);
-      // Per 32-value chunk k: the scale of its first 16 values as (s, s) pairs, of its last 16,
-      // and both times -32 (the offset, against the activation's 16-value sums).
-      I s_lo[8], s_hi[8], s_off[8];
-      #pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
-        const I p = O::SxWords(blk + 32 + 32 * k + 2 * R * part);
-        s_lo[k] = O::Or(O::template Slli32<16>(p), O::And(p, lo16));
-        s_hi[k] = O::Or(O::And(p, hi16), O::template Srli32<16>(p));
-        s_off[k] = O::Sub16(O::ZeroI(), O::template Slli16<5>(p));
-      }
-      F dxd[M];
-      const int8_t* xb[M];
-      #pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) {
-        dxd[m] = O::Mul(O::SetF(xt[m].d[b]), dv);
-        xb[m] = xt[m].q + b * 256;
-      }
       #pragma GCC unroll 1
-      for (int l = 0; l < 8; ++l) {
-        I c[M];
+      for (int p = 0; p < kP; ++p) {
+        const int part = part0 + p, vo = part * 4 * R;
+        const F dv = O::Half(blk + 2 * R * part);
+        // Per 32-value chunk k: the scale of its first 16 values as (s, s) pairs, of its last 16,
+        // and both times -32 (the offset, against the activation's 16-value sums).
+        I s_lo[8], s_hi[8], s_off[8];
         #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) c[m] = O::MaddW(O::ZeroI(), s_off[l], O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * l)));
-        const uint8_t* step = blk + 288 + 384 * l;  // column l's 2 vectors of top bits, then its 4 of low bits
-        const I hb0 = O::Load(step + vo), hb1 = O::Load(step + 64 + vo);
-        #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          const I lv = O::Load(step + 128 + 64 * j + vo);
-          const I hb = j < 2 ? hb0 : hb1;
-          // Chunks 2j (low nibbles; top bits u = 2j % 4) and 2j + 1 (high nibbles; u + 1).
-          I q0, q1;
-          if ((j & 1) == 0) {
-            q0 = O::Or(O::And(lv, m4), O::And(O::template Slli16<4>(hb), m30));
-            q1 = O::Or(O::And(O::template Srli16<4>(lv), m4), O::And(O::template Slli16<2>(hb), m30));
-          } else {
-            q0 = O::Or(O::And(lv, m4), O::And(hb, m30));
-            q1 = O::Or(O::And(O::template Srli16<4>(lv), m4), O::And(O::template Srli16<2>(hb), m30));
-          }
-          const I sa = l < 4 ? s_lo[2 * j] : s_hi[2 * j], sb = l < 4 ? s_lo[2 * j + 1] : s_hi[2 * j + 1];
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) {
-            const int8_t* xp = xb[m] + 64 * j + 4 * l;
-            c[m] = O::DotPairs(c[m], q0, O::Bcast4(xp), sa);
-            c[m] = O::DotPairs(c[m], q1, O::Bcast4(xp + 32), sb);
-          }
+        for (int k = 0; k < 8; ++k) {
+          const I q = O::SxWords(blk + 32 + 32 * k + 2 * R * part);
+          s_lo[k] = O::Or(O::template Slli32<16>(q), O::And(q, lo16));
+          s_hi[k] = O::Or(O::And(q, hi16), O::template Srli32<16>(q));
+          s_off[k] = O::Sub16(O::ZeroI(), O::template Slli16<5>(q));
         }
+        F dxd[M];
+        const int8_t* xb[M];
         #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) acc[m][l] = O::Fma(dxd[m], O::Cvt(c[m]), acc[m][l]);
+        for (int m = 0; m < M; ++m) {
+          dxd[m] = O::Mul(O::SetF(xt[m].d[b]), dv);
+          xb[m] = xt[m].q + b * 256;
+        }
+        #pragma GCC unroll 1
+        for (int l = 0; l < 8; ++l) {
+          I c[M];
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) c[m] = O::MaddW(O::ZeroI(), s_off[l], O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * l)));
+          const uint8_t* step = blk + 288 + 384 * l;  // column l's 2 vectors of top bits, then its 4 of low bits
+          const I hb0 = O::Load(step + vo), hb1 = O::Load(step + 64 + vo);
+          #pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) {
+            const I lv = O::Load(step + 128 + 64 * j + vo);
+            const I hb = j < 2 ? hb0 : hb1;
+            // Chunks 2j (low nibbles; top bits u = 2j % 4) and 2j + 1 (high nibbles; u + 1).
+            I q0, q1;
+            if ((j & 1) == 0) {
+              q0 = O::Or(O::And(lv, m4), O::And(O::template Slli16<4>(hb), m30));
+              q1 = O::Or(O::And(O::template Srli16<4>(lv), m4), O::And(O::template Slli16<2>(hb), m30));
+            } else {
+              q0 = O::Or(O::And(lv, m4), O::And(hb, m30));
+              q1 = O::Or(O::And(O::template Srli16<4>(lv), m4), O::And(O::template Srli16<2>(hb), m30));
+            }
+            const I sa = l < 4 ? s_lo[2 * j] : s_hi[2 * j], sb = l < 4 ? s_lo[2 * j + 1] : s_hi[2 * j + 1];
+            #pragma GCC unroll 8
+            for (int m = 0; m < M; ++m) {
+              const int8_t* xp = xb[m] + 64 * j + 4 * l;
+              c[m] = O::DotPairs(c[m], q0, O::Bcast4(xp), sa);
+              c[m] = O::DotPairs(c[m], q1, O::Bcast4(xp + 32), sb);
+            }
+          }
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) acc[p][m][l] = O::Fma(dxd[m], O::Cvt(c[m]), acc[p][m][l]);
+        }
       }
     }
-    for (int m = 0; m < M; ++m) O::Store(y + m * y_stride, SumColumns<O>(acc[m]), valid);
+    for (int p = 0; p < kP; ++p) {
+      const int v = std::min(R, valid - p * R);
+      if (v <= 0) break;
+      for (int m = 0; m < M; ++m) O::Store(y + m * y_stride + p * R, SumColumns<O>(acc[p][m]), v);
+    }
   }
 };
 
@@ -475,10 +488,17 @@ void GemmG16K(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, 
       for (int64_t g = g0; g < g1; ++g) {
         const int valid = static_cast<int>(std::min<int64_t>(16, rows - g * 16));
         WithTileRows<kMaxM>(m, [&](auto tm) {
+          constexpr int M = decltype(tm)::value;
+          float* y = Y + t0 * y_stride + g * 16;
+          if constexpr (M <= 2 && O::kParts > 1) {
+            if (valid > R) {  // decode: every part in one pass over the weights
+              K::template Parts<M, O::kParts>(w + g * group_bytes, nsb, tok.data() + t0, y, y_stride, 0, valid);
+              return;
+            }
+          }
           for (int part = 0; part < O::kParts && valid > part * R; ++part) {
-            K::template Part<decltype(tm)::value>(w + g * group_bytes, nsb, tok.data() + t0,
-                                                  Y + t0 * y_stride + g * 16 + part * R, y_stride, part,
-                                                  std::min(R, valid - part * R));
+            K::template Parts<M, 1>(w + g * group_bytes, nsb, tok.data() + t0, y + part * R, y_stride, part,
+                                    std::min(R, valid - part * R));
           }
         });
       }
