@@ -81,21 +81,25 @@ class Q8Rows : public Int8RowStorage {
 // Per block of 256: m = the value of largest magnitude (the first one), q = round(-127 / m * x)
 // (ties to even, at most 127), d = 1 / (-127 / m), so x ~= d * q; an all-zero block has d = 0.
 struct Q8KRow {
-  const int8_t* q = nullptr;      // n values
-  const float* d = nullptr;       // n / 256 block scales
-  const int16_t* bsum = nullptr;  // n / 16: sum of each 16 consecutive q
+  const int8_t* q = nullptr;        // n values
+  const float* d = nullptr;         // n / 256 block scales
+  const int16_t* bsum = nullptr;    // n / 16: sum of each 16 consecutive q
+  const int16_t* bsum32 = nullptr;  // n / 32: sum of each 32 consecutive q (bsum in pairs)
 };
 
 // Owns the storage of `rows` Q8_K rows of `n` values each (n % 256 == 0).
 class Q8KRows : public Int8RowStorage {
  public:
   void Resize(int64_t rows, int64_t n);
-  // Quantizes row `r` from `x` (n floats). The same scalar code for every ISA.
+  // Quantizes row `r` from `x` (n floats): the table's quantize_q8_k, the same bytes on every ISA.
   void Quantize(int64_t r, const float* x);
-  Q8KRow Row(int64_t r) const { return {q_.data() + r * n_, d_.data() + r * n_ / 256, bsum_.data() + r * n_ / 16}; }
+  Q8KRow Row(int64_t r) const {
+    return {q_.data() + r * n_, d_.data() + r * n_ / 256, bsum_.data() + r * n_ / 16, bsum32_.data() + r * n_ / 32};
+  }
 
  private:
   std::vector<int16_t> bsum_;
+  std::vector<int16_t> bsum32_;
 };
 
 struct LlmKernelTable {

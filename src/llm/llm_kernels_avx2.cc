@@ -178,7 +178,7 @@ struct Avx2G16 {
           }
           #pragma GCC unroll 8
           for (int m = 0; m < M; ++m)
-            c[hh][m] = _mm256_add_epi32(_mm256_madd_epi16(s[m], ones), _mm256_set1_epi32(xt[m].nsum[b]));
+            c[hh][m] = _mm256_add_epi32(_mm256_madd_epi16(s[m], ones), _mm256_set1_epi32(-kOffset * xt[m].qsum[b]));
         } else {
           #pragma GCC unroll 8
           for (int m = 0; m < M; ++m) c[hh][m] = _mm256_setzero_si256();

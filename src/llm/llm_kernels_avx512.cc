@@ -200,7 +200,7 @@ struct VnniG16 {
       const uint8_t* vals = blk + 32;
       __m512i c[M];
       #pragma GCC unroll 16
-      for (int m = 0; m < M; ++m) c[m] = _mm512_set1_epi32(xt[m].nsum[b]);
+      for (int m = 0; m < M; ++m) c[m] = _mm512_set1_epi32(-kOffset * xt[m].qsum[b]);
       if constexpr (kQ4) {
         #pragma GCC unroll 4
         for (int k = 0; k < 4; ++k) {

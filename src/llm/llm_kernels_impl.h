@@ -205,13 +205,12 @@ void GemmK(const uint8_t* w, uint64_t row_bytes, int64_t rows, const Q8KRows& x,
 
 // ---- products with weights repacked in 16-row groups (llm_kernels.h, gemm_g16_*) ----
 
-// One activation row as the group tiles read it: int8 values, block scales, and per block
-// -offset * sum(q) (the weight offset taken back through the int32 accumulator's start; null
-// when the tile's weights are signed).
+// One activation row as the group tiles read it: int8 values, block scales, and per block the sum
+// of the q (a tile with weights offset to unsigned starts its int32 accumulator at -offset * sum).
 struct G16Token {
   const int8_t* q;
   const float* d;
-  const int32_t* nsum;
+  const int32_t* qsum;
 };
 
 // Drives K's register tile over groups x tokens. K provides kBlockBytes (one block of a group:
@@ -219,31 +218,27 @@ struct G16Token {
 // none), kMaxM, and Tile<M>(group, blocks, M tokens, y, y_stride, valid rows) for M <= kMaxM.
 // Cache blocking: the groups are taken a slab of about kSlabBytes at a time and every token tile
 // runs over the slab while it is in L2, so the weights come from memory once per product; each
-// token tile's activations stay in L1 across the slab's groups.
+// token tile's activations stay in L1 across the slab's groups. Allocates nothing (the tile's
+// token views live on the stack), so a decode step with a kept MatMulScratch allocates nothing.
 template <class K>
 void GemmG16(const uint8_t* w, int64_t groups, int64_t rows, const Q8Rows& x, int64_t T, float* Y, int64_t y_stride) {
   constexpr int64_t kSlabBytes = 256 << 10;
   const int64_t nb = x.n() / 32, group_bytes = nb * K::kBlockBytes;
-  std::vector<int32_t> nsum(K::kOffset != 0 ? T * nb : 0);
-  std::vector<G16Token> tok(T);
-  for (int64_t t = 0; t < T; ++t) {
-    const Q8Row r = x.Row(t);
-    tok[t] = {r.q, r.d, nullptr};
-    if constexpr (K::kOffset != 0) {
-      for (int64_t b = 0; b < nb; ++b) nsum[t * nb + b] = -K::kOffset * r.qsum[b];
-      tok[t].nsum = nsum.data() + t * nb;
-    }
-  }
   const int64_t slab = std::max<int64_t>(1, kSlabBytes / group_bytes);
   for (int64_t g0 = 0; g0 < groups; g0 += slab) {
     const int64_t g1 = std::min(groups, g0 + slab);
     for (int64_t t0 = 0; t0 < T; t0 += K::kMaxM) {
       const int m = static_cast<int>(std::min<int64_t>(K::kMaxM, T - t0));
+      G16Token tok[K::kMaxM];
+      for (int i = 0; i < m; ++i) {
+        const Q8Row r = x.Row(t0 + i);
+        tok[i] = {r.q, r.d, r.qsum};
+      }
       for (int64_t g = g0; g < g1; ++g) {
         const int valid = static_cast<int>(std::min<int64_t>(16, rows - g * 16));
         WithTileRows<K::kMaxM>(m, [&](auto tm) {
-          K::template Tile<decltype(tm)::value>(w + g * group_bytes, nb, tok.data() + t0, Y + t0 * y_stride + g * 16,
-                                                y_stride, valid);
+          K::template Tile<decltype(tm)::value>(w + g * group_bytes, nb, tok, Y + t0 * y_stride + g * 16, y_stride,
+                                                valid);
         });
       }
     }
@@ -469,22 +464,16 @@ void GemmG16K(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, 
   constexpr int R = 16 / O::kParts;
   const int64_t nsb = x.n() / 256, group_bytes = nsb * K::kBlockBytes;
   constexpr bool kQ4 = K::kPairsPerBlock == 8;
-  std::vector<int16_t> bs32(kQ4 ? T * nsb * 8 : 0);
-  std::vector<G16KToken> tok(T);
-  for (int64_t t = 0; t < T; ++t) {
-    const Q8KRow r = x.Row(t);
-    tok[t] = {r.q, r.d, r.bsum};
-    if constexpr (kQ4) {
-      // The 32-value sums, as Q4KAddBlock's vphaddw forms them.
-      for (int64_t i = 0; i < nsb * 8; ++i) bs32[t * nsb * 8 + i] = static_cast<int16_t>(r.bsum[2 * i] + r.bsum[2 * i + 1]);
-      tok[t].pairs = bs32.data() + t * nsb * 8;
-    }
-  }
   const int64_t slab = std::max<int64_t>(1, kSlabBytes / group_bytes);
   for (int64_t g0 = 0; g0 < groups; g0 += slab) {
     const int64_t g1 = std::min(groups, g0 + slab);
     for (int64_t t0 = 0; t0 < T; t0 += kMaxM) {
       const int m = static_cast<int>(std::min<int64_t>(kMaxM, T - t0));
+      G16KToken tok[kMaxM];
+      for (int i = 0; i < m; ++i) {
+        const Q8KRow r = x.Row(t0 + i);
+        tok[i] = {r.q, r.d, kQ4 ? r.bsum32 : r.bsum};
+      }
       for (int64_t g = g0; g < g1; ++g) {
         const int valid = static_cast<int>(std::min<int64_t>(16, rows - g * 16));
         WithTileRows<kMaxM>(m, [&](auto tm) {
@@ -492,12 +481,12 @@ void GemmG16K(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, 
           float* y = Y + t0 * y_stride + g * 16;
           if constexpr (M <= 2 && O::kParts > 1) {
             if (valid > R) {  // decode: every part in one pass over the weights
-              K::template Parts<M, O::kParts>(w + g * group_bytes, nsb, tok.data() + t0, y, y_stride, 0, valid);
+              K::template Parts<M, O::kParts>(w + g * group_bytes, nsb, tok, y, y_stride, 0, valid);
               return;
             }
           }
           for (int part = 0; part < O::kParts && valid > part * R; ++part) {
-            K::template Parts<M, 1>(w + g * group_bytes, nsb, tok.data() + t0, y + part * R, y_stride, part,
+            K::template Parts<M, 1>(w + g * group_bytes, nsb, tok, y + part * R, y_stride, part,
                                     std::min(R, valid - part * R));
           }
         });

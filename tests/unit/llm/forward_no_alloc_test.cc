@@ -9,6 +9,7 @@
 
 #include "llm/kv_block_pool.h"
 #include "llm/llama_model.h"
+#include "llm/llm_kernels.h"
 #include "llm/weight_matrix.h"
 
 #if defined(__has_feature)
@@ -77,6 +78,43 @@ TEST(ForwardNoAlloc, QuantizedProductWithScratchAllocatesNothing) {
     EXPECT_EQ(AllocationsDuring([&] { MatMul(w, x.data(), 1, y.data(), nullptr, &scratch); }), 0);  // smaller
     // Without a scratch the product allocates (the counter sees this path).
     EXPECT_GT(AllocationsDuring([&] { MatMul(w, x.data(), 4, y.data(), nullptr); }), 0);
+  }
+}
+
+// The same through the 16-row group kernels of every format that packs (PackForGemm: Q8_0 /
+// Q4_0 where the CPU packs them, Q4_K / Q6_K wherever the table has group kernels): 1 token
+// (decode), 2, and 13 (a partial token tile), 48 rows (3 groups).
+TEST(ForwardNoAlloc, PackedProductWithScratchAllocatesNothing) {
+#ifdef LLM_NO_ALLOC_HOOKS
+  GTEST_SKIP() << "allocation hooks are off under sanitizers";
+#endif
+  std::mt19937 g(5);
+  int packed_formats = 0;
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    const bool k_quant = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;
+    const int64_t rows = 48, cols = 512, values = k_quant ? 256 : 32;
+    const int64_t block = type == GgmlType::kQ8_0 ? 34 : type == GgmlType::kQ4_0 ? 18 : type == GgmlType::kQ4_K ? 144 : 210;
+    std::vector<uint8_t> bytes(rows * cols / values * block);
+    for (auto& b : bytes) b = static_cast<uint8_t>(g() & 0x7F);
+    WeightMatrix w;
+    w.name = "w";
+    w.type = type;
+    w.rows = rows;
+    w.cols = cols;
+    w.row_bytes = cols / values * block;
+    w.data = bytes;
+    if (!PackForGemm(w)) continue;
+    ++packed_formats;
+    std::vector<float> x(13 * cols, 0.25f), y(13 * rows);
+    MatMulScratch scratch;
+    MatMul(w, x.data(), 13, y.data(), nullptr, &scratch);  // sizes the scratch
+    for (int64_t T : {13, 2, 1}) {
+      EXPECT_EQ(AllocationsDuring([&] { MatMul(w, x.data(), T, y.data(), nullptr, &scratch); }), 0)
+          << GgmlTypeName(type) << " T=" << T;
+    }
+  }
+  if (ActiveLlmKernels().gemm_g16_q4_k != nullptr) {
+    EXPECT_GE(packed_formats, 2) << "Q4_K and Q6_K pack here";
   }
 }
 
