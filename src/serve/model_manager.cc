@@ -274,6 +274,9 @@ Status ModelManager::DoLoad(const std::string& model) {
                                                                 "(--response-cache-bytes 0): served uncached"}});
   std::map<int64_t, std::shared_ptr<ModelVersion>> loaded;
   std::map<int64_t, std::string> loaded_fp;
+  // model_version_loaded is logged after the swap below: a client that waits for it (a deploy
+  // script, the e2e tests) must find the new version answering, not the one it replaces.
+  std::vector<EventLog::Fields> loaded_events;
   Status first_error;
   for (const auto& vf : to_load) {
     const auto t0 = Clock::now();
@@ -303,7 +306,7 @@ Status ModelManager::DoLoad(const std::string& model) {
                                {"ms", std::to_string(ms)}, {"memory_bytes", std::to_string(loaded[vf.version]->MemoryBytes())},
                                {"reload", e.serving.empty() ? "false" : "true"}};
     for (auto& d : loaded[vf.version]->LoadDetails()) fields.push_back(std::move(d));
-    LogInfo("model_version_loaded", fields);
+    loaded_events.push_back(std::move(fields));
   }
   // The swap: new versions take traffic, the ones they replace or that the policy dropped leave.
   std::vector<std::shared_ptr<ModelVersion>> retired;
@@ -340,6 +343,7 @@ Status ModelManager::DoLoad(const std::string& model) {
     if (!e.serving.empty()) e.idle_unloaded = false;
     if (!loaded.empty()) e.last_used = Clock::now();  // a model just loaded is not the least recently used
   }
+  for (const auto& fields : loaded_events) LogInfo("model_version_loaded", fields);
   for (auto& old : retired) {
     const int64_t v = old->version();
     LogInfo("model_version_draining", {{"model", model}, {"version", std::to_string(v)}});
