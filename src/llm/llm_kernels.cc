@@ -111,8 +111,8 @@ void Q8KRows::Resize(int64_t rows, int64_t n) {
 }
 
 void Q8KRows::Quantize(int64_t r, const float* x) {
-  const int16_t* bsum = bsum_.data() + r * n_ / 16;
-  ActiveLlmKernels().quantize_q8_k(x, n_, q_.data() + r * n_, d_.data() + r * n_ / 256, bsum_.data() + r * n_ / 16);
+  int16_t* bsum = bsum_.data() + r * n_ / 16;
+  ActiveLlmKernels().quantize_q8_k(x, n_, q_.data() + r * n_, d_.data() + r * n_ / 256, bsum);
   // The 32-value sums, as Q4KAddBlock's vphaddw forms them (the Q4_K group tiles' mins).
   int16_t* bsum32 = bsum32_.data() + r * n_ / 32;
   for (int64_t i = 0; i < n_ / 32; ++i) bsum32[i] = static_cast<int16_t>(bsum[2 * i] + bsum[2 * i + 1]);

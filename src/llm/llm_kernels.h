@@ -162,7 +162,7 @@ struct LlmKernelTable {
   //     288 + 384l + 128 + 64j, holding those of positions 32 (2j) + 4l + e (low nibble) and
   //     32 (2j + 1) + 4l + e (high).
   //   The vectors are in the order the tiles read them, so a super-block is one sequential
-  //     stream: ordered by j first (8j + l), the reads jumped 512 bytes within a step, and one
+  //     stream. Ordered by j first (8j + l), the reads jumped 512 bytes within a step, and one
   //     AMD EPYC core streamed a 65536 x 2048 Q4_K matrix at 1 token in 8.3-10.1 ms against
   //     4.9-5.7 ms in reading order (bench_llm_matmul, busy machine). Q6_K's top bits after all
   //     the low bits (two streams) took 4.8-5.7 ms against 3.2-4.5 ms interleaved (6 alternating

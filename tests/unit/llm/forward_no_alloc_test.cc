@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "llm/ggml_types.h"
 #include "llm/kv_block_pool.h"
 #include "llm/llama_model.h"
 #include "llm/llm_kernels.h"
@@ -91,17 +92,17 @@ TEST(ForwardNoAlloc, PackedProductWithScratchAllocatesNothing) {
   std::mt19937 g(5);
   int packed_formats = 0;
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
-    const bool k_quant = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;
-    const int64_t rows = 48, cols = 512, values = k_quant ? 256 : 32;
-    const int64_t block = type == GgmlType::kQ8_0 ? 34 : type == GgmlType::kQ4_0 ? 18 : type == GgmlType::kQ4_K ? 144 : 210;
-    std::vector<uint8_t> bytes(rows * cols / values * block);
+    const int64_t rows = 48, cols = 512;
+    const auto row_bytes = GgmlRowBytes(static_cast<uint32_t>(type), cols);
+    ASSERT_TRUE(row_bytes.ok());
+    std::vector<uint8_t> bytes(rows * row_bytes.value());
     for (auto& b : bytes) b = static_cast<uint8_t>(g() & 0x7F);
     WeightMatrix w;
     w.name = "w";
     w.type = type;
     w.rows = rows;
     w.cols = cols;
-    w.row_bytes = cols / values * block;
+    w.row_bytes = row_bytes.value();
     w.data = bytes;
     if (!PackForGemm(w)) continue;
     ++packed_formats;
