@@ -107,8 +107,15 @@ void ThreadPool::RunChunks(int64_t n, int64_t grain, Thunk thunk, void* fn) {
     return;
   }
   Reservation r(this, static_cast<int>(std::min<int64_t>(threads_, max_blocks)));
-  const int team = r.threads();
-  if (team <= 1) {
+  RunChunksOnTeam(r.threads(), n, grain, thunk, fn);
+}
+
+void ThreadPool::RunChunksOnTeam(int team, int64_t n, int64_t grain, Thunk thunk, void* fn) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  const int64_t max_blocks = n / grain;
+  team = static_cast<int>(std::min<int64_t>(team, max_blocks));
+  if (team <= 1 || InParallelRegion()) {
     ChunkScope scope;
     thunk(fn, 0, n);
     return;

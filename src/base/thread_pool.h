@@ -51,6 +51,13 @@ class ThreadPool {
     Reservation(const Reservation&) = delete;
     Reservation& operator=(const Reservation&) = delete;
     int threads() const { return threads_; }
+    // ParallelFor on the threads this reservation holds (the caller and threads() - 1 workers),
+    // for work between the oneDNN calls of the same holder; inline when it holds one thread.
+    template <typename Fn>
+    void ParallelFor(int64_t n, int64_t grain, Fn&& fn) const {
+      RunChunksOnTeam(pool_ ? threads_ : 1, n, grain, &CallThunk<std::remove_reference_t<Fn>>,
+                      const_cast<void*>(static_cast<const void*>(&fn)));
+    }
 
    private:
     ThreadPool* pool_;
@@ -62,6 +69,8 @@ class ThreadPool {
   template <typename Fn>
   static void CallThunk(void* fn, int64_t b, int64_t e) { (*static_cast<Fn*>(fn))(b, e); }
   void RunChunks(int64_t n, int64_t grain, Thunk thunk, void* fn);
+  // Runs the chunks on a team of at most `team` threads already claimed by the caller.
+  static void RunChunksOnTeam(int team, int64_t n, int64_t grain, Thunk thunk, void* fn);
 
   int threads_ = 1;
   std::atomic<int> busy_{0};  // threads in use by all callers' teams right now

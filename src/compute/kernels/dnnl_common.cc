@@ -197,9 +197,15 @@ dnnl::primitive_attr MakeAttr(const dnnl::post_ops& po) {
 
 namespace {
 std::atomic<int64_t> g_executions{0};
+std::atomic<int64_t> g_fast_path_executions{0};
 }  // namespace
 
 int64_t PrimitiveExecutions() { return g_executions.load(std::memory_order_relaxed); }
+int64_t FastPathExecutions() { return g_fast_path_executions.load(std::memory_order_relaxed); }
+void CountFastPathExecution() {
+  g_executions.fetch_add(1, std::memory_order_relaxed);
+  g_fast_path_executions.fetch_add(1, std::memory_order_relaxed);
+}
 
 Status Execute(const dnnl::primitive& prim, const dnnl::memory::desc& scratch_md, ExecArgs& args, const char* what) {
   MemArg scratch;

@@ -53,6 +53,9 @@ dnnl::cpu_isa EffectiveIsa();
 // The calling thread's stream (streams are cheap; one per thread avoids sharing questions).
 dnnl::stream& ThreadStream();
 
+// Counts one run of a kernel's own fast path in PrimitiveExecutions (dnnl_kernels.h).
+void CountFastPathExecution();
+
 // Per calling thread, a 64-byte-aligned buffer of at least `bytes`, one per slot (0..3); grows
 // and is kept. Valid until the same thread asks for the same slot again.
 void* ThreadScratch(int slot, size_t bytes);
@@ -71,6 +74,12 @@ class ThreadScope {
   ThreadScope(const ThreadScope&) = delete;
   ThreadScope& operator=(const ThreadScope&) = delete;
   int threads() const { return threads_; }
+  // ParallelFor on the claimed threads (inline when one), for a kernel's own loops.
+  template <typename Fn>
+  void ParallelFor(int64_t n, int64_t grain, Fn&& fn) const {
+    if (reservation_) reservation_->ParallelFor(n, grain, std::forward<Fn>(fn));
+    else if (n > 0) fn(int64_t{0}, n);
+  }
 
  private:
   std::optional<ThreadPool::Reservation> reservation_;

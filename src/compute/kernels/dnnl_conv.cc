@@ -8,7 +8,11 @@
 //   any       - oneDNN picks the layouts (often NHWC for its brgemm convolutions; the
 //               NCHW <-> NHWC reorders cost more than nChw16c's);
 //   winograd  - Winograd F(2x2, 3x3) on blocked layouts (2-D 3x3, stride 1, no dilation,
-//               group 1).
+//               group 1);
+//   small_direct - not oneDNN: compute/simd/small_conv.h's direct convolution on the plain
+//               tensors, for few channels (at most kSmallConvMaxChannels in and out; stride 1,
+//               no dilation, group 1, constant float32 W, activation none / Relu / LeakyRelu /
+//               Clip), where oneDNN pads the channels to 16 or runs im2col.
 // The first time a shape is seen every candidate is timed on the real inputs and the winner
 // kept in the TuningCache (INFERLOOP_AUTOTUNE=0: heuristic instead). Bias, the residual Z
 // (a binary-add post-op reading Z in place, or when oneDNN refuses that, a copy into Y and a
@@ -28,14 +32,19 @@
 #include "base/status_macros.h"
 #include "compute/kernels/dnnl_common.h"
 #include "compute/kernels/nn_common.h"
+#include "compute/simd/small_conv.h"
 #include "compute/tuning_cache.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
 namespace {
 
-enum class ConvImpl { kPlain, kBlocked16, kAny, kWinograd };
-constexpr ConvImpl kAllImpls[] = {ConvImpl::kPlain, ConvImpl::kBlocked16, ConvImpl::kAny, ConvImpl::kWinograd};
+enum class ConvImpl { kPlain, kBlocked16, kAny, kWinograd, kSmallDirect };
+constexpr ConvImpl kAllImpls[] = {ConvImpl::kPlain, ConvImpl::kBlocked16, ConvImpl::kAny, ConvImpl::kWinograd,
+                                  ConvImpl::kSmallDirect};
+// small_direct is a candidate up to this many input and output channels (beyond, oneDNN's
+// blocked kernels fill their vectors, and timing one more candidate would cost every shape).
+constexpr int64_t kSmallConvMaxChannels = 64;
 
 const char* ImplName(ConvImpl i) {
   switch (i) {
@@ -43,6 +52,7 @@ const char* ImplName(ConvImpl i) {
     case ConvImpl::kBlocked16: return "blocked16";
     case ConvImpl::kAny: return "any";
     case ConvImpl::kWinograd: return "winograd";
+    case ConvImpl::kSmallDirect: return "small_direct";
   }
   return "";
 }
@@ -111,6 +121,9 @@ struct ConvPlan {
   bool z_binary = false;  // Z is a binary-add post-op operand (else: copied into dst, sum post-op)
   std::shared_ptr<const memory> packed_wei;                   // constant W in wei_md
   std::shared_ptr<const HalfWeights> half_wei;                // constant W in wei_md, as float16
+  // small_direct: the geometry and W packed for simd::SmallConvRows.
+  simd::SmallConvGeom small;
+  std::shared_ptr<const std::vector<float>> small_wei;
 };
 
 class ConvKernel final : public Kernel {
@@ -144,12 +157,12 @@ class ConvKernel final : public Kernel {
         return ctx.Invalid("Z must have the output's shape " + ShapeToString(p.y_storage) + ", got " + ShapeToString(z->shape()));
       p.has_z = z != nullptr;
       IL_ASSIGN_OR_RETURN(y, ctx.AllocateUninit(DataType::kFloat, p.y_storage));  // tuning writes it
-      IL_ASSIGN_OR_RETURN(plan, MakePlan(p, w_is_const, *x, *w, b, z, &y));
+      IL_ASSIGN_OR_RETURN(plan, MakePlan(p, w_is_const, threads, *x, *w, b, z, &y));
       plan = plans_.Insert(key, plan);
     }
     if (plan->scalar_only) return Scalar(ctx);  // oneDNN has no implementation for this case
     if (!y.defined()) { IL_ASSIGN_OR_RETURN(y, ctx.AllocateUninit(DataType::kFloat, plan->y_shape)); }
-    IL_RETURN_IF_ERROR(RunPlan(*plan, x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr,
+    IL_RETURN_IF_ERROR(RunPlan(*plan, threads, x->data<float>(), w->data<float>(), b ? b->data<float>() : nullptr,
                                z ? z->data<float>() : nullptr, y.data<float>()));
     ctx.SetOutput(0, std::move(y));
     return Status::Ok();
@@ -356,7 +369,84 @@ class ConvKernel final : public Kernel {
     return plan;
   }
 
-  Status RunPlan(const ConvPlan& plan, const float* x, const float* w, const float* b, const float* z, float* y) const {
+  // small_direct's plan for `p`, or nullptr when the problem is not one it takes.
+  std::shared_ptr<const ConvPlan> BuildSmallPlan(const ConvProblem& p, bool w_is_const, Precision prec) const {
+    if (p.transposed || p.group != 1 || p.x_blocked || p.y_blocked || !w_is_const || prec != Precision::kFp32) return nullptr;
+    if (p.nd() < 2 || p.nd() > 3 || p.x_shape[1] > kSmallConvMaxChannels || p.out_channels > kSmallConvMaxChannels) return nullptr;
+    for (int d = 0; d < p.nd(); ++d)
+      if (p.geom.strides[d] != 1 || p.geom.dilations[d] != 1) return nullptr;
+    simd::SmallConvEpilogue e;
+    switch (act_.kind) {
+      case ActivationKind::kNone: break;
+      case ActivationKind::kRelu: e.act = simd::SmallConvAct::kRelu; break;
+      case ActivationKind::kLeakyRelu: e.act = simd::SmallConvAct::kLeakyRelu; break;
+      case ActivationKind::kClip: e.act = simd::SmallConvAct::kClip; break;
+      default: return nullptr;
+    }
+    auto plan = std::make_shared<ConvPlan>();
+    plan->impl = ConvImpl::kSmallDirect;
+    plan->y_shape = p.y_storage;
+    simd::SmallConvGeom& g = plan->small;
+    g.C = p.x_shape[1];
+    g.M = p.out_channels;
+    // 2-D is 3-D with D = KD = 1: spatial dim i of the problem is dim (3 - nd) + i of (D, H, W).
+    int64_t* in[3] = {&g.D, &g.H, &g.W};
+    int64_t* k[3] = {&g.KD, &g.KH, &g.KW};
+    int64_t* pad[3] = {&g.pd, &g.ph, &g.pw};
+    int64_t* out[3] = {&g.Do, &g.Ho, &g.Wo};
+    const int first = 3 - p.nd();
+    for (int i = 0; i < p.nd(); ++i) {
+      *in[first + i] = p.x_shape[2 + i];
+      *k[first + i] = p.w_shape[2 + i];
+      *pad[first + i] = p.geom.pad_begin[i];
+      *out[first + i] = p.geom.out[i];
+    }
+    if (!simd::SmallConvSupported(g)) return nullptr;
+    Result<Tensor> w = const_w_.Plain();  // the run's W may come without data (KeepsOwnCopyOfConstant)
+    if (!w.ok()) return nullptr;
+    auto packed = std::make_shared<std::vector<float>>(static_cast<size_t>(simd::SmallConvPackedSize(g)));
+    simd::PackSmallConvWeights(g, w.value().data<float>(), packed->data());
+    plan->small_wei = std::move(packed);
+    return plan;
+  }
+
+  // small_direct: per batch item, X's rows copied into padded rows, then the output rows, each
+  // split over the claimed threads.
+  Status RunSmall(const ConvPlan& plan, const ThreadScope& threads, const float* x, const float* b, const float* z,
+                  float* y) const {
+    const simd::SmallConvGeom& g = plan.small;
+    float* padded = static_cast<float*>(ThreadScratch(0, static_cast<size_t>(simd::SmallConvPaddedSize(g)) * sizeof(float)));
+    if (!padded) return Status::ResourceExhausted("Conv: out of memory for padded input rows");
+    simd::SmallConvEpilogue e;
+    e.bias = b;
+    e.alpha = act_.alpha;
+    e.beta = act_.beta;
+    switch (act_.kind) {
+      case ActivationKind::kRelu: e.act = simd::SmallConvAct::kRelu; break;
+      case ActivationKind::kLeakyRelu: e.act = simd::SmallConvAct::kLeakyRelu; break;
+      case ActivationKind::kClip: e.act = simd::SmallConvAct::kClip; break;
+      default: break;  // kNone (BuildSmallPlan took no other)
+    }
+    const float* packed = plan.small_wei->data();
+    const int64_t in_item = g.C * g.D * g.H * g.W, out_item = g.M * g.Do * g.Ho * g.Wo;
+    // About 64k multiply-adds per block at least, so that small rows are not split too finely.
+    const int64_t row_macs = std::max<int64_t>(1, g.M * g.Wo * g.C * g.KD * g.KH * g.KW);
+    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / row_macs);
+    for (int64_t n = 0; n < plan.y_shape[0]; ++n) {
+      const float* xn = x + n * in_item;
+      const float* zn = z != nullptr ? z + n * out_item : nullptr;
+      float* yn = y + n * out_item;
+      threads.ParallelFor(g.C * g.D * g.H, 64, [&](int64_t r0, int64_t r1) { simd::PadSmallConvRows(g, xn, padded, r0, r1); });
+      threads.ParallelFor(g.Do * g.Ho, grain,
+                          [&](int64_t r0, int64_t r1) { simd::SmallConvRows(g, padded, packed, zn, e, yn, r0, r1); });
+    }
+    CountFastPathExecution();
+    return Status::Ok();
+  }
+
+  Status RunPlan(const ConvPlan& plan, const ThreadScope& threads, const float* x, const float* w, const float* b,
+                 const float* z, float* y) const {
+    if (plan.impl == ConvImpl::kSmallDirect) return RunSmall(plan, threads, x, b, z, y);
     const char* what = transposed_ ? "ConvTranspose" : "Conv";
     MemArg user_src(plan.user_src_md, x), src_blocked, wei_tmp, user_wei, bias;
     dnnl_memory_t src = user_src.get();
@@ -423,10 +513,12 @@ class ConvKernel final : public Kernel {
   // A plan for a shape not seen before: picks the implementation (tuning cache, timing the
   // candidates on these inputs into *y, or the heuristic) and builds it. A plan marked
   // scalar_only when oneDNN can take the problem in no way.
-  Result<std::shared_ptr<const ConvPlan>> MakePlan(const ConvProblem& p, bool w_is_const, const Tensor& x,
-                                                   const Tensor& w, const Tensor* b, const Tensor* z, Tensor* y) const {
+  Result<std::shared_ptr<const ConvPlan>> MakePlan(const ConvProblem& p, bool w_is_const, const ThreadScope& threads,
+                                                   const Tensor& x, const Tensor& w, const Tensor* b, const Tensor* z,
+                                                   Tensor* y) const {
     auto try_build = [&](ConvImpl impl, Precision prec) -> std::shared_ptr<const ConvPlan> {
       if (impl == ConvImpl::kWinograd && !p.WinogradShape()) return nullptr;
+      if (impl == ConvImpl::kSmallDirect) return BuildSmallPlan(p, w_is_const, prec);
       try {
         if (p.has_z) {
           try {
@@ -458,7 +550,7 @@ class ConvKernel final : public Kernel {
       for (ConvImpl impl : kAllImpls)
         if (auto cand = try_build(impl, prec_)) {
           cands.push_back(cand);
-          runs.push_back([this, cand, px, pw, pb, pz, py] { return RunPlan(*cand, px, pw, pb, pz, py); });
+          runs.push_back([this, cand, &threads, px, pw, pb, pz, py] { return RunPlan(*cand, threads, px, pw, pb, pz, py); });
           // Winograd keeps its weights in a 16/9 larger format of its own, and with constant
           // weights a reorderable copy besides (PackedWeights): it must win by 10% to be worth
           // that (ResNet-50 batch 8 with it on the 512-channel 3x3 layers: 446 vs 366 MB peak).
@@ -472,7 +564,10 @@ class ConvKernel final : public Kernel {
     }
     if (!chosen) {
       // Heuristic (what tuning picks most on ResNet-50 / MobileNetV2 shapes): Winograd where it
-      // applies, else nChw16c, else whatever oneDNN prefers, else plain.
+      // applies, else nChw16c, else whatever oneDNN prefers, else plain. Up to 8 output channels
+      // (half of oneDNN's 16-channel block) small_direct first: 1.5-1.7x oneDNN's best layout on
+      // the CT U-Net's 3-D shapes (docs/PERFORMANCE.md, "3-D U-Net").
+      if (p.out_channels <= simd::kSmallConvOutBlock) chosen = try_build(ConvImpl::kSmallDirect, prec_);
       for (ConvImpl impl : {ConvImpl::kWinograd, ConvImpl::kBlocked16, ConvImpl::kAny, ConvImpl::kPlain})
         if (!chosen) chosen = try_build(impl, prec_);
     }

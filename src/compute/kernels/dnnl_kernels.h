@@ -34,9 +34,12 @@ Result<std::unique_ptr<Kernel>> MakeFusedGemm(const KernelInfo& info, const Kern
 // AMX-BF16 it uses that too): Precision::kBf16 can compute in bfloat16. ONEDNN_MAX_CPU_ISA
 // lowers it like oneDNN's own dispatch.
 bool Bf16ComputeSupported();
-// oneDNN primitive executions so far in this process (all kernels, reorders included): lets
-// tests check that a case took the oneDNN path rather than the scalar fallback.
+// oneDNN primitive executions so far in this process (all kernels, reorders included), and runs
+// of the kernels' own fast paths that a oneDNN primitive could have taken (Conv's small_direct):
+// lets tests check that a case took a fast path rather than the scalar fallback.
 int64_t PrimitiveExecutions();
+// The fast-path runs alone (counted in PrimitiveExecutions too).
+int64_t FastPathExecutions();
 
 enum class PoolKind { kMax, kAverage, kGlobalMax, kGlobalAverage };
 // Also the com.inferloop pools of the same names, whose attribute layout = "NCHW16c" makes X

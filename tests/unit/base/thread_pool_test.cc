@@ -114,6 +114,39 @@ TEST(RtThreadPool, ReservationStaysWithinPool) {
   EXPECT_EQ(none.threads(), 1);
 }
 
+// A reservation's ParallelFor runs on the threads it holds (two distinct threads here, where the
+// pool's own ParallelFor would find them taken and run inline), covers the range once, and runs
+// inline for a reservation of one thread.
+TEST(RtThreadPool, ReservationParallelForUsesItsThreads) {
+  ThreadPool pool(2);
+  ThreadPool::Reservation r(&pool, 2);
+  ASSERT_EQ(r.threads(), 2);
+  std::mutex mu;
+  std::vector<std::thread::id> ids;
+  std::atomic<int> arrived{0};
+  r.ParallelFor(2, 1, [&](int64_t, int64_t) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ids.push_back(std::this_thread::get_id());
+    }
+    arrived.fetch_add(1);
+    for (int spin = 0; spin < 2000000 && arrived.load() < 2; ++spin) std::this_thread::yield();
+  });
+  ASSERT_EQ(ids.size(), 2u);
+  EXPECT_NE(ids[0], ids[1]);
+  for (int64_t n : {0, 1, 5, 1000}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    r.ParallelFor(n, 3, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[i].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+  }
+  ThreadPool::Reservation one(&pool, 1);
+  std::thread::id ran;
+  one.ParallelFor(100, 1, [&](int64_t, int64_t) { ran = std::this_thread::get_id(); });
+  EXPECT_EQ(ran, std::this_thread::get_id());
+}
+
 TEST(RtThreadPool, DefaultThreadCountIsAtLeastOne) {
   EXPECT_GE(DefaultThreadCount(), 1);
   ThreadPool pool(0);

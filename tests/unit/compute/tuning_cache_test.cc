@@ -98,7 +98,7 @@ TEST_F(TuningCacheTest, ConvRecordsItsWinner) {
   const std::string text = ReadFile(path);
   EXPECT_NE(text.find("conv f32 x=1x16x12x12 w=16x16x3x3"), std::string::npos) << text;
   bool known = false;
-  for (const char* impl : {"\tplain\n", "\tblocked16\n", "\tany\n", "\twinograd\n"}) known = known || text.find(impl) != std::string::npos;
+  for (const char* impl : {"\tplain\n", "\tblocked16\n", "\tany\n", "\twinograd\n", "\tsmall_direct\n"}) known = known || text.find(impl) != std::string::npos;
   EXPECT_TRUE(known) << text;
 }
 

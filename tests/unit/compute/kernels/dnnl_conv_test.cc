@@ -2,9 +2,13 @@
 // eligible), depthwise, grouped, strided, dilated, asymmetric and SAME pads, 1-D / 2-D / 3-D,
 // batch 1 and 8, constant (pre-packed) and run-time weights, 1 and 2 threads; every fused
 // activation with and without the residual Z; shape changes, concurrency, errors.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "compute/kernels/dnnl_kernels.h"
+#include "compute/tuning_cache.h"
 #include "unit/compute/kernels/dnnl_test_util.h"
 
 namespace inferloop {
@@ -148,6 +152,78 @@ TEST(DnnlConv, FusedConvActivationsAndResidual) {
       for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << what << " f64 " << i;
     }
   }
+}
+
+// small_direct (compute/simd/small_conv.h), the kernel's own candidate for few channels, pinned
+// through the tuning cache as a user's cache file would: each case runs once to record its key,
+// the key is set to small_direct, and a fresh session must then run it there (FastPathExecutions)
+// and match float64. A shape it cannot take (stride 2) pinned to it still runs, on oneDNN.
+TEST(DnnlConv, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
+  if (!AutotuneEnabled()) GTEST_SKIP() << "INFERLOOP_AUTOTUNE=0: no key is recorded to pin";
+  TuningCache& cache = TuningCache::Global();
+  const std::string saved_path = cache.path();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("il_small_direct_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".tsv"))
+                               .string();
+  std::filesystem::remove(path);
+  cache.Clear();
+  cache.SetPath(path);
+  // The key recorded for `x_key` (e.g. "x=2x8x5x6x20 "), from the cache file.
+  auto recorded_key = [&](const std::string& x_key) -> std::string {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t a = line.find('\t'), b = line.rfind('\t');
+      if (a != std::string::npos && b > a && line.find(x_key) != std::string::npos) return line.substr(a + 1, b - a - 1);
+    }
+    return "";
+  };
+  struct Pinned {
+    ConvCase c;
+    std::string x_key;
+    ActCase act;
+    bool z, expect_fast;
+  };
+  const std::vector<Pinned> cases = {
+      {{.name = "3d_8_to_8", .x = {2, 8, 5, 6, 20}, .w = {8, 8, 3, 3, 3}, .pads = {1, 1, 1, 1, 1, 1}}, "x=2x8x5x6x20 ", {"Relu", {}}, true, true},
+      {{.name = "3d_1_to_8", .x = {1, 1, 4, 5, 33}, .w = {8, 1, 3, 3, 3}, .pads = {1, 1, 1, 1, 1, 1}}, "x=1x1x4x5x33 ", {"", {}}, false, true},
+      {{.name = "2d_3_to_5_asym", .x = {2, 3, 7, 19}, .w = {5, 3, 3, 2}, .pads = {0, 1, 2, 0}, .bias = false}, "x=2x3x7x19 ", {"Clip", {-0.2f, 0.3f}}, true, true},
+      {{.name = "2d_stride2", .x = {1, 4, 9, 9}, .w = {4, 4, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}}, "x=1x4x9x9 ", {"", {}}, false, false},
+  };
+  uint32_t seed = 40;
+  for (const Pinned& pc : cases) {
+    OneNode conv = ConvNode(pc.c, true, seed += 5);
+    auto ref = RunNode(conv, DataType::kDouble);
+    ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+    std::vector<double> want = ToDoubles(*ref);
+    const std::vector<double> z = RandomValues(static_cast<int64_t>(want.size()), seed + 1);
+    for (size_t i = 0; i < want.size(); ++i) want[i] = RefActivation(pc.act.name, pc.act.params, want[i] + (pc.z ? z[i] : 0.0));
+    OneNode fused = conv;
+    fused.op = "FusedConv";
+    fused.domain = "com.inferloop";
+    if (pc.z && !pc.c.bias) fused.inputs.push_back({"", {}, {}, false});  // B omitted: Z is input 3
+    if (pc.z) fused.inputs.push_back({"z", ref->shape(), z, false});
+    fused.attrs = [&](onnxpb::NodeProto& p) {
+      conv.attrs(p);
+      SetActivation(p, pc.act);
+    };
+    auto first = RunNode(fused, DataType::kFloat);  // records the key
+    ASSERT_TRUE(first.ok()) << pc.c.name << ": " << first.status().ToString();
+    const std::string key = recorded_key(pc.x_key);
+    ASSERT_FALSE(key.empty()) << pc.c.name << ": no entry in " << path;
+    cache.Store(key, "small_direct");
+    for (int threads : {1, 2}) {
+      const int64_t before = dnnl_kernels::FastPathExecutions();
+      auto got = RunNode(fused, DataType::kFloat, threads);
+      ASSERT_TRUE(got.ok()) << pc.c.name << ": " << got.status().ToString();
+      if (pc.expect_fast) EXPECT_GT(dnnl_kernels::FastPathExecutions(), before) << pc.c.name << " did not run small_direct";
+      else EXPECT_EQ(dnnl_kernels::FastPathExecutions(), before) << pc.c.name << " cannot run small_direct";
+      ExpectClose(*got, ref->shape(), want, 1e-4, pc.c.name + " threads=" + std::to_string(threads));
+    }
+  }
+  cache.Clear();
+  cache.SetPath(saved_path);
+  std::filesystem::remove(path);
 }
 
 TEST(DnnlConv, FusedConvResidualOfWrongShapeIsAnError) {

@@ -1,0 +1,79 @@
+// small_conv.h: weight packing and row padding (plain C++), and the dispatch of the rows to the
+// ActiveIsa() instantiation of small_conv_impl.h.
+#include "compute/simd/small_conv.h"
+
+#include <cstring>
+
+#include "compute/simd/cpu_isa.h"
+
+namespace inferloop {
+namespace simd {
+
+// small_conv_{scalar,avx2,avx512}.cc.
+void SmallConvRowsScalar(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
+                         const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end);
+void SmallConvRowsAvx2(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
+                       const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end);
+void SmallConvRowsAvx512(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
+                         const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end);
+
+namespace {
+int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+}  // namespace
+
+bool SmallConvSupported(const SmallConvGeom& g) {
+  const int64_t sizes[] = {g.C, g.M, g.D, g.H, g.W, g.KD, g.KH, g.KW, g.Do, g.Ho, g.Wo};
+  for (int64_t s : sizes)
+    if (s <= 0) return false;
+  // Depth and height taps outside the input are skipped (an output row whose window lies wholly
+  // in the padding gets the bias alone); the width padding is read from the padded rows.
+  return g.pd >= 0 && g.ph >= 0 && g.pw >= 0 && g.pw <= kSmallConvLead;
+}
+
+int64_t SmallConvPackedSize(const SmallConvGeom& g) {
+  return RoundUp(g.M, kSmallConvOutBlock) * g.C * g.KD * g.KH * g.KW;
+}
+
+void PackSmallConvWeights(const SmallConvGeom& g, const float* w, float* packed) {
+  const int64_t taps = g.KD * g.KH * g.KW;
+  const int64_t blocks = RoundUp(g.M, kSmallConvOutBlock) / kSmallConvOutBlock;
+  for (int64_t mb = 0; mb < blocks; ++mb)
+    for (int64_t c = 0; c < g.C; ++c)
+      for (int64_t t = 0; t < taps; ++t)
+        for (int j = 0; j < kSmallConvOutBlock; ++j) {
+          const int64_t m = mb * kSmallConvOutBlock + j;
+          packed[((mb * g.C + c) * taps + t) * kSmallConvOutBlock + j] = m < g.M ? w[(m * g.C + c) * taps + t] : 0.f;
+        }
+}
+
+int64_t SmallConvRowStride(const SmallConvGeom& g) {
+  // Loads reach column kSmallConvLead - pw + (vectors * width - 1) + KW - 1; vectors * width is
+  // at most Wo rounded up to 16 for every instruction set.
+  return RoundUp(kSmallConvLead + RoundUp(g.Wo, 16) + g.KW, 16);
+}
+
+int64_t SmallConvPaddedSize(const SmallConvGeom& g) { return g.C * g.D * g.H * SmallConvRowStride(g); }
+
+void PadSmallConvRows(const SmallConvGeom& g, const float* x, float* padded, int64_t begin, int64_t end) {
+  const int64_t stride = SmallConvRowStride(g);
+  const size_t tail = static_cast<size_t>(stride - kSmallConvLead - g.W);
+  for (int64_t r = begin; r < end; ++r) {
+    float* row = padded + r * stride;
+    std::memset(row, 0, kSmallConvLead * sizeof(float));
+    std::memcpy(row + kSmallConvLead, x + r * g.W, static_cast<size_t>(g.W) * sizeof(float));
+    std::memset(row + kSmallConvLead + g.W, 0, tail * sizeof(float));
+  }
+}
+
+void SmallConvRows(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
+                   const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end) {
+  switch (ActiveIsa()) {
+    case Isa::kAvx512: return SmallConvRowsAvx512(g, padded, packed, z, e, y, begin, end);
+    case Isa::kAvx2: return SmallConvRowsAvx2(g, padded, packed, z, e, y, begin, end);
+    case Isa::kScalar: break;
+  }
+  SmallConvRowsScalar(g, padded, packed, z, e, y, begin, end);
+}
+
+}  // namespace simd
+}  // namespace inferloop

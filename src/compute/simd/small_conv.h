@@ -1,0 +1,67 @@
+// A direct float32 convolution for few channels (the 3-D U-Nets of CT segmentation: 1 to 32
+// channels on large volumes), where oneDNN pads the channels to its 16-channel blocks or runs
+// im2col + GEMM with 8 columns. Stride 1, no dilation, one group; 2-D is 3-D with D = KD = 1.
+//
+// Measured on an AMD EPYC (Zen 4, AVX-512), 2 threads, batch 8, 32x64x64 volume, 3x3x3 kernel,
+// 8 -> 8 channels: oneDNN 2.6's best layout (brgconv, channels-last) 53 GMAC/s, its nCdhw8c 44,
+// plain NCDHW (im2col + sgemm) 10; this kernel: see docs/PERFORMANCE.md ("3-D U-Net").
+//
+// Use: pack the weights once (PackSmallConvWeights), copy each batch item's input into padded
+// rows (PadSmallConvRows, any split of the rows over threads), then compute output rows
+// (SmallConvRows, any split over threads). Layouts are plain: X [C, D, H, W] and Y / Z
+// [M, Do, Ho, Wo] per batch item.
+#pragma once
+
+#include <cstdint>
+
+namespace inferloop {
+namespace simd {
+
+// Output channels per packed weight block.
+constexpr int kSmallConvOutBlock = 8;
+// Leading floats of a padded row before the first input column (the left padding is read from
+// there, so at most this many columns of it).
+constexpr int64_t kSmallConvLead = 16;
+
+struct SmallConvGeom {
+  int64_t C = 0, M = 0;            // input and output channels
+  int64_t D = 1, H = 1, W = 1;     // input volume
+  int64_t KD = 1, KH = 1, KW = 1;  // kernel
+  int64_t pd = 0, ph = 0, pw = 0;  // leading padding (the trailing padding follows from the output size)
+  int64_t Do = 1, Ho = 1, Wo = 1;  // output volume
+};
+
+// True when the kernel takes `g`: positive sizes, non-negative leading pads, pw <=
+// kSmallConvLead. The caller computes the output sizes (Do = D + both pads - KD + 1, ...).
+bool SmallConvSupported(const SmallConvGeom& g);
+
+enum class SmallConvAct { kNone, kRelu, kLeakyRelu, kClip };
+
+// y = act(conv + bias + z): alpha is LeakyRelu's slope or Clip's minimum, beta Clip's maximum.
+struct SmallConvEpilogue {
+  const float* bias = nullptr;  // [M] or nullptr
+  SmallConvAct act = SmallConvAct::kNone;
+  float alpha = 0.f, beta = 0.f;
+};
+
+// Floats of the packed weights: ceil(M / 8) blocks of [C, KD, KH, KW, 8] (zeros past M).
+int64_t SmallConvPackedSize(const SmallConvGeom& g);
+// Packs W [M, C, KD, KH, KW] into `packed` (SmallConvPackedSize floats).
+void PackSmallConvWeights(const SmallConvGeom& g, const float* w, float* packed);
+
+// Floats per padded row: the row's W inputs at kSmallConvLead, zeros around them, room for the
+// widest vector loads past the last output column. A 64-byte multiple.
+int64_t SmallConvRowStride(const SmallConvGeom& g);
+// Floats of one batch item's padded rows: C * D * H * SmallConvRowStride.
+int64_t SmallConvPaddedSize(const SmallConvGeom& g);
+// Copies input rows [begin, end) of one batch item (row = (c * D + d) * H + h of X [C, D, H, W])
+// into their padded rows.
+void PadSmallConvRows(const SmallConvGeom& g, const float* x, float* padded, int64_t begin, int64_t end);
+
+// Output rows [begin, end) (row = d * Ho + h) of one batch item, for every output channel, with
+// the instruction set of ActiveIsa(). z (the residual, Y's layout) may be nullptr.
+void SmallConvRows(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
+                   const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end);
+
+}  // namespace simd
+}  // namespace inferloop

@@ -1,0 +1,21 @@
+// The avx512 instantiation of small_conv_impl.h (compiled with this set's -m flags, CMakeLists.txt):
+// tiles of 8 output channels x 2 vectors of columns.
+// GCC 12 reports the intrinsics' own _mm512_undefined_ps() pass-through operands as
+// (maybe-)uninitialized; they are never read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#include "base/simd/vec_avx512.h"
+#include "compute/simd/small_conv_impl.h"
+
+namespace inferloop {
+namespace simd {
+
+void SmallConvRowsAvx512(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
+                        const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end) {
+  small_conv_impl::Rows<avx512::Vec, 8, 2>(g, padded, packed, z, e, y, begin, end);
+}
+
+}  // namespace simd
+}  // namespace inferloop

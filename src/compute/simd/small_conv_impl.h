@@ -1,0 +1,120 @@
+// Internal to src/compute/simd: the loops of small_conv.h, written once against a vector type V
+// (base/simd/vec_scalar.h, vec_avx2.h, vec_avx512.h) and instantiated by small_conv_scalar.cc,
+// small_conv_avx2.cc and small_conv_avx512.cc with their instruction set's -m flags. As in
+// simd_impl.h, everything here is a template on V and nothing calls the standard library.
+//
+// One output row (batch item, output depth d, output row h) at a time, all of it: for a block of
+// kOut output channels and kVecs vectors of output columns, kOut * kVecs accumulators stay in
+// registers while every input channel and kernel tap streams by: per tap, kVecs loads of the
+// padded input row (shifted by the tap's column) and kOut broadcast weights, kOut * kVecs
+// multiply-adds. Input rows outside the volume (the depth / height padding) are skipped; the
+// width padding is in the padded rows themselves (small_conv.h).
+#pragma once
+
+#include <cstdint>
+
+#include "compute/simd/small_conv.h"
+
+namespace inferloop {
+namespace simd {
+namespace small_conv_impl {
+
+template <class V>
+inline typename V::R Activate(typename V::R v, const SmallConvEpilogue& e) {
+  switch (e.act) {
+    case SmallConvAct::kNone: return v;
+    case SmallConvAct::kRelu: return V::Max(v, V::Set(0.f));
+    case SmallConvAct::kLeakyRelu: {
+      const typename V::R neg = V::Mul(v, V::Set(e.alpha));
+      return V::Select(V::Lt(v, V::Set(0.f)), neg, v);
+    }
+    case SmallConvAct::kClip: return V::Min(V::Max(v, V::Set(e.alpha)), V::Set(e.beta));
+  }
+  return v;
+}
+
+// Output channels [m0, m0 + kOut) (within packed block `mb`, starting at lane j0 of it) and
+// output vectors [v0, v0 + kVecs) of output row (d, h) of one batch item.
+template <class V, int kOut, int kVecs>
+inline void Tile(const SmallConvGeom& g, const float* padded, const float* packed, int64_t mb, int j0, int64_t d,
+                 int64_t h, int64_t v0, const float* z, const SmallConvEpilogue& e, float* y) {
+  using R = typename V::R;
+  constexpr int W = V::kWidth;
+  R acc[kOut][kVecs];
+#pragma GCC unroll 16
+  for (int j = 0; j < kOut; ++j) {
+    const int64_t m = mb * kSmallConvOutBlock + j0 + j;
+    const R b = V::Set(e.bias != nullptr && m < g.M ? e.bias[m] : 0.f);
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) acc[j][v] = b;
+  }
+  const int64_t stride = SmallConvRowStride(g);
+  const int64_t kd0 = g.pd - d > 0 ? g.pd - d : 0, kd1 = g.D + g.pd - d < g.KD ? g.D + g.pd - d : g.KD;
+  const int64_t kh0 = g.ph - h > 0 ? g.ph - h : 0, kh1 = g.H + g.ph - h < g.KH ? g.H + g.ph - h : g.KH;
+  const int64_t col0 = kSmallConvLead - g.pw + v0 * W;
+  for (int64_t c = 0; c < g.C; ++c) {
+    for (int64_t kd = kd0; kd < kd1; ++kd) {
+      for (int64_t kh = kh0; kh < kh1; ++kh) {
+        const float* row = padded + ((c * g.D + d + kd - g.pd) * g.H + (h + kh - g.ph)) * stride + col0;
+        const float* wt = packed + (((mb * g.C + c) * g.KD + kd) * g.KH + kh) * g.KW * kSmallConvOutBlock + j0;
+        for (int64_t kw = 0; kw < g.KW; ++kw, wt += kSmallConvOutBlock) {
+          R x[kVecs];
+#pragma GCC unroll 4
+          for (int v = 0; v < kVecs; ++v) x[v] = V::Load(row + kw + v * W);
+#pragma GCC unroll 16
+          for (int j = 0; j < kOut; ++j) {
+            const R w = V::Set(wt[j]);
+#pragma GCC unroll 4
+            for (int v = 0; v < kVecs; ++v) acc[j][v] = V::Fma(x[v], w, acc[j][v]);
+          }
+        }
+      }
+    }
+  }
+  const int64_t plane = g.Do * g.Ho * g.Wo;
+  const int64_t base = (d * g.Ho + h) * g.Wo + v0 * W;
+#pragma GCC unroll 16
+  for (int j = 0; j < kOut; ++j) {
+    const int64_t m = mb * kSmallConvOutBlock + j0 + j;
+    if (m >= g.M) break;
+    float* out = y + m * plane + base;
+    const float* res = z != nullptr ? z + m * plane + base : nullptr;
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) {
+      const int64_t left = g.Wo - v0 * W - v * W;  // columns left in the row from this vector on
+      R r = acc[j][v];
+      if (left >= W) {
+        if (res != nullptr) r = V::Add(r, V::Load(res + v * W));
+        V::Store(out + v * W, Activate<V>(r, e));
+      } else {
+        if (res != nullptr) r = V::Add(r, V::LoadTail(res + v * W, left, 0.f));
+        V::StoreTail(out + v * W, Activate<V>(r, e), left);
+      }
+    }
+  }
+}
+
+// Output rows [row_begin, row_end) (row = d * Ho + h) of one batch item. kOut output channels
+// per tile (a divisor of kSmallConvOutBlock) and up to kVecs vectors of columns.
+template <class V, int kOut, int kVecs>
+void Rows(const SmallConvGeom& g, const float* padded, const float* packed, const float* z, const SmallConvEpilogue& e,
+          float* y, int64_t row_begin, int64_t row_end) {
+  constexpr int W = V::kWidth;
+  const int64_t vecs = (g.Wo + W - 1) / W;
+  const int64_t blocks = (g.M + kSmallConvOutBlock - 1) / kSmallConvOutBlock;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const int64_t d = row / g.Ho, h = row % g.Ho;
+    for (int64_t mb = 0; mb < blocks; ++mb) {
+      for (int j0 = 0; j0 < kSmallConvOutBlock; j0 += kOut) {
+        if (mb * kSmallConvOutBlock + j0 >= g.M) break;
+        int64_t v = 0;
+        for (; v + kVecs <= vecs; v += kVecs) Tile<V, kOut, kVecs>(g, padded, packed, mb, j0, d, h, v, z, e, y);
+        for (; v < vecs; ++v) Tile<V, kOut, 1>(g, padded, packed, mb, j0, d, h, v, z, e, y);
+      }
+    }
+  }
+}
+
+}  // namespace small_conv_impl
+}  // namespace simd
+}  // namespace inferloop

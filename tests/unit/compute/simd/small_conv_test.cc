@@ -1,0 +1,153 @@
+// compute/simd/small_conv.h, the direct convolution for few channels, on every instruction set
+// this CPU has, against a float64 convolution written from ONNX Conv's definition: 2-D and 3-D,
+// kernels 1 to 5, symmetric, asymmetric and no padding, output widths with and without a vector
+// tail, output channels that fill no block / one block / a block and a tail, each activation,
+// with and without the residual and the bias, row ranges split at odd points.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compute/simd/cpu_isa.h"
+#include "compute/simd/small_conv.h"
+
+namespace inferloop {
+namespace simd {
+namespace {
+
+struct Case {
+  std::string name;
+  int64_t C, M, D, H, W, KD, KH, KW;
+  int64_t pd0, pd1, ph0, ph1, pw0, pw1;  // leading, trailing pads
+  SmallConvAct act = SmallConvAct::kNone;
+  bool bias = true, z = false;
+};
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = u(rng);
+  return v;
+}
+
+double Act(const Case& c, double v, float alpha, float beta) {
+  switch (c.act) {
+    case SmallConvAct::kNone: return v;
+    case SmallConvAct::kRelu: return v > 0 ? v : 0;
+    case SmallConvAct::kLeakyRelu: return v >= 0 ? v : alpha * v;
+    case SmallConvAct::kClip: return std::min(std::max(v, static_cast<double>(alpha)), static_cast<double>(beta));
+  }
+  return v;
+}
+
+class SmallConvTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (static_cast<int>(GetParam()) > static_cast<int>(DetectedIsa()))
+      GTEST_SKIP() << IsaName(GetParam()) << " is not available on this CPU";
+    ASSERT_EQ(SetActiveIsa(GetParam()), GetParam());
+  }
+  void TearDown() override { SetActiveIsa(DetectedIsa()); }
+};
+
+void Check(const Case& c, int64_t batch) {
+  SCOPED_TRACE(c.name);
+  SmallConvGeom g;
+  g.C = c.C, g.M = c.M, g.D = c.D, g.H = c.H, g.W = c.W, g.KD = c.KD, g.KH = c.KH, g.KW = c.KW;
+  g.pd = c.pd0, g.ph = c.ph0, g.pw = c.pw0;
+  g.Do = c.D + c.pd0 + c.pd1 - c.KD + 1;
+  g.Ho = c.H + c.ph0 + c.ph1 - c.KH + 1;
+  g.Wo = c.W + c.pw0 + c.pw1 - c.KW + 1;
+  ASSERT_TRUE(SmallConvSupported(g));
+  const int64_t in_item = c.C * c.D * c.H * c.W, out_item = c.M * g.Do * g.Ho * g.Wo;
+  const std::vector<float> x = Random(batch * in_item, 1), w = Random(c.M * c.C * c.KD * c.KH * c.KW, 2),
+                           b = Random(c.M, 3), z = Random(batch * out_item, 4);
+  SmallConvEpilogue e;
+  e.bias = c.bias ? b.data() : nullptr;
+  e.act = c.act;
+  e.alpha = c.act == SmallConvAct::kClip ? -0.3f : 0.1f;
+  e.beta = 0.4f;
+  std::vector<float> packed(static_cast<size_t>(SmallConvPackedSize(g)));
+  PackSmallConvWeights(g, w.data(), packed.data());
+  std::vector<float> padded(static_cast<size_t>(SmallConvPaddedSize(g)), 123.f);  // junk the padding must overwrite
+  std::vector<float> y(static_cast<size_t>(batch * out_item), -777.f);
+  const int64_t in_rows = c.C * c.D * c.H, out_rows = g.Do * g.Ho;
+  for (int64_t n = 0; n < batch; ++n) {
+    // Row ranges split unevenly, as threads would take them.
+    for (int64_t r = 0; r < in_rows; r += 3) PadSmallConvRows(g, x.data() + n * in_item, padded.data(), r, std::min(in_rows, r + 3));
+    for (int64_t r = 0; r < out_rows; r += 5)
+      SmallConvRows(g, padded.data(), packed.data(), c.z ? z.data() + n * out_item : nullptr, e, y.data() + n * out_item, r,
+                    std::min(out_rows, r + 5));
+  }
+  int64_t bad = 0;
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t d = 0; d < g.Do; ++d)
+        for (int64_t h = 0; h < g.Ho; ++h)
+          for (int64_t wo = 0; wo < g.Wo; ++wo) {
+            double s = c.bias ? b[m] : 0.0;
+            for (int64_t ci = 0; ci < c.C; ++ci)
+              for (int64_t kd = 0; kd < c.KD; ++kd)
+                for (int64_t kh = 0; kh < c.KH; ++kh)
+                  for (int64_t kw = 0; kw < c.KW; ++kw) {
+                    const int64_t id = d + kd - c.pd0, ih = h + kh - c.ph0, iw = wo + kw - c.pw0;
+                    if (id < 0 || id >= c.D || ih < 0 || ih >= c.H || iw < 0 || iw >= c.W) continue;
+                    s += static_cast<double>(x[static_cast<size_t>(n * in_item + ((ci * c.D + id) * c.H + ih) * c.W + iw)]) *
+                         w[static_cast<size_t>((((m * c.C + ci) * c.KD + kd) * c.KH + kh) * c.KW + kw)];
+                  }
+            const int64_t at = n * out_item + ((m * g.Do + d) * g.Ho + h) * g.Wo + wo;
+            if (c.z) s += z[static_cast<size_t>(at)];
+            const double want = Act(c, s, e.alpha, e.beta);
+            const double got = y[static_cast<size_t>(at)];
+            if (!(std::fabs(got - want) <= 1e-4 * (1 + std::fabs(want))) && bad++ < 5)
+              ADD_FAILURE() << "n=" << n << " m=" << m << " d=" << d << " h=" << h << " w=" << wo << ": " << got << " vs " << want;
+          }
+  EXPECT_EQ(bad, 0);
+}
+
+TEST_P(SmallConvTest, MatchesFloat64Convolution) {
+  using A = SmallConvAct;
+  const std::vector<Case> cases = {
+      // The CT U-Net's first layer (1 -> 8) and a narrow 3-D layer, width with a tail.
+      {"3d_1_to_8_relu", 1, 8, 4, 5, 37, 3, 3, 3, 1, 1, 1, 1, 1, 1, A::kRelu},
+      {"3d_16_to_8_residual", 16, 8, 3, 4, 20, 3, 3, 3, 1, 1, 1, 1, 1, 1, A::kNone, true, true},
+      // Output channels: fewer than a block, a block and a tail, several blocks.
+      {"3d_3_to_1_no_bias", 3, 1, 2, 3, 16, 3, 3, 3, 1, 1, 1, 1, 1, 1, A::kNone, false},
+      {"3d_5_to_9_leaky", 5, 9, 3, 3, 33, 3, 3, 3, 1, 1, 1, 1, 1, 1, A::kLeakyRelu},
+      {"3d_8_to_24_clip_residual", 8, 24, 2, 6, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, A::kClip, true, true},
+      // Asymmetric and no padding, kernels that differ per dimension, 1x1x1.
+      {"3d_asym_pads", 4, 6, 5, 4, 18, 3, 2, 3, 0, 2, 1, 0, 2, 0, A::kRelu},
+      {"3d_valid", 2, 3, 4, 5, 21, 2, 3, 3, 0, 0, 0, 0, 0, 0},
+      {"3d_pointwise", 8, 2, 2, 2, 40, 1, 1, 1, 0, 0, 0, 0, 0, 0, A::kNone, true, true},
+      // Padding wider than the kernel reaches: rows and columns of bias alone.
+      {"3d_wide_pads", 2, 4, 2, 2, 3, 3, 3, 3, 2, 3, 2, 2, 2, 4},
+      // 2-D (D = KD = 1): a 5x3 kernel, output width of one vector and of one column.
+      {"2d_5x3", 3, 3, 1, 7, 70, 1, 5, 3, 0, 0, 2, 2, 1, 1, A::kRelu},
+      {"2d_width_16", 6, 8, 1, 5, 16, 1, 3, 3, 0, 0, 1, 1, 1, 1},
+      {"2d_width_1", 4, 5, 1, 6, 1, 1, 3, 3, 0, 0, 1, 1, 1, 1},
+      {"2d_left_pad_16", 2, 2, 1, 3, 8, 1, 1, 17, 0, 0, 0, 0, 16, 0},
+  };
+  for (const Case& c : cases) Check(c, 2);
+}
+
+TEST_P(SmallConvTest, LeadingPadBeyondTheRowLeadIsNotSupported) {
+  SmallConvGeom g;
+  g.C = g.M = 1, g.W = 4, g.KW = 18, g.pw = 17, g.Wo = 4;
+  EXPECT_FALSE(SmallConvSupported(g));
+  g.pw = 16;
+  EXPECT_TRUE(SmallConvSupported(g));
+  g.Wo = 0;
+  EXPECT_FALSE(SmallConvSupported(g));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, SmallConvTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+                         [](const ::testing::TestParamInfo<Isa>& i) { return std::string(IsaName(i.param)); });
+
+}  // namespace
+}  // namespace simd
+}  // namespace inferloop
