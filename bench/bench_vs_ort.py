@@ -3,7 +3,8 @@
     .venv/bin/python bench/bench_vs_ort.py [--models resnet50,bert] [--iterations N] [--warmup N]
                                            [--quick] [--rounds R] [--inferloop build/inferloop]
 
-Needs bench/models/ (make it with: /usr/bin/python3 bench/make_zoo.py). For every model, batch in
+Needs bench/models/ (make it with: /usr/bin/python3 bench/make_zoo.py; ct_lesion_unet, the CT template's
+model, is copied from examples/ct with seeded inputs and has no PyTorch outputs). For every model, batch in
 (1, 8) and threads in (1, 2), it runs `inferloop bench` and bench/ort_bench.py, each in its own
 process (so peak RSS is per process, measured the same way: VmHWM), alternately: in round r the
 engine that goes first alternates, and the table shows the median over rounds of each engine's p50.
@@ -35,6 +36,10 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH_DIR)
 MODELS_DIR = os.path.join(BENCH_DIR, "models")
 ZOO = ("resnet50", "mobilenet_v2", "bert", "dlrm", "unet3d")
+# Models from elsewhere in the repository, copied into MODELS_DIR/<name>/ on first use with
+# inputs drawn from a fixed seed (no PyTorch outputs: their error columns read n/a).
+CT_UNET = os.path.join(REPO, "examples", "ct", "model_repository", "lesion_unet", "1", "model.onnx")
+EXTRA = {"ct_lesion_unet": (CT_UNET, "volume", (1, 32, 64, 64))}  # the CT template's 3-D U-Net window
 
 
 def log(*a):
@@ -54,6 +59,23 @@ def run_json(cmd, timeout):
     if not lines:
         return None, "no JSON in output"
     return json.loads(lines[-1]), None
+
+
+def prepare_extra(name, batches):
+    """Makes MODELS_DIR/<name>/ for an EXTRA model: model.onnx and inputs_b<B>/ (seeded normal values)."""
+    src, input_name, dims = EXTRA[name]
+    model_dir = os.path.join(MODELS_DIR, name)
+    os.makedirs(model_dir, exist_ok=True)
+    model = os.path.join(model_dir, "model.onnx")
+    if not os.path.exists(model):
+        import shutil
+        shutil.copyfile(src, model)
+    for b in batches:
+        d = os.path.join(model_dir, f"inputs_b{b}")
+        if not os.path.exists(os.path.join(d, input_name + ".npy")):
+            os.makedirs(d, exist_ok=True)
+            x = np.random.default_rng(b).standard_normal((b,) + dims).astype(np.float32)
+            np.save(os.path.join(d, input_name + ".npy"), x)
 
 
 def count_nodes(path):
@@ -118,13 +140,15 @@ def bench_pair(args, model_dir, batch, threads, workdir):
                 errors[engine] = err
                 log(f"    {engine} failed: {err}")
                 continue
+            ref_dir = os.path.join(model_dir, f"outputs_b{batch}")
+            res["abs_err"] = res["rel_err"] = res["compare_error"] = None
             try:
-                res["abs_err"], res["rel_err"] = compare(os.path.join(model_dir, f"outputs_b{batch}"), out_dir)
+                if os.path.isdir(ref_dir):  # absent for an EXTRA model: nothing to compare with
+                    res["abs_err"], res["rel_err"] = compare(ref_dir, out_dir)
             except Exception as e:  # noqa: BLE001  (reported in the table)
-                res["abs_err"] = res["rel_err"] = None
                 res["compare_error"] = str(e)
             log(f"    {engine}: p50 {res['p50_ms']:.2f} ms, peak RSS {res['peak_rss_mb']:.0f} MB, "
-                f"rel err {res['rel_err'] if res['rel_err'] is not None else res.get('compare_error')}")
+                f"rel err {res['rel_err'] if res['rel_err'] is not None else res.get('compare_error') or 'n/a'}")
             runs[engine].append(res)
     summary = {}
     for engine, rs in runs.items():
@@ -140,7 +164,7 @@ def bench_pair(args, model_dir, batch, threads, workdir):
             "session_create_ms": statistics.median(x["session_create_ms"] for x in rs),
             "abs_err": max(errs_abs) if errs_abs else None,
             "rel_err": max(errs_rel) if errs_rel else None,
-            "compare_error": next((x["compare_error"] for x in rs if "compare_error" in x), None),
+            "compare_error": next((x["compare_error"] for x in rs if x["compare_error"]), None),
             "runs": rs,
         }
     return summary
@@ -150,7 +174,7 @@ def fmt_err(s):
     if "error" in s:
         return "FAIL"
     if s["abs_err"] is None:
-        return "mismatch: " + s["compare_error"]
+        return "n/a (no PyTorch outputs)" if s["compare_error"] is None else "mismatch: " + s["compare_error"]
     return f"{s['abs_err']:.1e} / {s['rel_err']:.1e}"
 
 
@@ -167,7 +191,8 @@ def cpu_name():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default=",".join(ZOO), help="comma-separated subset of: " + ", ".join(ZOO))
+    known = ZOO + tuple(EXTRA)
+    ap.add_argument("--models", default=",".join(known), help="comma-separated subset of: " + ", ".join(known))
     ap.add_argument("--batches", default="1,8")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--iterations", type=int, default=20)
@@ -183,10 +208,13 @@ def main():
     if not os.access(args.inferloop, os.X_OK):
         sys.exit(f"error: no inferloop binary at {args.inferloop} (build it, or pass --inferloop PATH)")
     models = [m for m in args.models.split(",") if m]
-    unknown = [m for m in models if m not in ZOO]
+    unknown = [m for m in models if m not in known]
     if unknown:
-        sys.exit(f"error: unknown model(s) {', '.join(unknown)}; known: {', '.join(ZOO)}")
+        sys.exit(f"error: unknown model(s) {', '.join(unknown)}; known: {', '.join(known)}")
     batches = [int(b) for b in args.batches.split(",")]
+    for name in models:
+        if name in EXTRA:
+            prepare_extra(name, batches)
     threads_list = [int(t) for t in args.threads.split(",")]
     import onnxruntime
     sys.path.insert(0, BENCH_DIR)
