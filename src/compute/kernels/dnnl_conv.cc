@@ -12,7 +12,7 @@
 //   small_direct - not oneDNN: compute/simd/small_conv.h's direct convolution on the plain
 //               tensors, for few channels (at most kSmallConvMaxChannels in and out; stride 1,
 //               no dilation, group 1, constant float32 W, activation none / Relu / LeakyRelu /
-//               Clip), where oneDNN pads the channels to 16 or runs im2col.
+//               Clip / Sigmoid / Tanh), where oneDNN pads the channels to 16 or runs im2col.
 // The first time a shape is seen every candidate is timed on the real inputs and the winner
 // kept in the TuningCache (INFERLOOP_AUTOTUNE=0: heuristic instead). Bias, the residual Z
 // (a binary-add post-op reading Z in place, or when oneDNN refuses that, a copy into Y and a
@@ -369,20 +369,34 @@ class ConvKernel final : public Kernel {
     return plan;
   }
 
+  // small_direct's epilogue for `act` into *e (when e is not null); false for an activation it
+  // does not have.
+  static bool SmallEpilogue(const Activation& act, simd::SmallConvEpilogue* e) {
+    simd::SmallConvAct a = simd::SmallConvAct::kNone;
+    switch (act.kind) {
+      case ActivationKind::kNone: break;
+      case ActivationKind::kRelu: a = simd::SmallConvAct::kRelu; break;
+      case ActivationKind::kLeakyRelu: a = simd::SmallConvAct::kLeakyRelu; break;
+      case ActivationKind::kClip: a = simd::SmallConvAct::kClip; break;
+      case ActivationKind::kSigmoid: a = simd::SmallConvAct::kSigmoid; break;
+      case ActivationKind::kTanh: a = simd::SmallConvAct::kTanh; break;
+      default: return false;
+    }
+    if (e != nullptr) {
+      e->act = a;
+      e->alpha = act.alpha;
+      e->beta = act.beta;
+    }
+    return true;
+  }
+
   // small_direct's plan for `p`, or nullptr when the problem is not one it takes.
   std::shared_ptr<const ConvPlan> BuildSmallPlan(const ConvProblem& p, bool w_is_const, Precision prec) const {
     if (p.transposed || p.group != 1 || p.x_blocked || p.y_blocked || !w_is_const || prec != Precision::kFp32) return nullptr;
     if (p.nd() < 2 || p.nd() > 3 || p.x_shape[1] > kSmallConvMaxChannels || p.out_channels > kSmallConvMaxChannels) return nullptr;
     for (int d = 0; d < p.nd(); ++d)
       if (p.geom.strides[d] != 1 || p.geom.dilations[d] != 1) return nullptr;
-    simd::SmallConvEpilogue e;
-    switch (act_.kind) {
-      case ActivationKind::kNone: break;
-      case ActivationKind::kRelu: e.act = simd::SmallConvAct::kRelu; break;
-      case ActivationKind::kLeakyRelu: e.act = simd::SmallConvAct::kLeakyRelu; break;
-      case ActivationKind::kClip: e.act = simd::SmallConvAct::kClip; break;
-      default: return nullptr;
-    }
+    if (!SmallEpilogue(act_, nullptr)) return nullptr;
     auto plan = std::make_shared<ConvPlan>();
     plan->impl = ConvImpl::kSmallDirect;
     plan->y_shape = p.y_storage;
@@ -410,23 +424,18 @@ class ConvKernel final : public Kernel {
     return plan;
   }
 
-  // small_direct: per batch item, X's rows copied into padded rows, then the output rows, each
-  // split over the claimed threads.
+  // small_direct: per batch item, X's rows copied into padded rows (not for a pointwise
+  // convolution), then the output rows, each split over the claimed threads.
   Status RunSmall(const ConvPlan& plan, const ThreadScope& threads, const float* x, const float* b, const float* z,
                   float* y) const {
     const simd::SmallConvGeom& g = plan.small;
-    float* padded = static_cast<float*>(ThreadScratch(0, static_cast<size_t>(simd::SmallConvPaddedSize(g)) * sizeof(float)));
-    if (!padded) return Status::ResourceExhausted("Conv: out of memory for padded input rows");
+    const bool pad = simd::SmallConvNeedsPadding(g);
+    float* padded = pad ? static_cast<float*>(ThreadScratch(0, static_cast<size_t>(simd::SmallConvPaddedSize(g)) * sizeof(float)))
+                        : nullptr;
+    if (pad && !padded) return Status::ResourceExhausted("Conv: out of memory for padded input rows");
     simd::SmallConvEpilogue e;
+    SmallEpilogue(act_, &e);  // BuildSmallPlan checked that it takes act_
     e.bias = b;
-    e.alpha = act_.alpha;
-    e.beta = act_.beta;
-    switch (act_.kind) {
-      case ActivationKind::kRelu: e.act = simd::SmallConvAct::kRelu; break;
-      case ActivationKind::kLeakyRelu: e.act = simd::SmallConvAct::kLeakyRelu; break;
-      case ActivationKind::kClip: e.act = simd::SmallConvAct::kClip; break;
-      default: break;  // kNone (BuildSmallPlan took no other)
-    }
     const float* packed = plan.small_wei->data();
     const int64_t in_item = g.C * g.D * g.H * g.W, out_item = g.M * g.Do * g.Ho * g.Wo;
     // About 64k multiply-adds per block at least, so that small rows are not split too finely.
@@ -436,9 +445,13 @@ class ConvKernel final : public Kernel {
       const float* xn = x + n * in_item;
       const float* zn = z != nullptr ? z + n * out_item : nullptr;
       float* yn = y + n * out_item;
-      threads.ParallelFor(g.C * g.D * g.H, 64, [&](int64_t r0, int64_t r1) { simd::PadSmallConvRows(g, xn, padded, r0, r1); });
+      const float* rows = xn;  // pointwise: X's rows as they are
+      if (pad) {
+        threads.ParallelFor(g.C * g.D * g.H, 64, [&](int64_t r0, int64_t r1) { simd::PadSmallConvRows(g, xn, padded, r0, r1); });
+        rows = padded;
+      }
       threads.ParallelFor(g.Do * g.Ho, grain,
-                          [&](int64_t r0, int64_t r1) { simd::SmallConvRows(g, padded, packed, zn, e, yn, r0, r1); });
+                          [&](int64_t r0, int64_t r1) { simd::SmallConvRows(g, rows, packed, zn, e, yn, r0, r1); });
     }
     CountFastPathExecution();
     return Status::Ok();

@@ -30,6 +30,11 @@ bool SmallConvSupported(const SmallConvGeom& g) {
   return g.pd >= 0 && g.ph >= 0 && g.pw >= 0 && g.pw <= kSmallConvLead;
 }
 
+bool SmallConvNeedsPadding(const SmallConvGeom& g) {
+  return !(g.KD == 1 && g.KH == 1 && g.KW == 1 && g.pd == 0 && g.ph == 0 && g.pw == 0 && g.Do == g.D && g.Ho == g.H &&
+           g.Wo == g.W);
+}
+
 int64_t SmallConvPackedSize(const SmallConvGeom& g) {
   return RoundUp(g.M, kSmallConvOutBlock) * g.C * g.KD * g.KH * g.KW;
 }

@@ -7,8 +7,8 @@
 // plain NCDHW (im2col + sgemm) 10; this kernel: see docs/PERFORMANCE.md ("3-D U-Net").
 //
 // Use: pack the weights once (PackSmallConvWeights), copy each batch item's input into padded
-// rows (PadSmallConvRows, any split of the rows over threads), then compute output rows
-// (SmallConvRows, any split over threads). Layouts are plain: X [C, D, H, W] and Y / Z
+// rows (PadSmallConvRows, any split of the rows over threads; not for a pointwise convolution,
+// SmallConvNeedsPadding), then compute output rows (SmallConvRows, any split over threads). Layouts are plain: X [C, D, H, W] and Y / Z
 // [M, Do, Ho, Wo] per batch item.
 #pragma once
 
@@ -35,9 +35,10 @@ struct SmallConvGeom {
 // kSmallConvLead. The caller computes the output sizes (Do = D + both pads - KD + 1, ...).
 bool SmallConvSupported(const SmallConvGeom& g);
 
-enum class SmallConvAct { kNone, kRelu, kLeakyRelu, kClip };
+enum class SmallConvAct { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kTanh };
 
-// y = act(conv + bias + z): alpha is LeakyRelu's slope or Clip's minimum, beta Clip's maximum.
+// y = act(conv + bias + z): alpha is LeakyRelu's slope or Clip's minimum, beta Clip's maximum;
+// Sigmoid and Tanh as the float32 kernels compute them (simd_impl.h, within a few ulp).
 struct SmallConvEpilogue {
   const float* bias = nullptr;  // [M] or nullptr
   SmallConvAct act = SmallConvAct::kNone;
@@ -57,6 +58,10 @@ int64_t SmallConvPaddedSize(const SmallConvGeom& g);
 // Copies input rows [begin, end) of one batch item (row = (c * D + d) * H + h of X [C, D, H, W])
 // into their padded rows.
 void PadSmallConvRows(const SmallConvGeom& g, const float* x, float* padded, int64_t begin, int64_t end);
+
+// False for a pointwise convolution (1x1x1 kernel, no padding): SmallConvRows then reads X's
+// rows where they are (pass X as `padded`; no copy, the last vector of a row masked).
+bool SmallConvNeedsPadding(const SmallConvGeom& g);
 
 // Output rows [begin, end) (row = d * Ho + h) of one batch item, for every output channel, with
 // the instruction set of ActiveIsa(). z (the residual, Y's layout) may be nullptr.

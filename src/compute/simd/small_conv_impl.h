@@ -8,11 +8,13 @@
 // registers while every input channel and kernel tap streams by: per tap, kVecs loads of the
 // padded input row (shifted by the tap's column) and kOut broadcast weights, kOut * kVecs
 // multiply-adds. Input rows outside the volume (the depth / height padding) are skipped; the
-// width padding is in the padded rows themselves (small_conv.h).
+// width padding is in the padded rows themselves (small_conv.h). A pointwise convolution reads
+// X's rows directly, masking the loads past a row's end.
 #pragma once
 
 #include <cstdint>
 
+#include "compute/simd/simd_impl.h"
 #include "compute/simd/small_conv.h"
 
 namespace inferloop {
@@ -29,6 +31,8 @@ inline typename V::R Activate(typename V::R v, const SmallConvEpilogue& e) {
       return V::Select(V::Lt(v, V::Set(0.f)), neg, v);
     }
     case SmallConvAct::kClip: return V::Min(V::Max(v, V::Set(e.alpha)), V::Set(e.beta));
+    case SmallConvAct::kSigmoid: return impl::Sigmoid<V>(v);
+    case SmallConvAct::kTanh: return impl::Tanh<V>(v);
   }
   return v;
 }
@@ -48,10 +52,14 @@ inline void Tile(const SmallConvGeom& g, const float* padded, const float* packe
 #pragma GCC unroll 4
     for (int v = 0; v < kVecs; ++v) acc[j][v] = b;
   }
-  const int64_t stride = SmallConvRowStride(g);
+  // Padded rows, or (pointwise) X's own rows, whose last vector may run past the row: masked.
+  const bool padded_rows = SmallConvNeedsPadding(g);
+  const int64_t stride = padded_rows ? SmallConvRowStride(g) : g.W;
+  const int64_t cols_left = g.Wo - v0 * W;  // input columns from this tile's first on (pointwise)
+  const bool masked = !padded_rows && cols_left < kVecs * W;
   const int64_t kd0 = g.pd - d > 0 ? g.pd - d : 0, kd1 = g.D + g.pd - d < g.KD ? g.D + g.pd - d : g.KD;
   const int64_t kh0 = g.ph - h > 0 ? g.ph - h : 0, kh1 = g.H + g.ph - h < g.KH ? g.H + g.ph - h : g.KH;
-  const int64_t col0 = kSmallConvLead - g.pw + v0 * W;
+  const int64_t col0 = (padded_rows ? kSmallConvLead - g.pw : 0) + v0 * W;
   for (int64_t c = 0; c < g.C; ++c) {
     for (int64_t kd = kd0; kd < kd1; ++kd) {
       for (int64_t kh = kh0; kh < kh1; ++kh) {
@@ -59,8 +67,15 @@ inline void Tile(const SmallConvGeom& g, const float* padded, const float* packe
         const float* wt = packed + (((mb * g.C + c) * g.KD + kd) * g.KH + kh) * g.KW * kSmallConvOutBlock + j0;
         for (int64_t kw = 0; kw < g.KW; ++kw, wt += kSmallConvOutBlock) {
           R x[kVecs];
+          if (masked) {
+            for (int v = 0; v < kVecs; ++v) {
+              const int64_t left = cols_left - v * W;
+              x[v] = left >= W ? V::Load(row + v * W) : V::LoadTail(row + v * W, left > 0 ? left : 0, 0.f);
+            }
+          } else {
 #pragma GCC unroll 4
-          for (int v = 0; v < kVecs; ++v) x[v] = V::Load(row + kw + v * W);
+            for (int v = 0; v < kVecs; ++v) x[v] = V::Load(row + kw + v * W);
+          }
 #pragma GCC unroll 16
           for (int j = 0; j < kOut; ++j) {
             const R w = V::Set(wt[j]);

@@ -188,6 +188,7 @@ TEST(DnnlConv, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
       {{.name = "3d_8_to_8", .x = {2, 8, 5, 6, 20}, .w = {8, 8, 3, 3, 3}, .pads = {1, 1, 1, 1, 1, 1}}, "x=2x8x5x6x20 ", {"Relu", {}}, true, true},
       {{.name = "3d_1_to_8", .x = {1, 1, 4, 5, 33}, .w = {8, 1, 3, 3, 3}, .pads = {1, 1, 1, 1, 1, 1}}, "x=1x1x4x5x33 ", {"", {}}, false, true},
       {{.name = "2d_3_to_5_asym", .x = {2, 3, 7, 19}, .w = {5, 3, 3, 2}, .pads = {0, 1, 2, 0}, .bias = false}, "x=2x3x7x19 ", {"Clip", {-0.2f, 0.3f}}, true, true},
+      {{.name = "3d_head_8_to_1", .x = {2, 8, 3, 4, 40}, .w = {1, 8, 1, 1, 1}}, "x=2x8x3x4x40 ", {"Sigmoid", {}}, false, true},
       {{.name = "2d_stride2", .x = {1, 4, 9, 9}, .w = {4, 4, 3, 3}, .strides = {2, 2}, .pads = {1, 1, 1, 1}}, "x=1x4x9x9 ", {"", {}}, false, false},
   };
   uint32_t seed = 40;

@@ -1,7 +1,8 @@
 // compute/simd/small_conv.h, the direct convolution for few channels, on every instruction set
 // this CPU has, against a float64 convolution written from ONNX Conv's definition: 2-D and 3-D,
 // kernels 1 to 5, symmetric, asymmetric and no padding, output widths with and without a vector
-// tail, output channels that fill no block / one block / a block and a tail, each activation,
+// tail, one output channel, output channels that fill no block / one block / a block and a tail,
+// each activation,
 // with and without the residual and the bias, row ranges split at odd points.
 #include <gtest/gtest.h>
 
@@ -41,6 +42,8 @@ double Act(const Case& c, double v, float alpha, float beta) {
     case SmallConvAct::kRelu: return v > 0 ? v : 0;
     case SmallConvAct::kLeakyRelu: return v >= 0 ? v : alpha * v;
     case SmallConvAct::kClip: return std::min(std::max(v, static_cast<double>(alpha)), static_cast<double>(beta));
+    case SmallConvAct::kSigmoid: return 1 / (1 + std::exp(-v));
+    case SmallConvAct::kTanh: return std::tanh(v);
   }
   return v;
 }
@@ -77,12 +80,17 @@ void Check(const Case& c, int64_t batch) {
   std::vector<float> padded(static_cast<size_t>(SmallConvPaddedSize(g)), 123.f);  // junk the padding must overwrite
   std::vector<float> y(static_cast<size_t>(batch * out_item), -777.f);
   const int64_t in_rows = c.C * c.D * c.H, out_rows = g.Do * g.Ho;
+  const bool pointwise = !SmallConvNeedsPadding(g);
+  EXPECT_EQ(pointwise, c.KD == 1 && c.KH == 1 && c.KW == 1 && c.pd0 + c.pd1 + c.ph0 + c.ph1 + c.pw0 + c.pw1 == 0);
   for (int64_t n = 0; n < batch; ++n) {
-    // Row ranges split unevenly, as threads would take them.
-    for (int64_t r = 0; r < in_rows; r += 3) PadSmallConvRows(g, x.data() + n * in_item, padded.data(), r, std::min(in_rows, r + 3));
+    // Row ranges split unevenly, as threads would take them. A pointwise convolution reads X's
+    // own rows (a copy of exactly one batch item here, so that reads past it are caught).
+    const std::vector<float> item(x.begin() + n * in_item, x.begin() + (n + 1) * in_item);
+    if (!pointwise)
+      for (int64_t r = 0; r < in_rows; r += 3) PadSmallConvRows(g, item.data(), padded.data(), r, std::min(in_rows, r + 3));
     for (int64_t r = 0; r < out_rows; r += 5)
-      SmallConvRows(g, padded.data(), packed.data(), c.z ? z.data() + n * out_item : nullptr, e, y.data() + n * out_item, r,
-                    std::min(out_rows, r + 5));
+      SmallConvRows(g, pointwise ? item.data() : padded.data(), packed.data(), c.z ? z.data() + n * out_item : nullptr, e,
+                    y.data() + n * out_item, r, std::min(out_rows, r + 5));
   }
   int64_t bad = 0;
   for (int64_t n = 0; n < batch; ++n)
@@ -124,6 +132,9 @@ TEST_P(SmallConvTest, MatchesFloat64Convolution) {
       {"3d_asym_pads", 4, 6, 5, 4, 18, 3, 2, 3, 0, 2, 1, 0, 2, 0, A::kRelu},
       {"3d_valid", 2, 3, 4, 5, 21, 2, 3, 3, 0, 0, 0, 0, 0, 0},
       {"3d_pointwise", 8, 2, 2, 2, 40, 1, 1, 1, 0, 0, 0, 0, 0, 0, A::kNone, true, true},
+      // One output channel (the U-Net's 1x1x1 head with its Sigmoid; its own 1-channel tiles).
+      {"3d_head_8_to_1_sigmoid", 8, 1, 3, 4, 70, 1, 1, 1, 0, 0, 0, 0, 0, 0, A::kSigmoid},
+      {"3d_3x3x3_to_1_tanh_residual", 4, 1, 3, 3, 19, 3, 3, 3, 1, 1, 1, 1, 1, 1, A::kTanh, true, true},
       // Padding wider than the kernel reaches: rows and columns of bias alone.
       {"3d_wide_pads", 2, 4, 2, 2, 3, 3, 3, 3, 2, 3, 2, 2, 2, 4},
       // 2-D (D = KD = 1): a 5x3 kernel, output width of one vector and of one column.
