@@ -12,7 +12,8 @@
 //   small_direct - not oneDNN: compute/simd/small_conv.h's direct convolution on the plain
 //               tensors, for few channels (at most kSmallConvMaxChannels in and out; stride 1,
 //               no dilation, group 1, constant float32 W, activation none / Relu / LeakyRelu /
-//               Clip / Sigmoid / Tanh), where oneDNN pads the channels to 16 or runs im2col.
+//               Clip / Sigmoid / Tanh), where oneDNN pads the channels to 16 or runs im2col;
+//               for ConvTranspose, kernel = stride and no padding (U-Net upsampling).
 // The first time a shape is seen every candidate is timed on the real inputs and the winner
 // kept in the TuningCache (INFERLOOP_AUTOTUNE=0: heuristic instead). Bias, the residual Z
 // (a binary-add post-op reading Z in place, or when oneDNN refuses that, a copy into Y and a
@@ -392,10 +393,14 @@ class ConvKernel final : public Kernel {
 
   // small_direct's plan for `p`, or nullptr when the problem is not one it takes.
   std::shared_ptr<const ConvPlan> BuildSmallPlan(const ConvProblem& p, bool w_is_const, Precision prec) const {
-    if (p.transposed || p.group != 1 || p.x_blocked || p.y_blocked || !w_is_const || prec != Precision::kFp32) return nullptr;
+    if (p.group != 1 || p.x_blocked || p.y_blocked || !w_is_const || prec != Precision::kFp32) return nullptr;
     if (p.nd() < 2 || p.nd() > 3 || p.x_shape[1] > kSmallConvMaxChannels || p.out_channels > kSmallConvMaxChannels) return nullptr;
-    for (int d = 0; d < p.nd(); ++d)
-      if (p.geom.strides[d] != 1 || p.geom.dilations[d] != 1) return nullptr;
+    for (int d = 0; d < p.nd(); ++d) {
+      // A convolution: stride 1. A ConvTranspose: kernel = stride, no padding (U-Net upsampling).
+      const int64_t want_stride = p.transposed ? p.geom.kernel[d] : 1;
+      if (p.geom.strides[d] != want_stride || p.geom.dilations[d] != 1) return nullptr;
+      if (p.transposed && (p.geom.pad_begin[d] != 0 || p.geom.pad_end[d] != 0)) return nullptr;
+    }
     if (!SmallEpilogue(act_, nullptr)) return nullptr;
     auto plan = std::make_shared<ConvPlan>();
     plan->impl = ConvImpl::kSmallDirect;
@@ -413,13 +418,15 @@ class ConvKernel final : public Kernel {
       *in[first + i] = p.x_shape[2 + i];
       *k[first + i] = p.w_shape[2 + i];
       *pad[first + i] = p.geom.pad_begin[i];
-      *out[first + i] = p.geom.out[i];
+      *out[first + i] = p.y_shape[2 + i];
     }
-    if (!simd::SmallConvSupported(g)) return nullptr;
+    if (!(p.transposed ? simd::SmallUpConvSupported(g) : simd::SmallConvSupported(g))) return nullptr;
     Result<Tensor> w = const_w_.Plain();  // the run's W may come without data (KeepsOwnCopyOfConstant)
     if (!w.ok()) return nullptr;
-    auto packed = std::make_shared<std::vector<float>>(static_cast<size_t>(simd::SmallConvPackedSize(g)));
-    simd::PackSmallConvWeights(g, w.value().data<float>(), packed->data());
+    auto packed = std::make_shared<std::vector<float>>(
+        static_cast<size_t>(p.transposed ? simd::SmallUpConvPackedSize(g) : simd::SmallConvPackedSize(g)));
+    if (p.transposed) simd::PackSmallUpConvWeights(g, w.value().data<float>(), packed->data());
+    else simd::PackSmallConvWeights(g, w.value().data<float>(), packed->data());
     plan->small_wei = std::move(packed);
     return plan;
   }
@@ -429,15 +436,25 @@ class ConvKernel final : public Kernel {
   Status RunSmall(const ConvPlan& plan, const ThreadScope& threads, const float* x, const float* b, const float* z,
                   float* y) const {
     const simd::SmallConvGeom& g = plan.small;
-    const bool pad = simd::SmallConvNeedsPadding(g);
-    float* padded = pad ? static_cast<float*>(ThreadScratch(0, static_cast<size_t>(simd::SmallConvPaddedSize(g)) * sizeof(float)))
-                        : nullptr;
-    if (pad && !padded) return Status::ResourceExhausted("Conv: out of memory for padded input rows");
     simd::SmallConvEpilogue e;
     SmallEpilogue(act_, &e);  // BuildSmallPlan checked that it takes act_
     e.bias = b;
     const float* packed = plan.small_wei->data();
     const int64_t in_item = g.C * g.D * g.H * g.W, out_item = g.M * g.Do * g.Ho * g.Wo;
+    if (transposed_) {  // kernel = stride: per batch item, the input rows with their output blocks
+      const int64_t row_macs = std::max<int64_t>(1, g.M * g.Wo * g.C * g.KD * g.KH);
+      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / row_macs);
+      for (int64_t n = 0; n < plan.y_shape[0]; ++n)
+        threads.ParallelFor(g.D * g.H, grain, [&](int64_t r0, int64_t r1) {
+          simd::SmallUpConvRows(g, x + n * in_item, packed, e, y + n * out_item, r0, r1);
+        });
+      CountFastPathExecution();
+      return Status::Ok();
+    }
+    const bool pad = simd::SmallConvNeedsPadding(g);
+    float* padded = pad ? static_cast<float*>(ThreadScratch(0, static_cast<size_t>(simd::SmallConvPaddedSize(g)) * sizeof(float)))
+                        : nullptr;
+    if (pad && !padded) return Status::ResourceExhausted("Conv: out of memory for padded input rows");
     // About 64k multiply-adds per block at least, so that small rows are not split too finely.
     const int64_t row_macs = std::max<int64_t>(1, g.M * g.Wo * g.C * g.KD * g.KH * g.KW);
     const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / row_macs);

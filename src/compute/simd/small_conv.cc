@@ -17,6 +17,13 @@ void SmallConvRowsAvx2(const SmallConvGeom& g, const float* padded, const float*
 void SmallConvRowsAvx512(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
                          const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end);
 
+void SmallUpConvRowsScalar(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
+                           int64_t begin, int64_t end);
+void SmallUpConvRowsAvx2(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
+                         int64_t begin, int64_t end);
+void SmallUpConvRowsAvx512(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
+                           int64_t begin, int64_t end);
+
 namespace {
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 }  // namespace
@@ -78,6 +85,43 @@ void SmallConvRows(const SmallConvGeom& g, const float* padded, const float* pac
     case Isa::kScalar: break;
   }
   SmallConvRowsScalar(g, padded, packed, z, e, y, begin, end);
+}
+
+bool SmallUpConvSupported(const SmallConvGeom& g) {
+  const int64_t sizes[] = {g.C, g.M, g.D, g.H, g.W, g.KD, g.KH, g.KW};
+  for (int64_t s : sizes)
+    if (s <= 0) return false;
+  if (g.KW != 1 && g.KW != 2 && g.KW != 4 && g.KW != 8) return false;  // phases repeat within 8 and 16 lanes
+  if (g.pd != 0 || g.ph != 0 || g.pw != 0 || g.Do != g.D * g.KD || g.Ho != g.H * g.KH || g.Wo != g.W * g.KW) return false;
+  return g.C * RoundUp(g.Wo, 16) <= kSmallUpConvMaxRow;
+}
+
+int64_t SmallUpConvPackedSize(const SmallConvGeom& g) {
+  return g.KD * g.KH * RoundUp(g.M, kSmallConvOutBlock) * g.C * 16;
+}
+
+void PackSmallUpConvWeights(const SmallConvGeom& g, const float* w, float* packed) {
+  const int64_t blocks = RoundUp(g.M, kSmallConvOutBlock) / kSmallConvOutBlock;
+  for (int64_t a = 0; a < g.KD; ++a)
+    for (int64_t b = 0; b < g.KH; ++b)
+      for (int64_t mb = 0; mb < blocks; ++mb)
+        for (int64_t c = 0; c < g.C; ++c)
+          for (int j = 0; j < kSmallConvOutBlock; ++j) {
+            const int64_t m = mb * kSmallConvOutBlock + j;
+            float* out = packed + ((((a * g.KH + b) * blocks + mb) * g.C + c) * kSmallConvOutBlock + j) * 16;
+            for (int l = 0; l < 16; ++l)
+              out[l] = m < g.M ? w[(((c * g.M + m) * g.KD + a) * g.KH + b) * g.KW + l % g.KW] : 0.f;
+          }
+}
+
+void SmallUpConvRows(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
+                     int64_t begin, int64_t end) {
+  switch (ActiveIsa()) {
+    case Isa::kAvx512: return SmallUpConvRowsAvx512(g, x, packed, e, y, begin, end);
+    case Isa::kAvx2: return SmallUpConvRowsAvx2(g, x, packed, e, y, begin, end);
+    case Isa::kScalar: break;
+  }
+  SmallUpConvRowsScalar(g, x, packed, e, y, begin, end);
 }
 
 }  // namespace simd

@@ -68,5 +68,26 @@ bool SmallConvNeedsPadding(const SmallConvGeom& g);
 void SmallConvRows(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
                    const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end);
 
+// ---------------------------------------------------------------------------------------------
+// ConvTranspose with kernel = stride and no padding (the 2x2x2 / stride-2 upsampling of U-Nets):
+// each input voxel writes its own KD x KH x KW block, y[m, d*KD + a, h*KH + b, w*KW + c] =
+// bias[m] + sum over ci of x[ci, d, h, w] * W[ci, m, a, b, c]. The geometry is SmallConvGeom's
+// with K = the strides, no pads and Do = D * KD, Ho = H * KH, Wo = W * KW; W is ConvTranspose's
+// [C, M, KD, KH, KW]. Per input row the input columns are widened KW times, then each of its
+// KD * KH output rows is computed like a pointwise convolution whose weight vector repeats the
+// KW column phases.
+
+// True when the kernel takes `g`: positive sizes, KW in {1, 2, 4, 8}, no pads, the output sizes
+// above, and C * Wo rounded up to 16 within kSmallUpConvMaxRow (one widened input row).
+constexpr int64_t kSmallUpConvMaxRow = 16384;
+bool SmallUpConvSupported(const SmallConvGeom& g);
+// Floats of the packed weights: KD * KH * ceil(M / 8) * C * 8 vectors of 16.
+int64_t SmallUpConvPackedSize(const SmallConvGeom& g);
+void PackSmallUpConvWeights(const SmallConvGeom& g, const float* w, float* packed);
+// Input rows [begin, end) (row = d * H + h) of one batch item: all their output rows. e.act must
+// be kNone and z is not taken (ConvTranspose has neither).
+void SmallUpConvRows(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
+                     int64_t begin, int64_t end);
+
 }  // namespace simd
 }  // namespace inferloop

@@ -15,5 +15,10 @@ void SmallConvRowsAvx2(const SmallConvGeom& g, const float* padded, const float*
   small_conv_impl::Rows<avx2::Vec, 4, 2>(g, padded, packed, z, e, y, begin, end);
 }
 
+void SmallUpConvRowsAvx2(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e,
+                          float* y, int64_t begin, int64_t end) {
+  small_conv_impl::UpRows<avx2::Vec, 4, 2>(g, x, packed, e, y, begin, end);
+}
+
 }  // namespace simd
 }  // namespace inferloop

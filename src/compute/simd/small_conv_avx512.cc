@@ -21,5 +21,10 @@ void SmallConvRowsAvx512(const SmallConvGeom& g, const float* padded, const floa
   small_conv_impl::Rows<avx512::Vec, 8, 2>(g, padded, packed, z, e, y, begin, end);
 }
 
+void SmallUpConvRowsAvx512(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e,
+                          float* y, int64_t begin, int64_t end) {
+  small_conv_impl::UpRows<avx512::Vec, 8, 2>(g, x, packed, e, y, begin, end);
+}
+
 }  // namespace simd
 }  // namespace inferloop

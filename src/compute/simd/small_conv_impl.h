@@ -130,6 +130,86 @@ void Rows(const SmallConvGeom& g, const float* padded, const float* packed, cons
   }
 }
 
+// SmallUpConvRows: output channels [m0, m0 + kOut) of block mb and vectors [v0, v0 + kVecs) of
+// one output row, from the widened input row `xu` ([C][RoundUp(Wo, 16)]) and the packed weights
+// of this row's (a, b) phase ([blocks][C][8][16], each 16 the KW column phases repeated).
+template <class V, int kOut, int kVecs>
+inline void UpTile(const SmallConvGeom& g, const float* xu, int64_t xu_stride, const float* packed_ab, int64_t mb, int j0,
+                   int64_t v0, const SmallConvEpilogue& e, float* yrow) {
+  using R = typename V::R;
+  constexpr int W = V::kWidth;
+  R acc[kOut][kVecs];
+#pragma GCC unroll 16
+  for (int j = 0; j < kOut; ++j) {
+    const int64_t m = mb * kSmallConvOutBlock + j0 + j;
+    const R b = V::Set(e.bias != nullptr && m < g.M ? e.bias[m] : 0.f);
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) acc[j][v] = b;
+  }
+  for (int64_t c = 0; c < g.C; ++c) {
+    R x[kVecs];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) x[v] = V::Load(xu + c * xu_stride + (v0 + v) * W);
+    const float* wt = packed_ab + ((mb * g.C + c) * kSmallConvOutBlock + j0) * 16;
+#pragma GCC unroll 16
+    for (int j = 0; j < kOut; ++j) {
+      if constexpr (W >= 8) {  // every vector starts at phase 0 (KW divides 8)
+        const R w = V::Load(wt + j * 16);
+#pragma GCC unroll 4
+        for (int v = 0; v < kVecs; ++v) acc[j][v] = V::Fma(x[v], w, acc[j][v]);
+      } else {  // narrower vectors (scalar): the phase of each vector's first column
+        for (int v = 0; v < kVecs; ++v) acc[j][v] = V::Fma(x[v], V::Load(wt + j * 16 + ((v0 + v) * W) % 16), acc[j][v]);
+      }
+    }
+  }
+  const int64_t plane = g.Do * g.Ho * g.Wo;
+#pragma GCC unroll 16
+  for (int j = 0; j < kOut; ++j) {
+    const int64_t m = mb * kSmallConvOutBlock + j0 + j;
+    if (m >= g.M) break;
+    float* out = yrow + m * plane + v0 * W;
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) {
+      const int64_t left = g.Wo - v0 * W - v * W;
+      if (left >= W) V::Store(out + v * W, acc[j][v]);
+      else if (left > 0) V::StoreTail(out + v * W, acc[j][v], left);
+    }
+  }
+}
+
+template <class V, int kOut, int kVecs>
+void UpRows(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
+            int64_t row_begin, int64_t row_end) {
+  constexpr int W = V::kWidth;
+  const int64_t xu_stride = (g.Wo + 15) / 16 * 16;
+  alignas(64) float xu[kSmallUpConvMaxRow];
+  const int64_t vecs = (g.Wo + W - 1) / W;
+  const int64_t blocks = (g.M + kSmallConvOutBlock - 1) / kSmallConvOutBlock;
+  const int64_t phase_floats = blocks * g.C * kSmallConvOutBlock * 16;
+  for (int64_t row = row_begin; row < row_end; ++row) {
+    const int64_t d = row / g.H, h = row % g.H;
+    for (int64_t c = 0; c < g.C; ++c) {  // widen: column w * KW + k takes input column w
+      const float* in = x + (c * g.D + d) * g.H * g.W + h * g.W;
+      float* out = xu + c * xu_stride;
+      for (int64_t iw = 0; iw < g.W; ++iw)
+        for (int64_t k = 0; k < g.KW; ++k) out[iw * g.KW + k] = in[iw];
+      for (int64_t col = g.Wo; col < xu_stride; ++col) out[col] = 0.f;
+    }
+    for (int64_t a = 0; a < g.KD; ++a)
+      for (int64_t b = 0; b < g.KH; ++b) {
+        const float* packed_ab = packed + (a * g.KH + b) * phase_floats;
+        float* yrow = y + ((d * g.KD + a) * g.Ho + (h * g.KH + b)) * g.Wo;
+        for (int64_t mb = 0; mb < blocks; ++mb)
+          for (int j0 = 0; j0 < kSmallConvOutBlock; j0 += kOut) {
+            if (mb * kSmallConvOutBlock + j0 >= g.M) break;
+            int64_t v = 0;
+            for (; v + kVecs <= vecs; v += kVecs) UpTile<V, kOut, kVecs>(g, xu, xu_stride, packed_ab, mb, j0, v, e, yrow);
+            for (; v < vecs; ++v) UpTile<V, kOut, 1>(g, xu, xu_stride, packed_ab, mb, j0, v, e, yrow);
+          }
+      }
+  }
+}
+
 }  // namespace small_conv_impl
 }  // namespace simd
 }  // namespace inferloop

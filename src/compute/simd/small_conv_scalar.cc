@@ -15,5 +15,10 @@ void SmallConvRowsScalar(const SmallConvGeom& g, const float* padded, const floa
   small_conv_impl::Rows<scalar::Vec, 8, 4>(g, padded, packed, z, e, y, begin, end);
 }
 
+void SmallUpConvRowsScalar(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e,
+                          float* y, int64_t begin, int64_t end) {
+  small_conv_impl::UpRows<scalar::Vec, 8, 4>(g, x, packed, e, y, begin, end);
+}
+
 }  // namespace simd
 }  // namespace inferloop

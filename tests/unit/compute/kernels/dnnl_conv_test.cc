@@ -227,6 +227,76 @@ TEST(DnnlConv, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
   std::filesystem::remove(path);
 }
 
+// small_direct for ConvTranspose (kernel = stride, no padding), pinned the same way; a
+// ConvTranspose it cannot take (kernel 3, stride 2) pinned to it runs on oneDNN.
+TEST(DnnlConvTranspose, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
+  if (!AutotuneEnabled()) GTEST_SKIP() << "INFERLOOP_AUTOTUNE=0: no key is recorded to pin";
+  TuningCache& cache = TuningCache::Global();
+  const std::string saved_path = cache.path();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("il_small_up_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".tsv"))
+                               .string();
+  std::filesystem::remove(path);
+  cache.Clear();
+  cache.SetPath(path);
+  struct Up {
+    std::string name;
+    Shape x, w;
+    std::vector<int64_t> strides;
+    bool expect_fast;
+  };
+  const std::vector<Up> cases = {
+      {"3d_16_to_8_k2s2", {2, 16, 3, 4, 10}, {16, 8, 2, 2, 2}, {2, 2, 2}, true},
+      {"2d_4_to_3_k2s2", {1, 4, 5, 7}, {4, 3, 2, 2}, {2, 2}, true},
+      {"2d_k3s2", {1, 4, 5, 7}, {4, 3, 3, 3}, {2, 2}, false},
+  };
+  uint32_t seed = 70;
+  for (const Up& c : cases) {
+    OneNode n;
+    n.op = "ConvTranspose";
+    n.inputs.push_back({"x", c.x, RandomValues(Count(c.x), seed += 3), false});
+    n.inputs.push_back({"w", c.w, RandomValues(Count(c.w), seed + 1), true});
+    n.inputs.push_back({"b", {c.w[1]}, RandomValues(c.w[1], seed + 2), true});
+    n.attrs = [c](onnxpb::NodeProto& p) { IntsAttr(p, "strides", c.strides); };
+    auto ref = RunNode(n, DataType::kDouble);
+    ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+    auto first = RunNode(n, DataType::kFloat);  // records the key
+    ASSERT_TRUE(first.ok()) << c.name << ": " << first.status().ToString();
+    std::string key;
+    {
+      std::ifstream in(path);
+      std::string line;
+      const std::string x_key = "x=" + [&] {
+        std::string k;
+        for (size_t i = 0; i < c.x.size(); ++i) k += (i ? "x" : "") + std::to_string(c.x[i]);
+        return k;
+      }() + " w=" + [&] {
+        std::string k;
+        for (size_t i = 0; i < c.w.size(); ++i) k += (i ? "x" : "") + std::to_string(c.w[i]);
+        return k;
+      }();
+      while (std::getline(in, line)) {
+        const size_t a = line.find('\t'), b = line.rfind('\t');
+        if (a != std::string::npos && b > a && line.find("deconv") != std::string::npos && line.find(x_key) != std::string::npos)
+          key = line.substr(a + 1, b - a - 1);
+      }
+    }
+    ASSERT_FALSE(key.empty()) << c.name << ": no entry in " << path;
+    cache.Store(key, "small_direct");
+    for (int threads : {1, 2}) {
+      const int64_t before = dnnl_kernels::FastPathExecutions();
+      auto got = RunNode(n, DataType::kFloat, threads);
+      ASSERT_TRUE(got.ok()) << c.name << ": " << got.status().ToString();
+      if (c.expect_fast) EXPECT_GT(dnnl_kernels::FastPathExecutions(), before) << c.name << " did not run small_direct";
+      else EXPECT_EQ(dnnl_kernels::FastPathExecutions(), before) << c.name << " cannot run small_direct";
+      ExpectClose(*got, ref->shape(), ToDoubles(*ref), 1e-4, c.name + " threads=" + std::to_string(threads));
+    }
+  }
+  cache.Clear();
+  cache.SetPath(saved_path);
+  std::filesystem::remove(path);
+}
+
 TEST(DnnlConv, FusedConvResidualOfWrongShapeIsAnError) {
   const ConvCase c{.name = "fused", .x = {1, 2, 4, 4}, .w = {3, 2, 1, 1}};
   OneNode n = ConvNode(c, true, 3);

@@ -156,6 +156,74 @@ TEST_P(SmallConvTest, LeadingPadBeyondTheRowLeadIsNotSupported) {
   EXPECT_FALSE(SmallConvSupported(g));
 }
 
+// ConvTranspose with kernel = stride (SmallUpConvRows) against float64 from ConvTranspose's
+// definition: 3-D 2x2x2 (the U-Nets' upsampling), anisotropic kernels, KW 1 / 4 / 8, output
+// widths with tails, channel blocks with a tail, with and without bias.
+TEST_P(SmallConvTest, UpConvMatchesFloat64ConvTranspose) {
+  struct UpCase {
+    std::string name;
+    int64_t C, M, D, H, W, KD, KH, KW;
+    bool bias;
+  };
+  const std::vector<UpCase> cases = {
+      {"3d_16_to_8_k2", 16, 8, 3, 4, 9, 2, 2, 2, true},      {"3d_32_to_16_k2", 32, 16, 2, 3, 16, 2, 2, 2, true},
+      {"3d_3_to_9_k1x2x4", 3, 9, 2, 3, 5, 1, 2, 4, false},   {"2d_5_to_3_k3x8", 5, 3, 1, 4, 3, 1, 3, 8, true},
+      {"3d_4_to_2_k2x1x1", 4, 2, 3, 2, 21, 2, 1, 1, true},
+  };
+  for (const UpCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    SmallConvGeom g;
+    g.C = c.C, g.M = c.M, g.D = c.D, g.H = c.H, g.W = c.W, g.KD = c.KD, g.KH = c.KH, g.KW = c.KW;
+    g.Do = c.D * c.KD, g.Ho = c.H * c.KH, g.Wo = c.W * c.KW;
+    ASSERT_TRUE(SmallUpConvSupported(g));
+    const int64_t batch = 2, in_item = c.C * c.D * c.H * c.W, out_item = c.M * g.Do * g.Ho * g.Wo;
+    const std::vector<float> x = Random(batch * in_item, 7), w = Random(c.C * c.M * c.KD * c.KH * c.KW, 8), b = Random(c.M, 9);
+    std::vector<float> packed(static_cast<size_t>(SmallUpConvPackedSize(g)));
+    PackSmallUpConvWeights(g, w.data(), packed.data());
+    SmallConvEpilogue e;
+    e.bias = c.bias ? b.data() : nullptr;
+    std::vector<float> y(static_cast<size_t>(batch * out_item), -777.f);
+    for (int64_t n = 0; n < batch; ++n) {
+      const std::vector<float> item(x.begin() + n * in_item, x.begin() + (n + 1) * in_item);
+      for (int64_t r = 0; r < c.D * c.H; r += 2)
+        SmallUpConvRows(g, item.data(), packed.data(), e, y.data() + n * out_item, r, std::min(c.D * c.H, r + 2));
+    }
+    int64_t bad = 0;
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t m = 0; m < c.M; ++m)
+        for (int64_t od = 0; od < g.Do; ++od)
+          for (int64_t oh = 0; oh < g.Ho; ++oh)
+            for (int64_t ow = 0; ow < g.Wo; ++ow) {
+              double s = c.bias ? b[m] : 0.0;
+              for (int64_t ci = 0; ci < c.C; ++ci)
+                s += static_cast<double>(x[static_cast<size_t>(n * in_item + ((ci * c.D + od / c.KD) * c.H + oh / c.KH) * c.W + ow / c.KW)]) *
+                     w[static_cast<size_t>((((ci * c.M + m) * c.KD + od % c.KD) * c.KH + oh % c.KH) * c.KW + ow % c.KW)];
+              const double got = y[static_cast<size_t>(n * out_item + ((m * g.Do + od) * g.Ho + oh) * g.Wo + ow)];
+              if (!(std::fabs(got - s) <= 1e-4 * (1 + std::fabs(s))) && bad++ < 5)
+                ADD_FAILURE() << "n=" << n << " m=" << m << " " << od << "," << oh << "," << ow << ": " << got << " vs " << s;
+            }
+    EXPECT_EQ(bad, 0);
+  }
+}
+
+TEST_P(SmallConvTest, UpConvTakesOnlyKernelEqualStrideShapes) {
+  SmallConvGeom g;
+  g.C = 4, g.M = 4, g.D = 2, g.H = 2, g.W = 8, g.KD = g.KH = g.KW = 2, g.Do = 4, g.Ho = 4, g.Wo = 16;
+  EXPECT_TRUE(SmallUpConvSupported(g));
+  SmallConvGeom odd = g;
+  odd.KW = 3, odd.Wo = 24;  // 3 column phases do not repeat within a vector
+  EXPECT_FALSE(SmallUpConvSupported(odd));
+  SmallConvGeom padded = g;
+  padded.pw = 1;
+  EXPECT_FALSE(SmallUpConvSupported(padded));
+  SmallConvGeom wrong_out = g;
+  wrong_out.Ho = 5;
+  EXPECT_FALSE(SmallUpConvSupported(wrong_out));
+  SmallConvGeom wide = g;
+  wide.C = 64, wide.W = 300, wide.Wo = 600;  // a widened row past kSmallUpConvMaxRow
+  EXPECT_FALSE(SmallUpConvSupported(wide));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, SmallConvTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
                          [](const ::testing::TestParamInfo<Isa>& i) { return std::string(IsaName(i.param)); });
 
