@@ -370,6 +370,12 @@ TEST_P(SimdKernelsTest, TransposeEveryPermutationKind) {
       {{3, 4, 5, 6}, {3, 2, 1, 0}},
       {{1, 1}, {1, 0}},
       {{0, 3}, {1, 0}},
+      // NCHW -> NHWC with 2, 3, 4 and 5 channels (up to 4: the narrow-row path), more rows than
+      // one narrow tile, and a tail.
+      {{2, 3, 37, 41}, {0, 2, 3, 1}},
+      {{1, 4, 33, 33}, {0, 2, 3, 1}},
+      {{3, 2, 1100}, {0, 2, 1}},
+      {{2, 5, 20, 21}, {0, 2, 3, 1}},
   };
   for (const auto& [shape, perm] : cases) {
     SCOPED_TRACE(::testing::PrintToString(shape) + " perm " + ::testing::PrintToString(perm));
