@@ -37,6 +37,20 @@ inline typename V::R Activate(typename V::R v, const SmallConvEpilogue& e) {
   return v;
 }
 
+// Every accumulator of output channel m = mb * 8 + j0 + j starts at bias[m] (0 without a bias or
+// past M).
+template <class V, int kOut, int kVecs>
+inline void InitWithBias(const SmallConvGeom& g, const SmallConvEpilogue& e, int64_t mb, int j0,
+                         typename V::R (&acc)[kOut][kVecs]) {
+#pragma GCC unroll 16
+  for (int j = 0; j < kOut; ++j) {
+    const int64_t m = mb * kSmallConvOutBlock + j0 + j;
+    const typename V::R b = V::Set(e.bias != nullptr && m < g.M ? e.bias[m] : 0.f);
+#pragma GCC unroll 4
+    for (int v = 0; v < kVecs; ++v) acc[j][v] = b;
+  }
+}
+
 // Output channels [m0, m0 + kOut) (within packed block `mb`, starting at lane j0 of it) and
 // output vectors [v0, v0 + kVecs) of output row (d, h) of one batch item.
 template <class V, int kOut, int kVecs>
@@ -45,13 +59,7 @@ inline void Tile(const SmallConvGeom& g, const float* padded, const float* packe
   using R = typename V::R;
   constexpr int W = V::kWidth;
   R acc[kOut][kVecs];
-#pragma GCC unroll 16
-  for (int j = 0; j < kOut; ++j) {
-    const int64_t m = mb * kSmallConvOutBlock + j0 + j;
-    const R b = V::Set(e.bias != nullptr && m < g.M ? e.bias[m] : 0.f);
-#pragma GCC unroll 4
-    for (int v = 0; v < kVecs; ++v) acc[j][v] = b;
-  }
+  InitWithBias<V, kOut, kVecs>(g, e, mb, j0, acc);
   // Padded rows, or (pointwise) X's own rows, whose last vector may run past the row: masked.
   const bool padded_rows = SmallConvNeedsPadding(g);
   const int64_t stride = padded_rows ? SmallConvRowStride(g) : g.W;
@@ -139,13 +147,7 @@ inline void UpTile(const SmallConvGeom& g, const float* xu, int64_t xu_stride, c
   using R = typename V::R;
   constexpr int W = V::kWidth;
   R acc[kOut][kVecs];
-#pragma GCC unroll 16
-  for (int j = 0; j < kOut; ++j) {
-    const int64_t m = mb * kSmallConvOutBlock + j0 + j;
-    const R b = V::Set(e.bias != nullptr && m < g.M ? e.bias[m] : 0.f);
-#pragma GCC unroll 4
-    for (int v = 0; v < kVecs; ++v) acc[j][v] = b;
-  }
+  InitWithBias<V, kOut, kVecs>(g, e, mb, j0, acc);
   for (int64_t c = 0; c < g.C; ++c) {
     R x[kVecs];
 #pragma GCC unroll 4

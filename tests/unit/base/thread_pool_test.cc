@@ -38,13 +38,14 @@ TEST(RtThreadPool, CoversRangeExactlyOnce) {
   for (int64_t n : {0, 1, 17}) CheckCoverage(nullptr, n, 1);
 }
 
-TEST(RtThreadPool, UsesSeveralThreads) {
-  ThreadPool pool(2);
+// The threads that ran the two blocks of parallel_for(2, 1, fn): each block waits (briefly) for
+// the other, so two distinct ids only with two threads.
+template <typename ParallelForFn>
+std::vector<std::thread::id> ThreadsOfTwoBlocks(ParallelForFn parallel_for) {
   std::mutex mu;
   std::vector<std::thread::id> ids;
   std::atomic<int> arrived{0};
-  // Two blocks that each wait (briefly) for the other: only possible with two threads.
-  ParallelFor(&pool, 2, 1, [&](int64_t, int64_t) {
+  parallel_for([&](int64_t, int64_t) {
     {
       std::lock_guard<std::mutex> lock(mu);
       ids.push_back(std::this_thread::get_id());
@@ -52,6 +53,12 @@ TEST(RtThreadPool, UsesSeveralThreads) {
     arrived.fetch_add(1);
     for (int spin = 0; spin < 2000000 && arrived.load() < 2; ++spin) std::this_thread::yield();
   });
+  return ids;
+}
+
+TEST(RtThreadPool, UsesSeveralThreads) {
+  ThreadPool pool(2);
+  const auto ids = ThreadsOfTwoBlocks([&](auto fn) { ParallelFor(&pool, 2, 1, fn); });
   ASSERT_EQ(ids.size(), 2u);
   EXPECT_NE(ids[0], ids[1]);
 }
@@ -121,17 +128,7 @@ TEST(RtThreadPool, ReservationParallelForUsesItsThreads) {
   ThreadPool pool(2);
   ThreadPool::Reservation r(&pool, 2);
   ASSERT_EQ(r.threads(), 2);
-  std::mutex mu;
-  std::vector<std::thread::id> ids;
-  std::atomic<int> arrived{0};
-  r.ParallelFor(2, 1, [&](int64_t, int64_t) {
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      ids.push_back(std::this_thread::get_id());
-    }
-    arrived.fetch_add(1);
-    for (int spin = 0; spin < 2000000 && arrived.load() < 2; ++spin) std::this_thread::yield();
-  });
+  const auto ids = ThreadsOfTwoBlocks([&](auto fn) { r.ParallelFor(2, 1, fn); });
   ASSERT_EQ(ids.size(), 2u);
   EXPECT_NE(ids[0], ids[1]);
   for (int64_t n : {0, 1, 5, 1000}) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compute/simd/cpu_isa.h"
+#include "unit/compute/simd/isa_param_test.h"
 #include "inferloop/session.h"
 #include "unit/compute/tensor_makers.h"
 #include "unit/model_builder.h"
@@ -45,15 +46,8 @@ void FloatAttr(onnxpb::NodeProto& n, const std::string& name, float v) {
   a->set_f(v);
 }
 
-class SimdKernelsTest : public ::testing::TestWithParam<Isa> {
+class SimdKernelsTest : public simd::IsaParamTest {
  protected:
-  void SetUp() override {
-    if (static_cast<int>(GetParam()) > static_cast<int>(simd::DetectedIsa()))
-      GTEST_SKIP() << simd::IsaName(GetParam()) << " is not available on this CPU";
-    simd::SetActiveIsa(GetParam());
-  }
-  void TearDown() override { simd::SetActiveIsa(simd::DetectedIsa()); }
-
   // Runs `bytes` (no graph optimization, two threads) and returns output `out_index`.
   static Tensor Run(const std::string& bytes, const std::vector<NamedValue>& inputs, int out_index = 0) {
     SessionOptions o;
@@ -449,7 +443,7 @@ TEST_P(SimdKernelsTest, GatherRowsWithNegativeAndInt32Indices) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, SimdKernelsTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
-                         [](const ::testing::TestParamInfo<Isa>& i) { return std::string(simd::IsaName(i.param)); });
+                         simd::IsaParamName);
 
 }  // namespace
 }  // namespace inferloop

@@ -154,30 +154,50 @@ TEST(DnnlConv, FusedConvActivationsAndResidual) {
   }
 }
 
+// The global tuning cache on a fresh file of its own for one test (restored afterwards), and
+// the keys kernels record in it.
+class ScratchTuningCache {
+ public:
+  explicit ScratchTuningCache(const std::string& tag)
+      : saved_path_(TuningCache::Global().path()),
+        path_((std::filesystem::temp_directory_path() /
+               ("il_" + tag + "_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".tsv"))
+                  .string()) {
+    std::filesystem::remove(path_);
+    TuningCache::Global().Clear();
+    TuningCache::Global().SetPath(path_);
+  }
+  ~ScratchTuningCache() {
+    TuningCache::Global().Clear();
+    TuningCache::Global().SetPath(saved_path_);
+    std::filesystem::remove(path_);
+  }
+  // The last key recorded that contains every one of `parts` ("" when none).
+  std::string KeyWith(const std::vector<std::string>& parts) const {
+    std::ifstream in(path_);
+    std::string line, key;
+    while (std::getline(in, line)) {
+      const size_t a = line.find('\t'), b = line.rfind('\t');
+      if (a == std::string::npos || b <= a) continue;
+      bool all = true;
+      for (const std::string& p : parts) all = all && line.find(p) != std::string::npos;
+      if (all) key = line.substr(a + 1, b - a - 1);
+    }
+    return key;
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string saved_path_, path_;
+};
+
 // small_direct (compute/simd/small_conv.h), the kernel's own candidate for few channels, pinned
 // through the tuning cache as a user's cache file would: each case runs once to record its key,
 // the key is set to small_direct, and a fresh session must then run it there (FastPathExecutions)
 // and match float64. A shape it cannot take (stride 2) pinned to it still runs, on oneDNN.
 TEST(DnnlConv, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
   if (!AutotuneEnabled()) GTEST_SKIP() << "INFERLOOP_AUTOTUNE=0: no key is recorded to pin";
-  TuningCache& cache = TuningCache::Global();
-  const std::string saved_path = cache.path();
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("il_small_direct_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".tsv"))
-                               .string();
-  std::filesystem::remove(path);
-  cache.Clear();
-  cache.SetPath(path);
-  // The key recorded for `x_key` (e.g. "x=2x8x5x6x20 "), from the cache file.
-  auto recorded_key = [&](const std::string& x_key) -> std::string {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t a = line.find('\t'), b = line.rfind('\t');
-      if (a != std::string::npos && b > a && line.find(x_key) != std::string::npos) return line.substr(a + 1, b - a - 1);
-    }
-    return "";
-  };
+  ScratchTuningCache cache("small_direct");
   struct Pinned {
     ConvCase c;
     std::string x_key;
@@ -210,9 +230,9 @@ TEST(DnnlConv, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
     };
     auto first = RunNode(fused, DataType::kFloat);  // records the key
     ASSERT_TRUE(first.ok()) << pc.c.name << ": " << first.status().ToString();
-    const std::string key = recorded_key(pc.x_key);
-    ASSERT_FALSE(key.empty()) << pc.c.name << ": no entry in " << path;
-    cache.Store(key, "small_direct");
+    const std::string key = cache.KeyWith({pc.x_key});
+    ASSERT_FALSE(key.empty()) << pc.c.name << ": no entry in " << cache.path();
+    TuningCache::Global().Store(key, "small_direct");
     for (int threads : {1, 2}) {
       const int64_t before = dnnl_kernels::FastPathExecutions();
       auto got = RunNode(fused, DataType::kFloat, threads);
@@ -222,23 +242,13 @@ TEST(DnnlConv, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
       ExpectClose(*got, ref->shape(), want, 1e-4, pc.c.name + " threads=" + std::to_string(threads));
     }
   }
-  cache.Clear();
-  cache.SetPath(saved_path);
-  std::filesystem::remove(path);
 }
 
 // small_direct for ConvTranspose (kernel = stride, no padding), pinned the same way; a
 // ConvTranspose it cannot take (kernel 3, stride 2) pinned to it runs on oneDNN.
 TEST(DnnlConvTranspose, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
   if (!AutotuneEnabled()) GTEST_SKIP() << "INFERLOOP_AUTOTUNE=0: no key is recorded to pin";
-  TuningCache& cache = TuningCache::Global();
-  const std::string saved_path = cache.path();
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("il_small_up_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + ".tsv"))
-                               .string();
-  std::filesystem::remove(path);
-  cache.Clear();
-  cache.SetPath(path);
+  ScratchTuningCache cache("small_up");
   struct Up {
     std::string name;
     Shape x, w;
@@ -262,27 +272,14 @@ TEST(DnnlConvTranspose, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
     ASSERT_TRUE(ref.ok()) << ref.status().ToString();
     auto first = RunNode(n, DataType::kFloat);  // records the key
     ASSERT_TRUE(first.ok()) << c.name << ": " << first.status().ToString();
-    std::string key;
-    {
-      std::ifstream in(path);
-      std::string line;
-      const std::string x_key = "x=" + [&] {
-        std::string k;
-        for (size_t i = 0; i < c.x.size(); ++i) k += (i ? "x" : "") + std::to_string(c.x[i]);
-        return k;
-      }() + " w=" + [&] {
-        std::string k;
-        for (size_t i = 0; i < c.w.size(); ++i) k += (i ? "x" : "") + std::to_string(c.w[i]);
-        return k;
-      }();
-      while (std::getline(in, line)) {
-        const size_t a = line.find('\t'), b = line.rfind('\t');
-        if (a != std::string::npos && b > a && line.find("deconv") != std::string::npos && line.find(x_key) != std::string::npos)
-          key = line.substr(a + 1, b - a - 1);
-      }
-    }
-    ASSERT_FALSE(key.empty()) << c.name << ": no entry in " << path;
-    cache.Store(key, "small_direct");
+    auto dims = [](const Shape& shape) {
+      std::string k;
+      for (size_t i = 0; i < shape.size(); ++i) k += (i ? "x" : "") + std::to_string(shape[i]);
+      return k;
+    };
+    const std::string key = cache.KeyWith({"deconv", "x=" + dims(c.x) + " w=" + dims(c.w)});
+    ASSERT_FALSE(key.empty()) << c.name << ": no entry in " << cache.path();
+    TuningCache::Global().Store(key, "small_direct");
     for (int threads : {1, 2}) {
       const int64_t before = dnnl_kernels::FastPathExecutions();
       auto got = RunNode(n, DataType::kFloat, threads);
@@ -292,9 +289,6 @@ TEST(DnnlConvTranspose, SmallDirectPinnedByTheTuningCacheMatchesFloat64) {
       ExpectClose(*got, ref->shape(), ToDoubles(*ref), 1e-4, c.name + " threads=" + std::to_string(threads));
     }
   }
-  cache.Clear();
-  cache.SetPath(saved_path);
-  std::filesystem::remove(path);
 }
 
 TEST(DnnlConv, FusedConvResidualOfWrongShapeIsAnError) {

@@ -16,6 +16,7 @@
 #include "base/thread_pool.h"
 #include "compute/activation.h"
 #include "compute/simd/cpu_isa.h"
+#include "unit/compute/simd/isa_param_test.h"
 #include "compute/simd/float_kernels.h"
 
 namespace inferloop {
@@ -55,15 +56,7 @@ std::vector<float> SweepFloats() {
   return v;
 }
 
-class SimdTest : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (static_cast<int>(GetParam()) > static_cast<int>(DetectedIsa()))
-      GTEST_SKIP() << IsaName(GetParam()) << " is not available on this CPU";
-    ASSERT_EQ(SetActiveIsa(GetParam()), GetParam());
-  }
-  void TearDown() override { SetActiveIsa(DetectedIsa()); }
-};
+class SimdTest : public IsaParamTest {};
 
 // Max ulp error of `op` against `ref` (computed in double, rounded to float) over the sweep.
 int64_t MaxUlp(UnaryOp op, double (*ref)(double), float* worst_x) {
@@ -492,7 +485,7 @@ TEST_P(SimdTest, FusedActivationEpiloguesMatchTheirFormulas) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, SimdTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
-                         [](const ::testing::TestParamInfo<Isa>& i) { return std::string(IsaName(i.param)); });
+                         IsaParamName);
 
 TEST(SimdIsa, SelectionIsClampedToTheCpu) {
   const Isa detected = DetectedIsa();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compute/simd/cpu_isa.h"
+#include "unit/compute/simd/isa_param_test.h"
 #include "compute/simd/small_conv.h"
 
 namespace inferloop {
@@ -48,15 +49,7 @@ double Act(const Case& c, double v, float alpha, float beta) {
   return v;
 }
 
-class SmallConvTest : public ::testing::TestWithParam<Isa> {
- protected:
-  void SetUp() override {
-    if (static_cast<int>(GetParam()) > static_cast<int>(DetectedIsa()))
-      GTEST_SKIP() << IsaName(GetParam()) << " is not available on this CPU";
-    ASSERT_EQ(SetActiveIsa(GetParam()), GetParam());
-  }
-  void TearDown() override { SetActiveIsa(DetectedIsa()); }
-};
+class SmallConvTest : public IsaParamTest {};
 
 void Check(const Case& c, int64_t batch) {
   SCOPED_TRACE(c.name);
@@ -225,7 +218,7 @@ TEST_P(SmallConvTest, UpConvTakesOnlyKernelEqualStrideShapes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, SmallConvTest, ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
-                         [](const ::testing::TestParamInfo<Isa>& i) { return std::string(IsaName(i.param)); });
+                         IsaParamName);
 
 }  // namespace
 }  // namespace simd
