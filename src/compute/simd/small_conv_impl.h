@@ -52,8 +52,10 @@ inline void InitWithBias(const SmallConvGeom& g, const SmallConvEpilogue& e, int
 }
 
 // Output channels [m0, m0 + kOut) (within packed block `mb`, starting at lane j0 of it) and
-// output vectors [v0, v0 + kVecs) of output row (d, h) of one batch item.
-template <class V, int kOut, int kVecs>
+// output vectors [v0, v0 + kVecs) of output row (d, h) of one batch item. kMasked: a pointwise
+// tile reaching past the row's end (its input loads masked; decided outside the loops, so that
+// the accumulators and inputs of the common case stay in registers).
+template <class V, int kOut, int kVecs, bool kMasked, int kKW>
 inline void Tile(const SmallConvGeom& g, const float* padded, const float* packed, int64_t mb, int j0, int64_t d,
                  int64_t h, int64_t v0, const float* z, const SmallConvEpilogue& e, float* y) {
   using R = typename V::R;
@@ -64,7 +66,6 @@ inline void Tile(const SmallConvGeom& g, const float* padded, const float* packe
   const bool padded_rows = SmallConvNeedsPadding(g);
   const int64_t stride = padded_rows ? SmallConvRowStride(g) : g.W;
   const int64_t cols_left = g.Wo - v0 * W;  // input columns from this tile's first on (pointwise)
-  const bool masked = !padded_rows && cols_left < kVecs * W;
   const int64_t kd0 = g.pd - d > 0 ? g.pd - d : 0, kd1 = g.D + g.pd - d < g.KD ? g.D + g.pd - d : g.KD;
   const int64_t kh0 = g.ph - h > 0 ? g.ph - h : 0, kh1 = g.H + g.ph - h < g.KH ? g.H + g.ph - h : g.KH;
   const int64_t col0 = (padded_rows ? kSmallConvLead - g.pw : 0) + v0 * W;
@@ -73,16 +74,19 @@ inline void Tile(const SmallConvGeom& g, const float* padded, const float* packe
       for (int64_t kh = kh0; kh < kh1; ++kh) {
         const float* row = padded + ((c * g.D + d + kd - g.pd) * g.H + (h + kh - g.ph)) * stride + col0;
         const float* wt = packed + (((mb * g.C + c) * g.KD + kd) * g.KH + kh) * g.KW * kSmallConvOutBlock + j0;
-        for (int64_t kw = 0; kw < g.KW; ++kw, wt += kSmallConvOutBlock) {
+        // kKW > 0: the kernel width as a constant (3: the common case, unrolled); else g.KW.
+        const int64_t kws = kKW > 0 ? kKW : g.KW;
+#pragma GCC unroll 3
+        for (int64_t kw = 0; kw < kws; ++kw, wt += kSmallConvOutBlock) {
           R x[kVecs];
-          if (masked) {
-            for (int v = 0; v < kVecs; ++v) {
+#pragma GCC unroll 4
+          for (int v = 0; v < kVecs; ++v) {
+            if constexpr (kMasked) {
               const int64_t left = cols_left - v * W;
               x[v] = left >= W ? V::Load(row + v * W) : V::LoadTail(row + v * W, left > 0 ? left : 0, 0.f);
+            } else {
+              x[v] = V::Load(row + kw + v * W);
             }
-          } else {
-#pragma GCC unroll 4
-            for (int v = 0; v < kVecs; ++v) x[v] = V::Load(row + kw + v * W);
           }
 #pragma GCC unroll 16
           for (int j = 0; j < kOut; ++j) {
@@ -117,6 +121,14 @@ inline void Tile(const SmallConvGeom& g, const float* padded, const float* packe
   }
 }
 
+// Tile with the kernel width fixed at 3 when it is 3.
+template <class V, int kOut, int kVecs, bool kMasked>
+inline void TileKW(const SmallConvGeom& g, const float* padded, const float* packed, int64_t mb, int j0, int64_t d,
+                   int64_t h, int64_t v0, const float* z, const SmallConvEpilogue& e, float* y) {
+  if (g.KW == 3) Tile<V, kOut, kVecs, kMasked, 3>(g, padded, packed, mb, j0, d, h, v0, z, e, y);
+  else Tile<V, kOut, kVecs, kMasked, 0>(g, padded, packed, mb, j0, d, h, v0, z, e, y);
+}
+
 // Output rows [row_begin, row_end) (row = d * Ho + h) of one batch item. kOut output channels
 // per tile (a divisor of kSmallConvOutBlock) and up to kVecs vectors of columns.
 template <class V, int kOut, int kVecs>
@@ -125,14 +137,21 @@ void Rows(const SmallConvGeom& g, const float* padded, const float* packed, cons
   constexpr int W = V::kWidth;
   const int64_t vecs = (g.Wo + W - 1) / W;
   const int64_t blocks = (g.M + kSmallConvOutBlock - 1) / kSmallConvOutBlock;
+  const bool pointwise = !SmallConvNeedsPadding(g);
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int64_t d = row / g.Ho, h = row % g.Ho;
     for (int64_t mb = 0; mb < blocks; ++mb) {
       for (int j0 = 0; j0 < kSmallConvOutBlock; j0 += kOut) {
         if (mb * kSmallConvOutBlock + j0 >= g.M) break;
         int64_t v = 0;
-        for (; v + kVecs <= vecs; v += kVecs) Tile<V, kOut, kVecs>(g, padded, packed, mb, j0, d, h, v, z, e, y);
-        for (; v < vecs; ++v) Tile<V, kOut, 1>(g, padded, packed, mb, j0, d, h, v, z, e, y);
+        for (; v + kVecs <= vecs; v += kVecs) {
+          if (pointwise && (v + kVecs) * W > g.Wo) TileKW<V, kOut, kVecs, true>(g, padded, packed, mb, j0, d, h, v, z, e, y);
+          else TileKW<V, kOut, kVecs, false>(g, padded, packed, mb, j0, d, h, v, z, e, y);
+        }
+        for (; v < vecs; ++v) {
+          if (pointwise && (v + 1) * W > g.Wo) TileKW<V, kOut, 1, true>(g, padded, packed, mb, j0, d, h, v, z, e, y);
+          else TileKW<V, kOut, 1, false>(g, padded, packed, mb, j0, d, h, v, z, e, y);
+        }
       }
     }
   }
