@@ -4,12 +4,13 @@
 //
 // Measured on an AMD EPYC (Zen 4, AVX-512), 2 threads, batch 8, 32x64x64 volume, 3x3x3 kernel,
 // 8 -> 8 channels: oneDNN 2.6's best layout (brgconv, channels-last) 53 GMAC/s, its nCdhw8c 44,
-// plain NCDHW (im2col + sgemm) 10; this kernel: see docs/PERFORMANCE.md ("3-D U-Net").
+// plain NCDHW (im2col + sgemm) 10, this kernel 80 (docs/DNNL_KERNELS.md, "small_direct"; the
+// models: docs/PERFORMANCE.md, "3-D U-Net against ONNX Runtime").
 //
 // Use: pack the weights once (PackSmallConvWeights), copy each batch item's input into padded
 // rows (PadSmallConvRows, any split of the rows over threads; not for a pointwise convolution,
-// SmallConvNeedsPadding), then compute output rows (SmallConvRows, any split over threads). Layouts are plain: X [C, D, H, W] and Y / Z
-// [M, Do, Ho, Wo] per batch item.
+// SmallConvNeedsPadding), then compute output rows (SmallConvRows, any split over threads).
+// Layouts are plain: X [C, D, H, W] and Y / Z [M, Do, Ho, Wo] per batch item.
 #pragma once
 
 #include <cstdint>
