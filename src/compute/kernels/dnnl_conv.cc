@@ -371,22 +371,22 @@ class ConvKernel final : public Kernel {
   }
 
   // small_direct's epilogue for `act` into *e (when e is not null); false for an activation it
-  // does not have.
+  // does not take.
   static bool SmallEpilogue(const Activation& act, simd::SmallConvEpilogue* e) {
-    simd::SmallConvAct a = simd::SmallConvAct::kNone;
+    simd::UnaryOp op = simd::UnaryOp::kRelu;
     switch (act.kind) {
       case ActivationKind::kNone: break;
-      case ActivationKind::kRelu: a = simd::SmallConvAct::kRelu; break;
-      case ActivationKind::kLeakyRelu: a = simd::SmallConvAct::kLeakyRelu; break;
-      case ActivationKind::kClip: a = simd::SmallConvAct::kClip; break;
-      case ActivationKind::kSigmoid: a = simd::SmallConvAct::kSigmoid; break;
-      case ActivationKind::kTanh: a = simd::SmallConvAct::kTanh; break;
+      case ActivationKind::kRelu: op = simd::UnaryOp::kRelu; break;
+      case ActivationKind::kLeakyRelu: op = simd::UnaryOp::kLeakyRelu; break;
+      case ActivationKind::kClip: op = simd::UnaryOp::kClip; break;
+      case ActivationKind::kSigmoid: op = simd::UnaryOp::kSigmoid; break;
+      case ActivationKind::kTanh: op = simd::UnaryOp::kTanh; break;
       default: return false;
     }
     if (e != nullptr) {
-      e->act = a;
-      e->alpha = act.alpha;
-      e->beta = act.beta;
+      e->has_act = act.kind != ActivationKind::kNone;
+      e->act = op;
+      e->act_args = {act.alpha, act.beta};
     }
     return true;
   }

@@ -169,50 +169,65 @@ inline void Map2(const float* a, const float* b, float* y, int64_t n, F f) {
   if (i < n) V::StoreTail(y + i, f(V::LoadTail(a + i, n - i, 1.f), V::LoadTail(b + i, n - i, 1.f)), n - i);
 }
 
-template <class V>
-void Unary(UnaryOp op, const UnaryArgs& args, const float* x, float* y, int64_t n) {
+// Calls visit(f) with the vector function R -> R of `op` (its constants bound) and returns what
+// visit returns: the one home of the unary ops' vector forms, for Unary's loops and for kernels
+// that apply an op to vectors they hold (small_conv_impl.h's epilogue).
+template <class V, class Visit>
+inline auto VisitUnaryOp(UnaryOp op, const UnaryArgs& args, Visit&& visit) {
   using R = typename V::R;
   const R zero = V::Set(0.f), one = V::Set(1.f);
   switch (op) {
-    case UnaryOp::kRelu: return Map<V>(x, y, n, [&](R v) { return V::Max(zero, v); });
+    case UnaryOp::kRelu: return visit([&](R v) { return V::Max(zero, v); });
     case UnaryOp::kLeakyRelu: {
       const R alpha = V::Set(args.alpha);
-      return Map<V>(x, y, n, [&](R v) { return V::Select(V::Lt(v, zero), V::Mul(alpha, v), v); });
+      return visit([&](R v) { return V::Select(V::Lt(v, zero), V::Mul(alpha, v), v); });
     }
     case UnaryOp::kClip: {
       const R lo = V::Set(args.alpha), hi = V::Set(args.beta);
-      return Map<V>(x, y, n, [&](R v) { return V::Min(hi, V::Max(lo, v)); });
+      return visit([&](R v) { return V::Min(hi, V::Max(lo, v)); });
     }
-    case UnaryOp::kSigmoid: return Map<V>(x, y, n, [](R v) { return Sigmoid<V>(v); });
-    case UnaryOp::kTanh: return Map<V>(x, y, n, [](R v) { return Tanh<V>(v); });
-    case UnaryOp::kExp: return Map<V>(x, y, n, [](R v) { return Exp<V>(v); });
-    case UnaryOp::kLog: return Map<V>(x, y, n, [](R v) { return Log<V>(v); });
-    case UnaryOp::kErf: return Map<V>(x, y, n, [](R v) { return Erf<V>(v); });
-    case UnaryOp::kSqrt: return Map<V>(x, y, n, [](R v) { return V::Sqrt(v); });
-    case UnaryOp::kReciprocal: return Map<V>(x, y, n, [&](R v) { return V::Div(one, v); });
-    case UnaryOp::kNeg: return Map<V>(x, y, n, [](R v) { return V::Neg(v); });
-    case UnaryOp::kAbs: return Map<V>(x, y, n, [](R v) { return V::Abs(v); });
-    case UnaryOp::kSquare: return Map<V>(x, y, n, [](R v) { return V::Mul(v, v); });
+    case UnaryOp::kSigmoid: return visit([](R v) { return Sigmoid<V>(v); });
+    case UnaryOp::kTanh: return visit([](R v) { return Tanh<V>(v); });
+    case UnaryOp::kExp: return visit([](R v) { return Exp<V>(v); });
+    case UnaryOp::kLog: return visit([](R v) { return Log<V>(v); });
+    case UnaryOp::kErf: return visit([](R v) { return Erf<V>(v); });
+    case UnaryOp::kSqrt: return visit([](R v) { return V::Sqrt(v); });
+    case UnaryOp::kReciprocal: return visit([&](R v) { return V::Div(one, v); });
+    case UnaryOp::kNeg: return visit([](R v) { return V::Neg(v); });
+    case UnaryOp::kAbs: return visit([](R v) { return V::Abs(v); });
+    case UnaryOp::kSquare: return visit([](R v) { return V::Mul(v, v); });
     case UnaryOp::kHardSigmoid: {
       const R alpha = V::Set(args.alpha), beta = V::Set(args.beta);
-      return Map<V>(x, y, n, [&](R v) { return V::Min(one, V::Max(zero, V::Fma(alpha, v, beta))); });
+      return visit([&](R v) { return V::Min(one, V::Max(zero, V::Fma(alpha, v, beta))); });
     }
     case UnaryOp::kHardSwish: {
       const R sixth = V::Set(1.f / 6.f), half = V::Set(0.5f);
-      return Map<V>(x, y, n, [&](R v) { return V::Mul(v, V::Min(one, V::Max(zero, V::Fma(v, sixth, half)))); });
+      return visit([&](R v) { return V::Mul(v, V::Min(one, V::Max(zero, V::Fma(v, sixth, half)))); });
     }
     case UnaryOp::kGelu: {
       const R half = V::Set(0.5f), rsqrt2 = V::Set(0.707106781186547524f);
-      return Map<V>(x, y, n, [&](R v) { return V::Mul(V::Mul(half, v), V::Add(one, Erf<V>(V::Mul(v, rsqrt2)))); });
+      return visit([&](R v) { return V::Mul(V::Mul(half, v), V::Add(one, Erf<V>(V::Mul(v, rsqrt2)))); });
     }
     case UnaryOp::kGeluTanh: {
       const R half = V::Set(0.5f), k = V::Set(0.797884560802865355f), c = V::Set(0.044715f);
-      return Map<V>(x, y, n, [&](R v) {
+      return visit([&](R v) {
         const R inner = V::Mul(V::Mul(k, v), V::Fma(V::Mul(c, v), v, one));
         return V::Mul(V::Mul(half, v), V::Add(one, Tanh<V>(inner)));
       });
     }
   }
+  return visit([](R v) { return v; });  // not reached: every op is a case above
+}
+
+// op applied to one vector.
+template <class V>
+inline typename V::R UnaryOne(UnaryOp op, const UnaryArgs& args, typename V::R v) {
+  return VisitUnaryOp<V>(op, args, [v](auto f) { return f(v); });
+}
+
+template <class V>
+void Unary(UnaryOp op, const UnaryArgs& args, const float* x, float* y, int64_t n) {
+  VisitUnaryOp<V>(op, args, [&](auto f) { Map<V>(x, y, n, f); });
 }
 
 template <class V>

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "compute/simd/float_kernels.h"
+
 namespace inferloop {
 namespace simd {
 
@@ -36,14 +38,13 @@ struct SmallConvGeom {
 // kSmallConvLead. The caller computes the output sizes (Do = D + both pads - KD + 1, ...).
 bool SmallConvSupported(const SmallConvGeom& g);
 
-enum class SmallConvAct { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kTanh };
-
-// y = act(conv + bias + z): alpha is LeakyRelu's slope or Clip's minimum, beta Clip's maximum;
-// Sigmoid and Tanh as the float32 kernels compute them (simd_impl.h, within a few ulp).
+// y = act(conv + bias + z), act (when has_act) one of float_kernels.h's unary ops, computed as
+// simd::Unary computes it (the same vector code).
 struct SmallConvEpilogue {
   const float* bias = nullptr;  // [M] or nullptr
-  SmallConvAct act = SmallConvAct::kNone;
-  float alpha = 0.f, beta = 0.f;
+  bool has_act = false;
+  UnaryOp act = UnaryOp::kRelu;
+  UnaryArgs act_args;
 };
 
 // Floats of the packed weights: ceil(M / 8) blocks of [C, KD, KH, KW, 8] (zeros past M).
@@ -85,8 +86,8 @@ bool SmallUpConvSupported(const SmallConvGeom& g);
 // Floats of the packed weights: KD * KH * ceil(M / 8) * C * 8 vectors of 16.
 int64_t SmallUpConvPackedSize(const SmallConvGeom& g);
 void PackSmallUpConvWeights(const SmallConvGeom& g, const float* w, float* packed);
-// Input rows [begin, end) (row = d * H + h) of one batch item: all their output rows. e.act must
-// be kNone and z is not taken (ConvTranspose has neither).
+// Input rows [begin, end) (row = d * H + h) of one batch item: all their output rows. e.has_act
+// must be false and z is not taken (ConvTranspose has neither).
 void SmallUpConvRows(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
                      int64_t begin, int64_t end);
 

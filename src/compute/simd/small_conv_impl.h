@@ -23,18 +23,7 @@ namespace small_conv_impl {
 
 template <class V>
 inline typename V::R Activate(typename V::R v, const SmallConvEpilogue& e) {
-  switch (e.act) {
-    case SmallConvAct::kNone: return v;
-    case SmallConvAct::kRelu: return V::Max(v, V::Set(0.f));
-    case SmallConvAct::kLeakyRelu: {
-      const typename V::R neg = V::Mul(v, V::Set(e.alpha));
-      return V::Select(V::Lt(v, V::Set(0.f)), neg, v);
-    }
-    case SmallConvAct::kClip: return V::Min(V::Max(v, V::Set(e.alpha)), V::Set(e.beta));
-    case SmallConvAct::kSigmoid: return impl::Sigmoid<V>(v);
-    case SmallConvAct::kTanh: return impl::Tanh<V>(v);
-  }
-  return v;
+  return e.has_act ? impl::UnaryOne<V>(e.act, e.act_args, v) : v;
 }
 
 // Every accumulator of output channel m = mb * 8 + j0 + j starts at bias[m] (0 without a bias or
@@ -55,24 +44,28 @@ inline void InitWithBias(const SmallConvGeom& g, const SmallConvEpilogue& e, int
 // output vectors [v0, v0 + kVecs) of output row (d, h) of one batch item. kMasked: a pointwise
 // tile reaching past the row's end (its input loads masked; decided outside the loops, so that
 // the accumulators and inputs of the common case stay in registers).
+// `rows`: the padded rows (stride SmallConvRowStride, input column 0 at `lead` = kSmallConvLead)
+// or, pointwise, X's own rows (stride W, lead 0), as Rows sets them once.
+struct RowView {
+  const float* rows;
+  int64_t stride, lead;
+};
+
 template <class V, int kOut, int kVecs, bool kMasked, int kKW>
-inline void Tile(const SmallConvGeom& g, const float* padded, const float* packed, int64_t mb, int j0, int64_t d,
+inline void Tile(const SmallConvGeom& g, const RowView& in, const float* packed, int64_t mb, int j0, int64_t d,
                  int64_t h, int64_t v0, const float* z, const SmallConvEpilogue& e, float* y) {
   using R = typename V::R;
   constexpr int W = V::kWidth;
   R acc[kOut][kVecs];
   InitWithBias<V, kOut, kVecs>(g, e, mb, j0, acc);
-  // Padded rows, or (pointwise) X's own rows, whose last vector may run past the row: masked.
-  const bool padded_rows = SmallConvNeedsPadding(g);
-  const int64_t stride = padded_rows ? SmallConvRowStride(g) : g.W;
   const int64_t cols_left = g.Wo - v0 * W;  // input columns from this tile's first on (pointwise)
   const int64_t kd0 = g.pd - d > 0 ? g.pd - d : 0, kd1 = g.D + g.pd - d < g.KD ? g.D + g.pd - d : g.KD;
   const int64_t kh0 = g.ph - h > 0 ? g.ph - h : 0, kh1 = g.H + g.ph - h < g.KH ? g.H + g.ph - h : g.KH;
-  const int64_t col0 = (padded_rows ? kSmallConvLead - g.pw : 0) + v0 * W;
+  const int64_t col0 = in.lead - g.pw + v0 * W;  // pointwise: pw = 0
   for (int64_t c = 0; c < g.C; ++c) {
     for (int64_t kd = kd0; kd < kd1; ++kd) {
       for (int64_t kh = kh0; kh < kh1; ++kh) {
-        const float* row = padded + ((c * g.D + d + kd - g.pd) * g.H + (h + kh - g.ph)) * stride + col0;
+        const float* row = in.rows + ((c * g.D + d + kd - g.pd) * g.H + (h + kh - g.ph)) * in.stride + col0;
         const float* wt = packed + (((mb * g.C + c) * g.KD + kd) * g.KH + kh) * g.KW * kSmallConvOutBlock + j0;
         // kKW > 0: the kernel width as a constant (3: the common case, unrolled); else g.KW.
         const int64_t kws = kKW > 0 ? kKW : g.KW;
@@ -123,10 +116,10 @@ inline void Tile(const SmallConvGeom& g, const float* padded, const float* packe
 
 // Tile with the kernel width fixed at 3 when it is 3.
 template <class V, int kOut, int kVecs, bool kMasked>
-inline void TileKW(const SmallConvGeom& g, const float* padded, const float* packed, int64_t mb, int j0, int64_t d,
+inline void TileKW(const SmallConvGeom& g, const RowView& in, const float* packed, int64_t mb, int j0, int64_t d,
                    int64_t h, int64_t v0, const float* z, const SmallConvEpilogue& e, float* y) {
-  if (g.KW == 3) Tile<V, kOut, kVecs, kMasked, 3>(g, padded, packed, mb, j0, d, h, v0, z, e, y);
-  else Tile<V, kOut, kVecs, kMasked, 0>(g, padded, packed, mb, j0, d, h, v0, z, e, y);
+  if (g.KW == 3) Tile<V, kOut, kVecs, kMasked, 3>(g, in, packed, mb, j0, d, h, v0, z, e, y);
+  else Tile<V, kOut, kVecs, kMasked, 0>(g, in, packed, mb, j0, d, h, v0, z, e, y);
 }
 
 // Output rows [row_begin, row_end) (row = d * Ho + h) of one batch item. kOut output channels
@@ -138,6 +131,7 @@ void Rows(const SmallConvGeom& g, const float* padded, const float* packed, cons
   const int64_t vecs = (g.Wo + W - 1) / W;
   const int64_t blocks = (g.M + kSmallConvOutBlock - 1) / kSmallConvOutBlock;
   const bool pointwise = !SmallConvNeedsPadding(g);
+  const RowView in{padded, pointwise ? g.W : SmallConvRowStride(g), pointwise ? 0 : kSmallConvLead};
   for (int64_t row = row_begin; row < row_end; ++row) {
     const int64_t d = row / g.Ho, h = row % g.Ho;
     for (int64_t mb = 0; mb < blocks; ++mb) {
@@ -145,12 +139,12 @@ void Rows(const SmallConvGeom& g, const float* padded, const float* packed, cons
         if (mb * kSmallConvOutBlock + j0 >= g.M) break;
         int64_t v = 0;
         for (; v + kVecs <= vecs; v += kVecs) {
-          if (pointwise && (v + kVecs) * W > g.Wo) TileKW<V, kOut, kVecs, true>(g, padded, packed, mb, j0, d, h, v, z, e, y);
-          else TileKW<V, kOut, kVecs, false>(g, padded, packed, mb, j0, d, h, v, z, e, y);
+          if (pointwise && (v + kVecs) * W > g.Wo) TileKW<V, kOut, kVecs, true>(g, in, packed, mb, j0, d, h, v, z, e, y);
+          else TileKW<V, kOut, kVecs, false>(g, in, packed, mb, j0, d, h, v, z, e, y);
         }
         for (; v < vecs; ++v) {
-          if (pointwise && (v + 1) * W > g.Wo) TileKW<V, kOut, 1, true>(g, padded, packed, mb, j0, d, h, v, z, e, y);
-          else TileKW<V, kOut, 1, false>(g, padded, packed, mb, j0, d, h, v, z, e, y);
+          if (pointwise && (v + 1) * W > g.Wo) TileKW<V, kOut, 1, true>(g, in, packed, mb, j0, d, h, v, z, e, y);
+          else TileKW<V, kOut, 1, false>(g, in, packed, mb, j0, d, h, v, z, e, y);
         }
       }
     }

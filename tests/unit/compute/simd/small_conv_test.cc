@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,11 +22,26 @@ namespace inferloop {
 namespace simd {
 namespace {
 
+// The activations the conv kernels give small_direct (dnnl_conv.cc).
+enum class Act { kNone, kRelu, kLeakyRelu, kClip, kSigmoid, kTanh };
+
+SmallConvEpilogue EpilogueFor(Act act, float alpha, float beta) {
+  SmallConvEpilogue e;
+  e.has_act = act != Act::kNone;
+  e.act = act == Act::kLeakyRelu ? UnaryOp::kLeakyRelu
+          : act == Act::kClip    ? UnaryOp::kClip
+          : act == Act::kSigmoid ? UnaryOp::kSigmoid
+          : act == Act::kTanh    ? UnaryOp::kTanh
+                                 : UnaryOp::kRelu;
+  e.act_args = {alpha, beta};
+  return e;
+}
+
 struct Case {
   std::string name;
   int64_t C, M, D, H, W, KD, KH, KW;
   int64_t pd0, pd1, ph0, ph1, pw0, pw1;  // leading, trailing pads
-  SmallConvAct act = SmallConvAct::kNone;
+  Act act = Act::kNone;
   bool bias = true, z = false;
 };
 
@@ -37,14 +53,14 @@ std::vector<float> Random(int64_t n, uint32_t seed) {
   return v;
 }
 
-double Act(const Case& c, double v, float alpha, float beta) {
+double Activation(const Case& c, double v, float alpha, float beta) {
   switch (c.act) {
-    case SmallConvAct::kNone: return v;
-    case SmallConvAct::kRelu: return v > 0 ? v : 0;
-    case SmallConvAct::kLeakyRelu: return v >= 0 ? v : alpha * v;
-    case SmallConvAct::kClip: return std::min(std::max(v, static_cast<double>(alpha)), static_cast<double>(beta));
-    case SmallConvAct::kSigmoid: return 1 / (1 + std::exp(-v));
-    case SmallConvAct::kTanh: return std::tanh(v);
+    case Act::kNone: return v;
+    case Act::kRelu: return v > 0 ? v : 0;
+    case Act::kLeakyRelu: return v >= 0 ? v : alpha * v;
+    case Act::kClip: return std::min(std::max(v, static_cast<double>(alpha)), static_cast<double>(beta));
+    case Act::kSigmoid: return 1 / (1 + std::exp(-v));
+    case Act::kTanh: return std::tanh(v);
   }
   return v;
 }
@@ -63,11 +79,8 @@ void Check(const Case& c, int64_t batch) {
   const int64_t in_item = c.C * c.D * c.H * c.W, out_item = c.M * g.Do * g.Ho * g.Wo;
   const std::vector<float> x = Random(batch * in_item, 1), w = Random(c.M * c.C * c.KD * c.KH * c.KW, 2),
                            b = Random(c.M, 3), z = Random(batch * out_item, 4);
-  SmallConvEpilogue e;
+  SmallConvEpilogue e = EpilogueFor(c.act, c.act == Act::kClip ? -0.3f : 0.1f, 0.4f);
   e.bias = c.bias ? b.data() : nullptr;
-  e.act = c.act;
-  e.alpha = c.act == SmallConvAct::kClip ? -0.3f : 0.1f;
-  e.beta = 0.4f;
   std::vector<float> packed(static_cast<size_t>(SmallConvPackedSize(g)));
   PackSmallConvWeights(g, w.data(), packed.data());
   std::vector<float> padded(static_cast<size_t>(SmallConvPaddedSize(g)), 123.f);  // junk the padding must overwrite
@@ -103,7 +116,7 @@ void Check(const Case& c, int64_t batch) {
                   }
             const int64_t at = n * out_item + ((m * g.Do + d) * g.Ho + h) * g.Wo + wo;
             if (c.z) s += z[static_cast<size_t>(at)];
-            const double want = Act(c, s, e.alpha, e.beta);
+            const double want = Activation(c, s, e.act_args.alpha, e.act_args.beta);
             const double got = y[static_cast<size_t>(at)];
             if (!(std::fabs(got - want) <= 1e-4 * (1 + std::fabs(want))) && bad++ < 5)
               ADD_FAILURE() << "n=" << n << " m=" << m << " d=" << d << " h=" << h << " w=" << wo << ": " << got << " vs " << want;
@@ -112,7 +125,7 @@ void Check(const Case& c, int64_t batch) {
 }
 
 TEST_P(SmallConvTest, MatchesFloat64Convolution) {
-  using A = SmallConvAct;
+  using A = Act;
   const std::vector<Case> cases = {
       // The CT U-Net's first layer (1 -> 8) and a narrow 3-D layer, width with a tail.
       {"3d_1_to_8_relu", 1, 8, 4, 5, 37, 3, 3, 3, 1, 1, 1, 1, 1, 1, A::kRelu},
@@ -137,6 +150,30 @@ TEST_P(SmallConvTest, MatchesFloat64Convolution) {
       {"2d_left_pad_16", 2, 2, 1, 3, 8, 1, 1, 17, 0, 0, 0, 0, 16, 0},
   };
   for (const Case& c : cases) Check(c, 2);
+}
+
+// A NaN input reaches every output whose window holds it, through Relu and Clip too (as in
+// simd::Unary and ONNX's Relu / Clip), and no other output; a 3x3 kernel, 1 -> 8 channels.
+TEST_P(SmallConvTest, NanInputPropagatesThroughTheActivation) {
+  SmallConvGeom g;
+  g.C = 1, g.M = 8, g.H = 5, g.W = 20, g.KH = g.KW = 3, g.ph = g.pw = 1, g.Ho = 5, g.Wo = 20;
+  std::vector<float> x = Random(g.H * g.W, 11), w = Random(g.M * 9, 12);
+  x[2 * g.W + 7] = std::numeric_limits<float>::quiet_NaN();  // row 2, column 7
+  std::vector<float> packed(static_cast<size_t>(SmallConvPackedSize(g))), padded(static_cast<size_t>(SmallConvPaddedSize(g)));
+  PackSmallConvWeights(g, w.data(), packed.data());
+  PadSmallConvRows(g, x.data(), padded.data(), 0, g.H);
+  for (Act act : {Act::kNone, Act::kRelu, Act::kClip}) {
+    SmallConvEpilogue e = EpilogueFor(act, -0.3f, 0.4f);
+    std::vector<float> y(static_cast<size_t>(g.M * g.Ho * g.Wo), 0.f);
+    SmallConvRows(g, padded.data(), packed.data(), nullptr, e, y.data(), 0, g.Ho);
+    for (int64_t m = 0; m < g.M; ++m)
+      for (int64_t h = 0; h < g.Ho; ++h)
+        for (int64_t wo = 0; wo < g.Wo; ++wo) {
+          const bool window_has_nan = std::abs(h - 2) <= 1 && std::abs(wo - 7) <= 1;
+          EXPECT_EQ(std::isnan(y[static_cast<size_t>((m * g.Ho + h) * g.Wo + wo)]), window_has_nan)
+              << "act " << static_cast<int>(act) << " m=" << m << " h=" << h << " w=" << wo;
+        }
+  }
 }
 
 TEST_P(SmallConvTest, LeadingPadBeyondTheRowLeadIsNotSupported) {
