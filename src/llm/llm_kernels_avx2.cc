@@ -233,9 +233,13 @@ struct Avx2G16 {
 // The vector operations of the K-quant group tiles (llm_kernels_impl.h G16Q4K / G16Q6K): two
 // parts of 8 rows per group, one per ymm, the scales applied with vpmaddwd.
 struct KOps {
+  static constexpr bool kScalesInMemory = true;
   static constexpr int kParts = 2;
   using I = __m256i;
   using F = __m256;
+  // Keeps the accumulator's sum in program order (one add per product after another): GCC
+  // otherwise reassociated the integer adds into trees whose partial sums spilled.
+  static void InOrder(I& v) { asm("" : "+x"(v)); }
   static I Load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static I Bcast4(const int8_t* p) { return _mm256_set1_epi32(Load4(p)); }
   static I DotPairs(I acc, I u8, I s8, I w16) { return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), w16)); }
@@ -280,8 +284,8 @@ LlmKernelTable MakeTable() {
   t.dot_q4_0 = DotQ4_0;
   t.gemm_g16_q8_0 = GemmG16<Avx2G16<false>>;
   t.gemm_g16_q4_0 = GemmG16<Avx2G16<true>>;
-  t.gemm_g16_q4_k = GemmG16K<G16Q4K<KOps>, KOps, 4>;
-  t.gemm_g16_q6_k = GemmG16K<G16Q6K<KOps>, KOps, 4>;
+  t.gemm_g16_q4_k = GemmG16K<G16Q4K<KOps>, KOps, 6>;
+  t.gemm_g16_q6_k = GemmG16K<G16Q6K<KOps>, KOps, 6>;
   return t;
 }
 

@@ -316,9 +316,11 @@ struct Q6KSums {
 // The vector operations of the K-quant group tiles (llm_kernels_impl.h G16Q4K / G16Q6K): one
 // part of 16 rows per zmm, the scales applied with vpdpwssd.
 struct KOps {
+  static constexpr bool kScalesInMemory = false;
   static constexpr int kParts = 1;
   using I = __m512i;
   using F = __m512;
+  static void InOrder(I&) {}
   static I Load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static I Bcast4(const int8_t* p) { return _mm512_set1_epi32(Load4(p)); }
   static I DotPairs(I acc, I u8, I s8, I w16) { return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(u8, s8), w16); }

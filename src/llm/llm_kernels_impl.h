@@ -298,6 +298,15 @@ inline typename O::F SumColumns(const typename O::F* a) {
 // a super-block is one sequential stream (llm_kernels.h), which the hardware prefetcher follows;
 // prefetching the next super-block measured no better (AVX-512 Q4_K 2.29-3.06 ms without
 // against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8).
+// With 16 vector registers (AVX2) the eight scale vectors, M accumulators and the unpacked
+// weights do not fit, and the compiler spilled the products instead; when O::kScalesInMemory,
+// this barrier keeps `sc` in memory (stored once per super-block, read as vpmaddwd's memory
+// operand), which takes no register.
+template <class O>
+inline void ScalesFromMemory(typename O::I* sc) {
+  if constexpr (O::kScalesInMemory) asm volatile("" : : "r"(sc) : "memory");
+}
+
 template <class O>
 struct G16Q4K {
   static constexpr int kBlockBytes = 2368;
@@ -322,9 +331,10 @@ struct G16Q4K {
       for (int p = 0; p < kP; ++p) {
         const int part = part0 + p, vo = part * 4 * R;
         const F dv = O::Half(blk + 2 * R * part), dmv = O::Half(blk + 32 + 2 * R * part);
-        I sc[8];
+        alignas(64) I sc[8];
         #pragma GCC unroll 8
         for (int s = 0; s < 8; ++s) sc[s] = O::ScaleBytes(blk + 64 + 16 * s + R * part);
+        ScalesFromMemory<O>(sc);
         F dxd[M], ndxm[M];
         #pragma GCC unroll 8
         for (int m = 0; m < M; ++m) {
@@ -336,6 +346,7 @@ struct G16Q4K {
         for (int m = 0; m < M; ++m) xb[m] = xt[m].q + b * 256;
         #pragma GCC unroll 1
         for (int l = 0; l < 8; ++l) {
+          ScalesFromMemory<O>(sc);
           I c[M];
           #pragma GCC unroll 8
           for (int m = 0; m < M; ++m) c[m] = O::ZeroI();
@@ -347,7 +358,9 @@ struct G16Q4K {
             for (int m = 0; m < M; ++m) {
               const int8_t* xp = xb[m] + 64 * c4 + 4 * l;
               c[m] = O::DotPairs(c[m], lo, O::Bcast4(xp), sc[2 * c4]);
+              O::InOrder(c[m]);
               c[m] = O::DotPairs(c[m], hi, O::Bcast4(xp + 32), sc[2 * c4 + 1]);
+              O::InOrder(c[m]);
             }
           }
           #pragma GCC unroll 8
@@ -400,7 +413,7 @@ struct G16Q6K {
         const F dv = O::Half(blk + 2 * R * part);
         // Per 32-value chunk k: the scale of its first 16 values as (s, s) pairs, of its last 16,
         // and both times -32 (the offset, against the activation's 16-value sums).
-        I s_lo[8], s_hi[8], s_off[8];
+        alignas(64) I s_lo[8], s_hi[8], s_off[8];
         #pragma GCC unroll 8
         for (int k = 0; k < 8; ++k) {
           const I q = O::SxWords(blk + 32 + 32 * k + 2 * R * part);
@@ -408,6 +421,9 @@ struct G16Q6K {
           s_hi[k] = O::Or(O::And(q, hi16), O::template Srli32<16>(q));
           s_off[k] = O::Sub16(O::ZeroI(), O::template Slli16<5>(q));
         }
+        ScalesFromMemory<O>(s_lo);
+        ScalesFromMemory<O>(s_hi);
+        ScalesFromMemory<O>(s_off);
         F dxd[M];
         const int8_t* xb[M];
         #pragma GCC unroll 8
@@ -417,6 +433,7 @@ struct G16Q6K {
         }
         #pragma GCC unroll 1
         for (int l = 0; l < 8; ++l) {
+          ScalesFromMemory<O>(s_lo);
           I c[M];
           #pragma GCC unroll 8
           for (int m = 0; m < M; ++m) c[m] = O::MaddW(O::ZeroI(), s_off[l], O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * l)));
@@ -440,7 +457,9 @@ struct G16Q6K {
             for (int m = 0; m < M; ++m) {
               const int8_t* xp = xb[m] + 64 * j + 4 * l;
               c[m] = O::DotPairs(c[m], q0, O::Bcast4(xp), sa);
+              O::InOrder(c[m]);
               c[m] = O::DotPairs(c[m], q1, O::Bcast4(xp + 32), sb);
+              O::InOrder(c[m]);
             }
           }
           #pragma GCC unroll 8
