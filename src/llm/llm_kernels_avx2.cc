@@ -141,6 +141,10 @@ struct Q6KSums {
 // half-at-a-time passes read each line twice and were memory-bound far below the bandwidth
 // (65536 x 2048, one token, one AMD EPYC core, 4 alternating runs: Q8_0 7.9-10.7 ms -> 4.8-5.1,
 // Q4_0 4.5-6.1 -> 2.5-3.2).
+// Keeps an accumulator's sum in program order (one add per product after another): GCC
+// otherwise reassociates the integer adds into trees whose partial sums spill.
+inline void AddInOrder(__m256i& v) { asm("" : "+x"(v)); }
+
 template <bool kQ4>
 struct Avx2G16 {
   static constexpr int kBlockBytes = kQ4 ? 32 + 256 : 32 + 512;
@@ -173,7 +177,9 @@ struct Avx2G16 {
             for (int m = 0; m < M; ++m) {
               const int8_t* xb = xt[m].q + b * 32 + 4 * k;
               s[m] = _mm256_add_epi16(s[m], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(Load4(xb))));
+              AddInOrder(s[m]);
               s[m] = _mm256_add_epi16(s[m], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(Load4(xb + 16))));
+              AddInOrder(s[m]);
             }
           }
           #pragma GCC unroll 8
@@ -237,9 +243,7 @@ struct KOps {
   static constexpr int kParts = 2;
   using I = __m256i;
   using F = __m256;
-  // Keeps the accumulator's sum in program order (one add per product after another): GCC
-  // otherwise reassociated the integer adds into trees whose partial sums spilled.
-  static void InOrder(I& v) { asm("" : "+x"(v)); }
+  static void InOrder(I& v) { AddInOrder(v); }
   static I Load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static I Bcast4(const int8_t* p) { return _mm256_set1_epi32(Load4(p)); }
   static I DotPairs(I acc, I u8, I s8, I w16) { return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u8, s8), w16)); }
