@@ -1,28 +1,23 @@
 // small_conv.h: weight packing and row padding (plain C++), and the dispatch of the rows to the
-// ActiveIsa() instantiation of small_conv_impl.h.
+// ActiveIsa() instantiation of small_conv_impl.h (isa_dispatch.h).
 #include "compute/simd/small_conv.h"
 
 #include <cstring>
 
-#include "compute/simd/cpu_isa.h"
+#include "compute/simd/isa_dispatch.h"
 
 namespace inferloop {
 namespace simd {
 
-// small_conv_{scalar,avx2,avx512}.cc.
-void SmallConvRowsScalar(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
-                         const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end);
-void SmallConvRowsAvx2(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
-                       const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end);
-void SmallConvRowsAvx512(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
-                         const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end);
-
-void SmallUpConvRowsScalar(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
-                           int64_t begin, int64_t end);
-void SmallUpConvRowsAvx2(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
-                         int64_t begin, int64_t end);
-void SmallUpConvRowsAvx512(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
-                           int64_t begin, int64_t end);
+// small_conv_impl.h, instantiated in small_conv_{scalar,avx2,avx512}.cc.
+namespace small_conv_impl {
+template <Isa kIsa>
+void RowsFor(const SmallConvGeom& g, const float* padded, const float* packed, const float* z, const SmallConvEpilogue& e,
+             float* y, int64_t begin, int64_t end);
+template <Isa kIsa>
+void UpRowsFor(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
+               int64_t begin, int64_t end);
+}  // namespace small_conv_impl
 
 namespace {
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -79,12 +74,8 @@ void PadSmallConvRows(const SmallConvGeom& g, const float* x, float* padded, int
 
 void SmallConvRows(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
                    const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end) {
-  switch (ActiveIsa()) {
-    case Isa::kAvx512: return SmallConvRowsAvx512(g, padded, packed, z, e, y, begin, end);
-    case Isa::kAvx2: return SmallConvRowsAvx2(g, padded, packed, z, e, y, begin, end);
-    case Isa::kScalar: break;
-  }
-  SmallConvRowsScalar(g, padded, packed, z, e, y, begin, end);
+  CallForActiveIsa(
+      [&](auto isa) { small_conv_impl::RowsFor<decltype(isa)::value>(g, padded, packed, z, e, y, begin, end); });
 }
 
 bool SmallUpConvSupported(const SmallConvGeom& g) {
@@ -116,12 +107,7 @@ void PackSmallUpConvWeights(const SmallConvGeom& g, const float* w, float* packe
 
 void SmallUpConvRows(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
                      int64_t begin, int64_t end) {
-  switch (ActiveIsa()) {
-    case Isa::kAvx512: return SmallUpConvRowsAvx512(g, x, packed, e, y, begin, end);
-    case Isa::kAvx2: return SmallUpConvRowsAvx2(g, x, packed, e, y, begin, end);
-    case Isa::kScalar: break;
-  }
-  SmallUpConvRowsScalar(g, x, packed, e, y, begin, end);
+  CallForActiveIsa([&](auto isa) { small_conv_impl::UpRowsFor<decltype(isa)::value>(g, x, packed, e, y, begin, end); });
 }
 
 }  // namespace simd

@@ -3,22 +3,4 @@
 #include "base/simd/vec_avx2.h"
 #include "compute/simd/small_conv_impl.h"
 
-namespace inferloop {
-namespace simd {
-
-void SmallConvRowsAvx2(const SmallConvGeom& g, const float* padded, const float* packed, const float* z,
-                        const SmallConvEpilogue& e, float* y, int64_t begin, int64_t end) {
-  if (g.M == 1) {  // one output channel (a segmentation head): no empty lanes of weights
-    small_conv_impl::Rows<avx2::Vec, 1, 4>(g, padded, packed, z, e, y, begin, end);
-    return;
-  }
-  small_conv_impl::Rows<avx2::Vec, 4, 2>(g, padded, packed, z, e, y, begin, end);
-}
-
-void SmallUpConvRowsAvx2(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e,
-                          float* y, int64_t begin, int64_t end) {
-  small_conv_impl::UpRows<avx2::Vec, 4, 2>(g, x, packed, e, y, begin, end);
-}
-
-}  // namespace simd
-}  // namespace inferloop
+IL_SMALL_CONV_INSTANTIATE(inferloop::simd::Isa::kAvx2, inferloop::simd::avx2::Vec, 4, 2)

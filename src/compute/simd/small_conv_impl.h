@@ -1,6 +1,7 @@
 // Internal to src/compute/simd: the loops of small_conv.h, written once against a vector type V
 // (base/simd/vec_scalar.h, vec_avx2.h, vec_avx512.h) and instantiated by small_conv_scalar.cc,
-// small_conv_avx2.cc and small_conv_avx512.cc with their instruction set's -m flags. As in
+// small_conv_avx2.cc and small_conv_avx512.cc with their instruction set's -m flags
+// (IL_SMALL_CONV_INSTANTIATE, entered only through isa_dispatch.h's CallForActiveIsa). As in
 // simd_impl.h, everything here is a template on V and nothing calls the standard library.
 //
 // One output row (batch item, output depth d, output row h) at a time, all of it: for a block of
@@ -14,6 +15,7 @@
 
 #include <cstdint>
 
+#include "compute/simd/cpu_isa.h"
 #include "compute/simd/simd_impl.h"
 #include "compute/simd/small_conv.h"
 
@@ -225,6 +227,44 @@ void UpRows(const SmallConvGeom& g, const float* x, const float* packed, const S
   }
 }
 
+// What each instruction set's file tells the entry points below: its vector type and tile
+// (kOut output channels x kVecs vectors of columns). Specialized only in that file.
+template <Isa kIsa>
+struct Tiles;
+
+// The entry points small_conv.cc calls through CallForActiveIsa (small_conv.h's SmallConvRows
+// and SmallUpConvRows), explicitly instantiated by IL_SMALL_CONV_INSTANTIATE. One output channel
+// (a segmentation head) takes 1 x 4 tiles: no empty lanes of weights.
+template <Isa kIsa>
+void RowsFor(const SmallConvGeom& g, const float* padded, const float* packed, const float* z, const SmallConvEpilogue& e,
+             float* y, int64_t begin, int64_t end) {
+  using T = Tiles<kIsa>;
+  if (g.M == 1) return Rows<typename T::Vec, 1, 4>(g, padded, packed, z, e, y, begin, end);
+  Rows<typename T::Vec, T::kOut, T::kVecs>(g, padded, packed, z, e, y, begin, end);
+}
+
+template <Isa kIsa>
+void UpRowsFor(const SmallConvGeom& g, const float* x, const float* packed, const SmallConvEpilogue& e, float* y,
+               int64_t begin, int64_t end) {
+  using T = Tiles<kIsa>;
+  UpRows<typename T::Vec, T::kOut, T::kVecs>(g, x, packed, e, y, begin, end);
+}
+
 }  // namespace small_conv_impl
 }  // namespace simd
 }  // namespace inferloop
+
+// In small_conv_<isa>.cc: that set's tiles and the instantiation of both entry points.
+#define IL_SMALL_CONV_INSTANTIATE(ISA, VEC, OUT, VECS)                                                              \
+  template <>                                                                                                    \
+  struct inferloop::simd::small_conv_impl::Tiles<ISA> {                                                          \
+    using Vec = VEC;                                                                                             \
+    static constexpr int kOut = OUT, kVecs = VECS;                                                               \
+  };                                                                                                             \
+  template void inferloop::simd::small_conv_impl::RowsFor<ISA>(                                                  \
+      const inferloop::simd::SmallConvGeom&, const float*, const float*, const float*,                           \
+      const inferloop::simd::SmallConvEpilogue&, float*, int64_t, int64_t);                                      \
+  template void inferloop::simd::small_conv_impl::UpRowsFor<ISA>(const inferloop::simd::SmallConvGeom&,         \
+                                                                 const float*, const float*,                     \
+                                                                 const inferloop::simd::SmallConvEpilogue&,      \
+                                                                 float*, int64_t, int64_t);
