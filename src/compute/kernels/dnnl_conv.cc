@@ -441,9 +441,10 @@ class ConvKernel final : public Kernel {
     e.bias = b;
     const float* packed = plan.small_wei->data();
     const int64_t in_item = g.C * g.D * g.H * g.W, out_item = g.M * g.Do * g.Ho * g.Wo;
+    // About 64k multiply-adds per block at least, so that small rows are not split too finely.
+    auto grain_for = [](int64_t row_macs) { return std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, row_macs)); };
     if (transposed_) {  // kernel = stride: per batch item, the input rows with their output blocks
-      const int64_t row_macs = std::max<int64_t>(1, g.M * g.Wo * g.C * g.KD * g.KH);
-      const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / row_macs);
+      const int64_t grain = grain_for(g.M * g.Wo * g.C * g.KD * g.KH);
       for (int64_t n = 0; n < plan.y_shape[0]; ++n)
         threads.ParallelFor(g.D * g.H, grain, [&](int64_t r0, int64_t r1) {
           simd::SmallUpConvRows(g, x + n * in_item, packed, e, y + n * out_item, r0, r1);
@@ -455,9 +456,7 @@ class ConvKernel final : public Kernel {
     float* padded = pad ? static_cast<float*>(ThreadScratch(0, static_cast<size_t>(simd::SmallConvPaddedSize(g)) * sizeof(float)))
                         : nullptr;
     if (pad && !padded) return Status::ResourceExhausted("Conv: out of memory for padded input rows");
-    // About 64k multiply-adds per block at least, so that small rows are not split too finely.
-    const int64_t row_macs = std::max<int64_t>(1, g.M * g.Wo * g.C * g.KD * g.KH * g.KW);
-    const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / row_macs);
+    const int64_t grain = grain_for(g.M * g.Wo * g.C * g.KD * g.KH * g.KW);
     for (int64_t n = 0; n < plan.y_shape[0]; ++n) {
       const float* xn = x + n * in_item;
       const float* zn = z != nullptr ? z + n * out_item : nullptr;
