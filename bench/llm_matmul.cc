@@ -3,7 +3,9 @@
 // (INFERLOOP_ISA=avx512 / avx2 select the non-AMX ones), single-threaded: a kernel-tuning aid.
 // Each product is timed on the weights as the file stores them ("file": the row kernels) and
 // repacked in 16-row groups as the engine holds them ("packed": PackForGemm), when this CPU packs.
-//   build/bench_llm_matmul [rows cols [types]]   (types: a comma list, e.g. Q4_K,Q6_K; default all)
+//   build/bench_llm_matmul [rows cols [types [tokens]]]   (types: a comma list, e.g. Q4_K,Q6_K; default all;
+//   tokens: a comma list of token counts, default 1,4,16,64,256)
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +27,20 @@ int main(int argc, char** argv) {
               static_cast<long long>(rows), static_cast<long long>(cols));
   std::printf("| type | layout | tokens | ms | GMAC/s |\n|---|---|---:|---:|---:|\n");
   const std::string only = argc > 3 ? argv[3] : "";
+  std::vector<int64_t> token_counts = {1, 4, 16, 64, 256};
+  if (argc > 4) {  // e.g. 1,6,16,96
+    token_counts.clear();
+    for (const char* p = argv[4]; *p != '\0';) {
+      char* end = nullptr;
+      const long long t = std::strtoll(p, &end, 10);
+      if (end == p || t < 1) {
+        std::fprintf(stderr, "bad token count list '%s' (want e.g. 1,6,16)\n", argv[4]);
+        return 2;
+      }
+      token_counts.push_back(t);
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     if (!only.empty() && only.find(GgmlTypeName(type)) == std::string::npos) continue;
     const bool k_quant = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;
@@ -48,16 +64,19 @@ int main(int argc, char** argv) {
     file.data = bytes;
     WeightMatrix packed = file;
     const bool has_packed = PackForGemm(packed);
-    for (int64_t T : {1, 4, 16, 64, 256}) {
+    for (int64_t T : token_counts) {
       std::vector<float> x(T * cols), y(T * rows);
       std::normal_distribution<float> nd;
       for (float& v : x) v = nd(g);
       for (const WeightMatrix* w : {&file, &packed}) {
         if (w == &packed && !has_packed) continue;
         double best = 1e30;
-        for (int rep = 0; rep < 5; ++rep) {
+        MatMulScratch scratch;  // kept between calls, as the engine keeps it
+        // The best of at least 5 calls and of about 2e9 multiply-adds (short calls vary most).
+        const int64_t reps = std::max<int64_t>(5, 2000000000 / (rows * cols * T));
+        for (int64_t rep = 0; rep < reps; ++rep) {
           const auto t0 = std::chrono::steady_clock::now();
-          MatMul(*w, x.data(), T, y.data(), nullptr);
+          MatMul(*w, x.data(), T, y.data(), nullptr, &scratch);
           best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
         std::printf("| %s | %s | %lld | %.3f | %.1f |\n", GgmlTypeName(type).c_str(),

@@ -313,18 +313,18 @@ struct Q6KSums {
   }
 };
 
-// The vector operations of the K-quant group tiles (llm_kernels_impl.h G16Q4K / G16Q6K): one
-// part of 16 rows per zmm, the scales applied with vpdpwssd.
+// The vector operations of the K-quant group tiles (llm_kernels_impl.h G16Q4KSubBlocks /
+// G16Q6KSubBlocks): one part of 16 rows per zmm, each sub-block's products summed by vpdpbusd.
 struct KOps {
-  static constexpr bool kScalesInMemory = false;
   static constexpr int kParts = 1;
   using I = __m512i;
   using F = __m512;
-  static void InOrder(I&) {}
   static I Load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static I Bcast4(const int8_t* p) { return _mm512_set1_epi32(Load4(p)); }
-  static I DotPairs(I acc, I u8, I s8, I w16) { return _mm512_dpwssd_epi32(acc, _mm512_maddubs_epi16(u8, s8), w16); }
+  static I DpBusd(I acc, I u8, I s8) { return _mm512_dpbusd_epi32(acc, u8, s8); }
   static I MaddW(I acc, I a, I b) { return _mm512_dpwssd_epi32(acc, a, b); }
+  static I MulLo32(I a, I b) { return _mm512_mullo_epi32(a, b); }
+  static I Add32(I a, I b) { return _mm512_add_epi32(a, b); }
   static I ZeroI() { return _mm512_setzero_si512(); }
   static I And(I a, I b) { return _mm512_and_si512(a, b); }
   static I Or(I a, I b) { return _mm512_or_si512(a, b); }
@@ -332,20 +332,17 @@ struct KOps {
   static I Set32(int32_t v) { return _mm512_set1_epi32(v); }
   template <int N> static I Srli16(I v) { return _mm512_srli_epi16(v, N); }
   template <int N> static I Slli16(I v) { return _mm512_slli_epi16(v, N); }
-  template <int N> static I Srli32(I v) { return _mm512_srli_epi32(v, N); }
   template <int N> static I Slli32(I v) { return _mm512_slli_epi32(v, N); }
+  template <int N> static I Srai32(I v) { return _mm512_srai_epi32(v, N); }
   static I Sub16(I a, I b) { return _mm512_sub_epi16(a, b); }
-  static I ScaleBytes(const uint8_t* p) {
-    const __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-    return _mm512_or_si512(v, _mm512_slli_epi32(v, 16));
-  }
+  static I U8ToI32(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static I ZxWords(const uint8_t* p) { return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static I SxWords(const uint8_t* p) { return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static F Half(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static F Cvt(I v) { return _mm512_cvtepi32_ps(v); }
   static F Fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F FnMadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
   static F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
-  static F Add(F a, F b) { return _mm512_add_ps(a, b); }
   static F SetF(float v) { return _mm512_set1_ps(v); }
   static F ZeroF() { return _mm512_setzero_ps(); }
   static void Store(float* y, F v, int valid) { _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << valid) - 1), v); }
@@ -361,8 +358,9 @@ LlmKernelTable MakeTable() {
   t.gemm_q4_0 = Gemm<true>;
   t.gemm_g16_q8_0 = GemmG16<VnniG16<false>>;
   t.gemm_g16_q4_0 = GemmG16<VnniG16<true>>;
-  t.gemm_g16_q4_k = GemmG16K<G16Q4K<KOps>, KOps, 8>;
-  t.gemm_g16_q6_k = GemmG16K<G16Q6K<KOps>, KOps, 8>;
+  t.gemm_g16_q4_k = GemmG16K<G16Q4KSubBlocks<KOps>, KOps, 4>;
+  t.gemm_g16_q6_k = GemmG16K<G16Q6KSubBlocks<KOps>, KOps, 4>;
+  t.k_group_sums = LlmKernelTable::KQuantGroupSums::kSubBlocks;
   return t;
 }
 

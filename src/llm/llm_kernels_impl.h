@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "base/float_types.h"
@@ -254,8 +255,11 @@ inline int32_t Load4(const int8_t* p) {
 
 // ---- products with Q4_K / Q6_K weights repacked in 16-row groups (llm_kernels.h gemm_g16_q4_k,
 // gemm_g16_q6_k) ----
-// Written once against O, the including file's integer/float vector operations over the rows of
-// one part of a group (O::kParts parts of 16 / kParts rows: AVX-512 1, AVX2 2):
+// Two kinds of tile (llm_kernels.h k_group_sums): G16Q4K / G16Q6K keep llama.cpp's lanes (the
+// AVX2 table), G16Q4KSubBlocks / G16Q6KSubBlocks sum each sub-block with VNNI's vpdpbusd (the
+// AVX-512 table; further below). Written once against O, the including file's integer/float
+// vector operations over the rows of one part of a group (O::kParts parts of 16 / kParts rows:
+// AVX-512 1, AVX2 2):
 //   I, F: the int and float vector types; Load(p): the part's bytes of a 64-byte column vector;
 //   Bcast4(p): 4 bytes to every 32-bit lane; DotPairs(acc, u8, s8, w16): acc + vpmaddwd(
 //   vpmaddubsw(u8, s8), w16) in int32; MaddW(acc, a, b): acc + vpmaddwd(a, b); ZeroI, And, Or,
@@ -263,9 +267,9 @@ inline int32_t Load4(const int8_t* p) {
 //   uint8 values as (v, v) int16 pairs in 32-bit lanes; ZxWords(p) / SxWords(p): the part's
 //   2-byte pairs as int16 pairs, zero / sign extended; Half(p): the part's fp16 values as floats;
 //   Cvt, Fma(a, b, c), Mul, Add, SetF, ZeroF; Store(y, v, valid): the first `valid` lanes.
-// The integer lane sums equal the per-row kernels' (Q4KSums, Q6KSums, Q6KOffsetLanes: llama.cpp's
-// lanes), and the float steps are Q4KTile's / Q6KTile's per lane, so each (row, token) gets
-// dot_q4_k / dot_q6_k's bits.
+// In G16Q4K / G16Q6K the integer lane sums equal the per-row kernels' (Q4KSums, Q6KSums,
+// Q6KOffsetLanes: llama.cpp's lanes), and the float steps are Q4KTile's / Q6KTile's per lane, so
+// each (row, token) gets dot_q4_k / dot_q6_k's bits.
 
 // One activation row as the K-quant group tiles read it: values, super-block scales, and 16-bit
 // pairs of activation sums per super-block (Q4_K: the 32-value sums, 8 per super-block; Q6_K:
@@ -472,6 +476,237 @@ struct G16Q6K {
       if (v <= 0) break;
       for (int m = 0; m < M; ++m) O::Store(y + m * y_stride + p * R, SumColumns<O>(acc[p][m]), v);
     }
+  }
+};
+
+// An empty asm that takes v in a vector register and gives it back: GCC cannot sink the adds that
+// made v past this point or reassociate them with later ones. Without it GCC kept every
+// sub-block's sums alive to do all the scale multiplies at the end, and spilled them (G16Q6KSubBlocks
+// at 4 tokens: 143 stack loads and stores of zmm values).
+template <class V>
+inline void Settle(V& v) {
+  asm("" : "+v"(v));
+}
+
+// Q4_K with each sub-block's 32 products summed in int32 before its scale (O needs VNNI's
+// DpBusd: u8 x s8 in groups of 4 added to int32 lanes, and MulLo32, U8ToI32, Add32, FnMadd): one
+// multiply instruction per 64 products where G16Q4K needs two (vpmaddubsw, then vpmaddwd with the
+// scales), because it keeps llama.cpp's eight lanes apart. Per (row, token) and super-block the
+// integer total sum_s scale_s * sum_(i in s) q_i x_i is the same number; the float steps are
+// d_x * (d * total - dmin * mins), one per super-block, so the result is within rounding of
+// dot_q4_k's, not its bits. The same for every M (batch invariance).
+template <class O>
+struct G16Q4KSubBlocks {
+  static constexpr int kBlockBytes = 2368;
+  static constexpr int kPairsPerBlock = 8;
+  template <int M, int kP>
+  static void Parts(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part0,
+                    int valid) {
+    static_assert(O::kParts == 1 && kP == 1, "one part of 16 rows per vector");
+    (void)part0;
+    using I = typename O::I;
+    using F = typename O::F;
+    F f[M];
+    for (int m = 0; m < M; ++m) f[m] = O::ZeroF();
+    const I m4 = O::Set8(0x0F);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* blk = gp + b * kBlockBytes;
+      const int8_t* xb[M];
+      #pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) xb[m] = xt[m].q + b * 256;
+      I tot[M];
+      #pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) tot[m] = O::ZeroI();
+      if constexpr (M <= 2) {
+        // Decode: the column vectors in reading order (llm_kernels.h), eight sub-block sums each.
+        I a[M][8];
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) {
+          for (int s = 0; s < 8; ++s) a[m][s] = O::ZeroI();
+        }
+        #pragma GCC unroll 1
+        for (int l = 0; l < 8; ++l) {
+          #pragma GCC unroll 4
+          for (int c4 = 0; c4 < 4; ++c4) {
+            const I v = O::Load(blk + 320 + 64 * (4 * l + c4));
+            const I lo = O::And(v, m4), hi = O::And(O::template Srli16<4>(v), m4);
+            #pragma GCC unroll 8
+            for (int m = 0; m < M; ++m) {
+              const int8_t* xp = xb[m] + 64 * c4 + 4 * l;
+              a[m][2 * c4] = O::DpBusd(a[m][2 * c4], lo, O::Bcast4(xp));
+              a[m][2 * c4 + 1] = O::DpBusd(a[m][2 * c4 + 1], hi, O::Bcast4(xp + 32));
+            }
+          }
+        }
+        #pragma GCC unroll 8
+        for (int s = 0; s < 8; ++s) {
+          const I sc = O::U8ToI32(blk + 64 + 16 * s);
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) tot[m] = O::Add32(tot[m], O::MulLo32(a[m][s], sc));
+        }
+      } else {
+        // Several tokens (the super-block is in cache): two sub-blocks at a time.
+        #pragma GCC unroll 1
+        for (int c4 = 0; c4 < 4; ++c4) {
+          I alo[M], ahi[M];
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) alo[m] = ahi[m] = O::ZeroI();
+          #pragma GCC unroll 8
+          for (int l = 0; l < 8; ++l) {
+            const I v = O::Load(blk + 320 + 64 * (4 * l + c4));
+            const I lo = O::And(v, m4), hi = O::And(O::template Srli16<4>(v), m4);
+            #pragma GCC unroll 8
+            for (int m = 0; m < M; ++m) {
+              const int8_t* xp = xb[m] + 64 * c4 + 4 * l;
+              alo[m] = O::DpBusd(alo[m], lo, O::Bcast4(xp));
+              ahi[m] = O::DpBusd(ahi[m], hi, O::Bcast4(xp + 32));
+            }
+          }
+          const I slo = O::U8ToI32(blk + 64 + 16 * (2 * c4)), shi = O::U8ToI32(blk + 64 + 16 * (2 * c4 + 1));
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) {
+            tot[m] = O::Add32(O::Add32(tot[m], O::MulLo32(alo[m], slo)), O::MulLo32(ahi[m], shi));
+            Settle(tot[m]);
+          }
+        }
+      }
+      // The mins against the activation's 32-value sums: sum_s min_s * bsum_s.
+      I mins[M];
+      #pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) mins[m] = O::ZeroI();
+      #pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        const I mp = O::ZxWords(blk + 192 + 32 * j);
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) mins[m] = O::MaddW(mins[m], mp, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * j)));
+      }
+      const F dv = O::Half(blk), dmv = O::Half(blk + 32);
+      #pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) {
+        const F t = O::FnMadd(dmv, O::Cvt(mins[m]), O::Mul(dv, O::Cvt(tot[m])));
+        f[m] = O::Fma(t, O::SetF(xt[m].d[b]), f[m]);
+      }
+    }
+    for (int m = 0; m < M; ++m) O::Store(y + m * y_stride, f[m], valid);
+  }
+};
+
+// Q6_K the same way (G16Q4KSubBlocks): each 16-value sub-block's products summed in int32 by
+// DpBusd before its int8 scale, the offset of 32 against the activation's 16-value sums, and one
+// float step per super-block, d_x * d * total. Needs also Srai32.
+template <class O>
+struct G16Q6KSubBlocks {
+  static constexpr int kBlockBytes = 3360;
+  static constexpr int kPairsPerBlock = 16;
+  // The 32 values of chunk J (U = J % 4) in column l's step (llm_kernels.h's Q6_K layout): the
+  // low nibbles (J even) or high nibbles of low-bit vector J / 2, at `lv`, with top bits U of
+  // top-bit vector J / 4, at `hb`.
+  template <int U>
+  static typename O::I Values(const uint8_t* hbp, const uint8_t* lvp, typename O::I m4, typename O::I m30) {
+    using I = typename O::I;
+    const I hb = O::Load(hbp), lv = O::Load(lvp);
+    const I low = (U & 1) == 0 ? O::And(lv, m4) : O::And(O::template Srli16<4>(lv), m4);
+    I top;
+    if constexpr (U == 0) top = O::template Slli16<4>(hb);
+    else if constexpr (U == 1) top = O::template Slli16<2>(hb);
+    else if constexpr (U == 2) top = hb;
+    else top = O::template Srli16<2>(hb);
+    return O::Or(low, O::And(top, m30));
+  }
+  // The 16 rows' scales of sub-blocks 2k (kHalf = 0) or 2k + 1 as int32.
+  template <int kHalf>
+  static typename O::I Scales(const uint8_t* blk, int k) {
+    const typename O::I q = O::SxWords(blk + 32 + 32 * k);
+    if constexpr (kHalf == 0) return O::template Srai32<16>(O::template Slli32<16>(q));
+    else return O::template Srai32<16>(q);
+  }
+  template <int M, int kP>
+  static void Parts(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part0,
+                    int valid) {
+    static_assert(O::kParts == 1 && kP == 1, "one part of 16 rows per vector");
+    (void)part0;
+    using I = typename O::I;
+    using F = typename O::F;
+    F f[M];
+    for (int m = 0; m < M; ++m) f[m] = O::ZeroF();
+    const I m4 = O::Set8(0x0F), m30 = O::Set8(0x30);
+    for (int64_t b = 0; b < nsb; ++b) {
+      const uint8_t* blk = gp + b * kBlockBytes;
+      const int8_t* xb[M];
+      I tot[M];
+      #pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) {
+        xb[m] = xt[m].q + b * 256;
+        tot[m] = O::ZeroI();
+      }
+      // The offset: -32 * sum_s scale_s * bsum_s, scales 2k and 2k + 1 against their sums.
+      #pragma GCC unroll 8
+      for (int k = 0; k < 8; ++k) {
+        const I off = O::Sub16(O::ZeroI(), O::template Slli16<5>(O::SxWords(blk + 32 + 32 * k)));
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) tot[m] = O::MaddW(tot[m], off, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * k)));
+      }
+      if constexpr (M == 1) {
+        // Decode: the steps in reading order, eight chunk sums; columns 0-3 are the chunks'
+        // first sub-blocks, 4-7 their second.
+        #pragma GCC unroll 1
+        for (int half = 0; half < 2; ++half) {
+          I a[8];
+          for (int k = 0; k < 8; ++k) a[k] = O::ZeroI();
+          #pragma GCC unroll 1
+          for (int l = 4 * half; l < 4 * half + 4; ++l) {
+            const uint8_t* step = blk + 288 + 384 * l;
+            [&]<int... J>(std::integer_sequence<int, J...>) {
+              ((a[J] = O::DpBusd(a[J], Values<J % 4>(step + 64 * (J / 4), step + 128 + 64 * (J / 2), m4, m30),
+                                 O::Bcast4(xb[0] + 32 * J + 4 * l))), ...);
+            }(std::make_integer_sequence<int, 8>{});
+          }
+          #pragma GCC unroll 8
+          for (int k = 0; k < 8; ++k) {
+            const I sc = half == 0 ? Scales<0>(blk, k) : Scales<1>(blk, k);
+            tot[0] = O::Add32(tot[0], O::MulLo32(a[k], sc));
+          }
+        }
+      } else {
+        // Several tokens: two chunks J0 = 2p, J1 = 2p + 1 (four sub-blocks) at a time.
+        auto chunk_pair = [&]<int kOdd>(int pp) {
+          const int j0 = 4 * pp + 2 * kOdd, j1 = j0 + 1;
+          #pragma GCC unroll 1
+          for (int half = 0; half < 2; ++half) {
+            I a0[M], a1[M];
+            #pragma GCC unroll 8
+            for (int m = 0; m < M; ++m) a0[m] = a1[m] = O::ZeroI();
+            #pragma GCC unroll 4
+            for (int l = 4 * half; l < 4 * half + 4; ++l) {
+              const uint8_t* step = blk + 288 + 384 * l;
+              const I q0 = Values<2 * kOdd>(step + 64 * pp, step + 128 + 64 * (2 * pp + kOdd), m4, m30);
+              const I q1 = Values<2 * kOdd + 1>(step + 64 * pp, step + 128 + 64 * (2 * pp + kOdd), m4, m30);
+              #pragma GCC unroll 8
+              for (int m = 0; m < M; ++m) {
+                a0[m] = O::DpBusd(a0[m], q0, O::Bcast4(xb[m] + 32 * j0 + 4 * l));
+                a1[m] = O::DpBusd(a1[m], q1, O::Bcast4(xb[m] + 32 * j1 + 4 * l));
+              }
+            }
+            const I s0 = half == 0 ? Scales<0>(blk, j0) : Scales<1>(blk, j0);
+            const I s1 = half == 0 ? Scales<0>(blk, j1) : Scales<1>(blk, j1);
+            #pragma GCC unroll 8
+            for (int m = 0; m < M; ++m) {
+              tot[m] = O::Add32(O::Add32(tot[m], O::MulLo32(a0[m], s0)), O::MulLo32(a1[m], s1));
+              Settle(tot[m]);
+            }
+          }
+        };
+        #pragma GCC unroll 1
+        for (int pp = 0; pp < 2; ++pp) {
+          chunk_pair.template operator()<0>(pp);
+          chunk_pair.template operator()<1>(pp);
+        }
+      }
+      const F dv = O::Half(blk);
+      #pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) f[m] = O::Fma(O::Mul(dv, O::Cvt(tot[m])), O::SetF(xt[m].d[b]), f[m]);
+    }
+    for (int m = 0; m < M; ++m) O::Store(y + m * y_stride, f[m], valid);
   }
 };
 

@@ -172,11 +172,13 @@ class TestAgainstLlamaCpp(unittest.TestCase):
                     self.assertEqual(self.greedy_inferloop(name, ids, 32, isa), want)
 
     def test_q4_k_m_prompt_one_token_at_a_time_on_every_isa(self):
-        # inferloop's Q4_K/Q6_K products equal llama.cpp's bit for bit (llm_unit_tests
-        # LlamaCppKQuant), and its logits on this model mostly do too when llama.cpp also computes
-        # the prompt one token at a time: llama.cpp's several-token prompt path rounds differently
-        # from its own one-token path, while inferloop's numbers are the same either way. (Some
-        # other operation still differs in the last bit now and then: not located yet.)
+        # inferloop's Q4_K/Q6_K products equal llama.cpp's bit for bit on the AVX2 and scalar
+        # paths (llm_unit_tests LlamaCppKQuant; the AVX-512 VNNI path sums each sub-block before
+        # its scale, within rounding: llm_kernels.h k_group_sums), and its logits on this model
+        # mostly do too when llama.cpp also computes the prompt one token at a time: llama.cpp's
+        # several-token prompt path rounds differently from its own one-token path, while
+        # inferloop's numbers are the same either way. (Some other operation still differs in
+        # the last bit now and then: not located yet.)
         for p in ["Once upon a time", "The little dog", "Lily and Ben went to the park. They"]:
             ids = self.llm("llama-q4km").tokenize(p.encode(), add_bos=True, special=False)
             want = self.greedy_llama_cpp("llama-q4km", ids, 48, prompt_one_by_one=True)

@@ -6,12 +6,15 @@
 // from the middle of a matrix (how threads split the work). With AMX, the tile kernels must give
 // the same bits.
 //
-// The Q4_K / Q6_K group products (gemm_g16_q4_k / gemm_g16_q6_k) promise the per-row dots' bits
-// (dot_q4_k / dot_q6_k, which equal llama.cpp's: kquant_llama_cpp_test.cc): checked against every
-// table's dot, against a double-precision sum over the dequantized weights (close), with extreme
-// sub-block scales and mins, and rows / tokens / columns as above.
+// The Q4_K / Q6_K group products (gemm_g16_q4_k / gemm_g16_q6_k) promise what their table's
+// k_group_sums says: the per-row dots' bits (dot_q4_k / dot_q6_k, which equal llama.cpp's:
+// kquant_llama_cpp_test.cc; AVX2) or the sub-block sums' formula (AVX-512 VNNI), computed here
+// from the file's bytes; both checked bit for bit, and against a double-precision sum over the
+// dequantized weights (close), with extreme sub-block scales and mins, and rows / tokens /
+// columns as above.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -221,10 +224,70 @@ float KDot(const LlmKernelTable& t, const WeightMatrix& w, int64_t r, const Q8KR
   return w.type == GgmlType::kQ4_K ? t.dot_q4_k(w.Row(r).data(), x, w.cols) : t.dot_q6_k(w.Row(r).data(), x, w.cols);
 }
 
-TEST(GemmG16, KQuantsEqualThePerRowDotsBitForBit) {
+// kSubBlocks's promise (llm_kernels.h k_group_sums) for row r, computed here from the file's bytes
+// (ggml's block layouts) with exact integers and the promised float steps.
+float SubBlockSums(const WeightMatrix& w, int64_t r, const Q8KRow& x) {
+  const bool q4 = w.type == GgmlType::kQ4_K;
+  const int block = q4 ? 144 : 210;
+  float acc = 0.0f;
+  for (int64_t b = 0; b < w.cols / 256; ++b) {
+    const uint8_t* blk = w.Row(r).data() + b * block;
+    const int8_t* xq = x.q + b * 256;
+    int q[256], sc[16], mn[8];
+    if (q4) {
+      const uint8_t* s = blk + 4;  // 12 bytes of 6-bit scales and mins (ggml's get_scale_min_k4)
+      for (int j = 0; j < 8; ++j) {
+        sc[j] = j < 4 ? s[j] & 63 : (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+        mn[j] = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+      }
+      for (int j = 0; j < 4; ++j) {
+        for (int l = 0; l < 32; ++l) {
+          q[64 * j + l] = blk[16 + 32 * j + l] & 0xF;
+          q[64 * j + 32 + l] = blk[16 + 32 * j + l] >> 4;
+        }
+      }
+    } else {
+      const uint8_t *ql = blk, *qh = blk + 128;
+      for (int s = 0; s < 16; ++s) sc[s] = static_cast<int8_t>(blk[192 + s]);
+      for (int n = 0; n < 256; n += 128, ql += 64, qh += 32) {
+        for (int l = 0; l < 32; ++l) {
+          q[n + l] = (ql[l] & 0xF) | ((qh[l] & 3) << 4);
+          q[n + l + 32] = (ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4);
+          q[n + l + 64] = (ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4);
+          q[n + l + 96] = (ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4);
+        }
+      }
+    }
+    const int sub = q4 ? 32 : 16;
+    int32_t tot = 0, mins = 0;
+    for (int s = 0; s < 256 / sub; ++s) {
+      int32_t sum = 0;
+      for (int i = s * sub; i < (s + 1) * sub; ++i) sum += (q4 ? q[i] : q[i] - 32) * xq[i];
+      tot += sc[s] * sum;
+      if (q4) {
+        int32_t xs = 0;
+        for (int i = s * sub; i < (s + 1) * sub; ++i) xs += xq[i];
+        mins += mn[s] * xs;
+      }
+    }
+    const float d = HalfToFloat(static_cast<uint16_t>(blk[q4 ? 0 : 208] | blk[q4 ? 1 : 209] << 8));
+    const float c = d * static_cast<float>(tot);
+    if (q4) {
+      const float dmin = HalfToFloat(static_cast<uint16_t>(blk[2] | blk[3] << 8));
+      acc = std::fma(std::fma(-dmin, static_cast<float>(mins), c), x.d[b], acc);
+    } else {
+      acc = std::fma(c, x.d[b], acc);
+    }
+  }
+  return acc;
+}
+
+// Each table's group products give what its k_group_sums promises, bit for bit: the per-row dots'
+// result (every table's dots are equal: LlamaCppKQuant), or the sub-block sums computed above.
+TEST(GemmG16, KQuantsGiveTheirTablesPromisedSumsBitForBit) {
   std::mt19937 g(11);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  int checked = 0;
+  int checked = 0, sub_block_checked = 0;
   for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     for (int64_t cols : {256, 768, 4096}) {
       for (int64_t rows : {5, 13, 16, 43}) {
@@ -258,10 +321,17 @@ TEST(GemmG16, KQuantsEqualThePerRowDotsBitForBit) {
                 const Q8KRow xr = xk.Row(t);
                 for (int64_t r = 0; r < rows; ++r) {
                   const float got = y[t * stride + r];
-                  for (const LlmKernelTable* kd : AvailableLlmKernels()) {
-                    ASSERT_EQ(got, KDot(*kd, w, r, xr)) << k->name << " vs " << kd->name << " dot, "
-                                                       << GgmlTypeName(type) << " cols=" << cols << " rows=" << rows
-                                                       << " T=" << T << " t=" << t << " r=" << r << " extreme=" << extreme;
+                  if (k->k_group_sums == LlmKernelTable::KQuantGroupSums::kSubBlocks) {
+                    ASSERT_EQ(got, SubBlockSums(w, r, xr)) << k->name << " sub-block sums, " << GgmlTypeName(type)
+                                                           << " cols=" << cols << " rows=" << rows << " T=" << T
+                                                           << " t=" << t << " r=" << r << " extreme=" << extreme;
+                    ++sub_block_checked;
+                  } else {
+                    for (const LlmKernelTable* kd : AvailableLlmKernels()) {
+                      ASSERT_EQ(got, KDot(*kd, w, r, xr)) << k->name << " vs " << kd->name << " dot, "
+                                                         << GgmlTypeName(type) << " cols=" << cols << " rows=" << rows
+                                                         << " T=" << T << " t=" << t << " r=" << r << " extreme=" << extreme;
+                    }
                   }
                   double want = 0, mag = 0;
                   for (int64_t i = 0; i < cols; ++i) {
@@ -281,6 +351,9 @@ TEST(GemmG16, KQuantsEqualThePerRowDotsBitForBit) {
     }
   }
   if (checked == 0) GTEST_SKIP() << "no table on this CPU has K-quant group products (AVX2 or AVX-512 VNNI)";
+  const std::vector<const LlmKernelTable*> tables = AvailableLlmKernels();
+  const bool runs_avx512 = std::find(tables.begin(), tables.end(), Avx512VnniLlmKernels()) != tables.end();
+  if (runs_avx512) EXPECT_GT(sub_block_checked, 0) << "the AVX-512 VNNI table's sub-block sums were not checked";
 }
 
 // Groups [1, 3) of a 40-row K-quant matrix alone: the same values as the whole, nothing else written.
