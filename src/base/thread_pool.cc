@@ -120,8 +120,12 @@ void ThreadPool::RunChunksOnTeam(int team, int64_t n, int64_t grain, Thunk thunk
     thunk(fn, 0, n);
     return;
   }
-  // A few blocks per thread so a thread slowed by other load does not hold everyone up.
-  Job job{thunk, fn, n, std::min<int64_t>(max_blocks, int64_t{team} * 4), team, {team}};
+  // Blocks are claimed one at a time, several per thread, so a thread slowed by other load does
+  // not hold everyone up. 16 per thread rather than 4: the last block's wait is shorter, and 16
+  // LLM streams (`inferloop generate --parallel 16`, Q4_K_M, 2 threads, where a decode step runs
+  // about 90 regions of ~1 ms) went 1.05x faster (median of 6 alternating runs, AMD EPYC); the
+  // zoo's ResNet-50, 3-D U-Nets and DLRM at batch 8 measured the same within noise.
+  Job job{thunk, fn, n, std::min<int64_t>(max_blocks, int64_t{team} * 16), team, {team}};
   GOMP_parallel(&WorkerMain, &job, static_cast<unsigned>(team), 0);
 }
 
