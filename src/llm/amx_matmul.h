@@ -15,11 +15,11 @@
 //
 // Q4_K and Q6_K weights are repacked in the same 16-row groups, one "block" per super-block of
 // 256 values (layouts: llm_kernels.h gemm_g16_q4_k / gemm_g16_q6_k), and multiplied by the
-// AVX-512 VNNI or AVX2 table's group kernels, also with AMX: their results are bit for bit those
-// of the per-row K-quant dots (llama.cpp's), which split each row's sum into eight int32 lanes of
-// 4-value columns, each scaled per sub-block. Tiles can give those lanes too (one K=32 product per
-// lane with scale * value split into two byte digits), but measured slower than the VNNI kernel
-// (git history: the commit "AMX tile kernel for Q4_K / Q6_K" and its revert).
+// AVX-512 VNNI or AVX2 table's group kernels, also with AMX: they sum each sub-block before its
+// scale, the same bits on both tables (llm_kernels.h gemm_g16_q4_k). An AMX tile kernel that gave
+// the per-row dots' eight lanes (one K=32 product per lane with scale * value split into two byte
+// digits) measured slower than the VNNI kernel of the time (git history: the commit "AMX tile
+// kernel for Q4_K / Q6_K" and its revert).
 #pragma once
 
 #include <cstdint>

@@ -167,7 +167,16 @@ struct LlmKernelTable {
   //     4.9-5.7 ms in reading order (bench_llm_matmul, busy machine). Q6_K's top bits after all
   //     the low bits (two streams) took 4.8-5.7 ms against 3.2-4.5 ms interleaved (6 alternating
   //     runs, 2026-12-03).
-  // Per (row, token) the result is what k_group_sums (below) says, the same whatever T is.
+  // Per (row, token), whatever T is and on every table that has them: per super-block b the
+  // exact int32 totals over its sub-blocks s (scales sc_s, Q4_K mins m_s, weights q_i, activation
+  // values x_i, the activation's sums xs_s over each sub-block),
+  //   Q4_K: tot = sum_s sc_s * sum_(i in s) q_i x_i,  mins = sum_s m_s * xs_s,
+  //         acc = fma(c - a * b rounded once with a = dmin_b, b = float(mins), c = d_b * float(tot),
+  //                   d_x[b], acc)
+  //   Q6_K: tot = sum_s sc_s * sum_(i in s) (q_i - 32) x_i,  acc = fma(d_b * float(tot), d_x[b], acc)
+  // from acc = 0. Within float rounding of dot_q4_k / dot_q6_k (llama.cpp's eight lanes, a float
+  // fma per lane), not their bits: summing a sub-block before its scale takes one multiply
+  // instruction per 64 products (vpdpbusd; AVX2 vpmaddubsw with int16 adds) instead of two.
   void (*gemm_g16_q4_k)(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, int64_t T, float* Y,
                         int64_t y_stride);
   void (*gemm_g16_q6_k)(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, int64_t T, float* Y,
@@ -178,23 +187,6 @@ struct LlmKernelTable {
   // bsum = the sums of the q in 16-value blocks; an all-zero super-block gives d = 0 and zeros.
   // Every table gives the same bytes.
   void (*quantize_q8_k)(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsum);
-  // How gemm_g16_q4_k / gemm_g16_q6_k add up each (row, token):
-  //   kLlamaCppLanes (AVX2): bit for bit dot_q4_k / dot_q6_k's result (llama.cpp's x86 kernels'):
-  //     the same eight int32 lane sums per super-block (lane l: column l's products, each
-  //     sub-block's scaled; Q4_K's mins against the activation's 32-value sums in four lanes;
-  //     Q6_K's offset of 32 in lane l from sub-blocks 2l and 2l + 1), the same float fma per lane
-  //     and super-block, the same final sum of lanes. Two multiply instructions per 64 products.
-  //   kSubBlocks (AVX-512 VNNI, and so AMX CPUs): per super-block b the exact int32 totals over
-  //     its sub-blocks s (scales sc_s, Q4_K mins m_s, weights q_i, activation values x_i, the
-  //     activation's sums xs_s over each sub-block),
-  //       Q4_K: tot = sum_s sc_s * sum_(i in s) q_i x_i,  mins = sum_s m_s * xs_s,
-  //             acc = fma(c - a * b rounded once with a = dmin_b, b = float(mins),
-  //                       c = d_b * float(tot), d_x[b], acc)
-  //       Q6_K: tot = sum_s sc_s * sum_(i in s) (q_i - 32) x_i,  acc = fma(d_b * float(tot), d_x[b], acc)
-  //     from acc = 0: within rounding of the dots, not their bits, for one multiply instruction
-  //     (vpdpbusd) per 64 products.
-  enum class KQuantGroupSums { kLlamaCppLanes, kSubBlocks };
-  KQuantGroupSums k_group_sums = KQuantGroupSums::kLlamaCppLanes;
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

@@ -314,17 +314,26 @@ struct Q6KSums {
 };
 
 // The vector operations of the K-quant group tiles (llm_kernels_impl.h G16Q4KSubBlocks /
-// G16Q6KSubBlocks): one part of 16 rows per zmm, each sub-block's products summed by vpdpbusd.
+// G16Q6KSubBlocks): one part of 16 rows per zmm, each sub-block's products summed by vpdpbusd in
+// int32 and scaled by vpmulld.
 struct KOps {
   static constexpr int kParts = 1;
+  static constexpr bool kFloatsInMemory = false;
+  static constexpr int kQ4SubBlocksPerPass = 2;
+  static constexpr int kQ6Columns = 4;
   using I = __m512i;
   using F = __m512;
   static I Load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static I Bcast4(const int8_t* p) { return _mm512_set1_epi32(Load4(p)); }
-  static I DpBusd(I acc, I u8, I s8) { return _mm512_dpbusd_epi32(acc, u8, s8); }
+  static I AddProducts(I acc, I u8, I s8) { return _mm512_dpbusd_epi32(acc, u8, s8); }
+  static I Q4Scale(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  template <int kHigh>
+  static I Q6Scale(const uint8_t* p) {
+    const I q = SxWords(p);
+    return kHigh ? _mm512_srai_epi32(q, 16) : _mm512_srai_epi32(_mm512_slli_epi32(q, 16), 16);
+  }
+  static I ScaleSum(I tot, I acc, I sc) { return _mm512_add_epi32(tot, _mm512_mullo_epi32(acc, sc)); }
   static I MaddW(I acc, I a, I b) { return _mm512_dpwssd_epi32(acc, a, b); }
-  static I MulLo32(I a, I b) { return _mm512_mullo_epi32(a, b); }
-  static I Add32(I a, I b) { return _mm512_add_epi32(a, b); }
   static I ZeroI() { return _mm512_setzero_si512(); }
   static I And(I a, I b) { return _mm512_and_si512(a, b); }
   static I Or(I a, I b) { return _mm512_or_si512(a, b); }
@@ -332,10 +341,7 @@ struct KOps {
   static I Set32(int32_t v) { return _mm512_set1_epi32(v); }
   template <int N> static I Srli16(I v) { return _mm512_srli_epi16(v, N); }
   template <int N> static I Slli16(I v) { return _mm512_slli_epi16(v, N); }
-  template <int N> static I Slli32(I v) { return _mm512_slli_epi32(v, N); }
-  template <int N> static I Srai32(I v) { return _mm512_srai_epi32(v, N); }
   static I Sub16(I a, I b) { return _mm512_sub_epi16(a, b); }
-  static I U8ToI32(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static I ZxWords(const uint8_t* p) { return _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static I SxWords(const uint8_t* p) { return _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static F Half(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
@@ -360,7 +366,6 @@ LlmKernelTable MakeTable() {
   t.gemm_g16_q4_0 = GemmG16<VnniG16<true>>;
   t.gemm_g16_q4_k = GemmG16K<G16Q4KSubBlocks<KOps>, KOps, 4>;
   t.gemm_g16_q6_k = GemmG16K<G16Q6KSubBlocks<KOps>, KOps, 4>;
-  t.k_group_sums = LlmKernelTable::KQuantGroupSums::kSubBlocks;
   return t;
 }
 

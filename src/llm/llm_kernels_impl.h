@@ -255,21 +255,28 @@ inline int32_t Load4(const int8_t* p) {
 
 // ---- products with Q4_K / Q6_K weights repacked in 16-row groups (llm_kernels.h gemm_g16_q4_k,
 // gemm_g16_q6_k) ----
-// Two kinds of tile (llm_kernels.h k_group_sums): G16Q4K / G16Q6K keep llama.cpp's lanes (the
-// AVX2 table), G16Q4KSubBlocks / G16Q6KSubBlocks sum each sub-block with VNNI's vpdpbusd (the
-// AVX-512 table; further below). Written once against O, the including file's integer/float
-// vector operations over the rows of one part of a group (O::kParts parts of 16 / kParts rows:
-// AVX-512 1, AVX2 2):
+// The sums llm_kernels.h promises as k_group_sums = kSubBlocks: each sub-block's products are
+// added up first (Q4_K 32 values, Q6_K 16), then multiplied by the sub-block's scale into an
+// int32 total per (row, super-block); one float step per super-block. llama.cpp's x86 kernels
+// instead scale every 4-value column (eight int32 lanes per super-block, a float fma per lane):
+// two multiply instructions per 64 products, where these tiles need one plus one per sub-block.
+// bench_llm_matmul 5632 x 2048, one AMD EPYC core, alternating with the lane tiles they replace
+// (2026-12-03): AVX-512 Q4_K 72-89 -> 99-174 GMAC/s over 1-256 tokens, Q6_K 58-95 -> 62-105 (at
+// 16 tokens no faster); AVX2 in docs/LLM.md.
+// Written once against O, the including file's vector operations over the rows of one part of a
+// group (O::kParts parts of 16 / kParts rows: AVX-512 1, AVX2 2):
 //   I, F: the int and float vector types; Load(p): the part's bytes of a 64-byte column vector;
-//   Bcast4(p): 4 bytes to every 32-bit lane; DotPairs(acc, u8, s8, w16): acc + vpmaddwd(
-//   vpmaddubsw(u8, s8), w16) in int32; MaddW(acc, a, b): acc + vpmaddwd(a, b); ZeroI, And, Or,
-//   Set8, Set32, Srli16<n>, Slli16<n>, Srli32<n>, Slli32<n>, Sub16; ScaleBytes(p): the part's
-//   uint8 values as (v, v) int16 pairs in 32-bit lanes; ZxWords(p) / SxWords(p): the part's
-//   2-byte pairs as int16 pairs, zero / sign extended; Half(p): the part's fp16 values as floats;
-//   Cvt, Fma(a, b, c), Mul, Add, SetF, ZeroF; Store(y, v, valid): the first `valid` lanes.
-// In G16Q4K / G16Q6K the integer lane sums equal the per-row kernels' (Q4KSums, Q6KSums,
-// Q6KOffsetLanes: llama.cpp's lanes), and the float steps are Q4KTile's / Q6KTile's per lane, so
-// each (row, token) gets dot_q4_k / dot_q6_k's bits.
+//   Bcast4(p): 4 bytes to every 32-bit lane; AddProducts(acc, u8, s8): acc plus the products of
+//   each row's 4 bytes (AVX-512 VNNI: vpdpbusd, int32; AVX2: vpmaddubsw, pairs added in int16);
+//   Q4Scale(p): the part's Q4_K sub-block scales (bytes) as ScaleSum takes them; Q6Scale<h>(p): the
+//   part's Q6_K scale of sub-blocks 2k + h from the pairs at p; ScaleSum(tot, acc, sc): tot + sc
+//   times acc's per-row sum, in int32 (AVX-512: vpmulld; AVX2: vpmaddwd, which also adds the
+//   int16 pairs); kQ6Columns: the 4-value columns acc may take before ScaleSum without overflow
+//   (Q4_K's 8 fit on both: |pairs| <= 2 * 15 * 127, 8 columns <= 30480);
+//   MaddW(acc, a, b): acc + vpmaddwd(a, b) in int32; ZeroI, And, Or, Set8, Set32, Srli16<n>,
+//   Slli16<n>, Sub16; ZxWords(p) / SxWords(p): the part's 2-byte pairs as int16 pairs, zero / sign
+//   extended; Half(p): the part's fp16 values as floats; Cvt, Fma(a, b, c), FnMadd(a, b, c) =
+//   c - a * b, Mul, SetF, ZeroF; Store(y, v, valid): the first `valid` lanes.
 
 // One activation row as the K-quant group tiles read it: values, super-block scales, and 16-bit
 // pairs of activation sums per super-block (Q4_K: the 32-value sums, 8 per super-block; Q6_K:
@@ -286,215 +293,32 @@ inline int32_t Load4(const int16_t* p) {
   return v;
 }
 
-// The eight column lanes of scaled sums (and Q4_K's four mins lanes) as dot_q4_k / dot_q6_k add
-// them up: SumLanes8's order, then Q4KResult's.
+// An empty asm that takes v in a vector register and gives it back: GCC cannot sink the adds that
+// made v past this point or reassociate them with later ones. Without it GCC kept every
+// sub-block's sums alive to do all the scale multiplies at the end of a super-block, and spilled
+// them (the Q6_K tile at 4 tokens on AVX-512: 143 stack loads and stores of zmm values).
+template <class V>
+inline void Settle(V& v) {
+  asm("" : "+v"(v));
+}
+
+// With 16 vector registers (AVX2) the float accumulators, used once per super-block, are better
+// kept in memory than the sub-block sums: when O::kFloatsInMemory, this barrier (the address
+// escapes, memory is clobbered) stores them after each super-block and reloads them for the next.
 template <class O>
-inline typename O::F SumColumns(const typename O::F* a) {
-  using V = O;
-  return V::Add(V::Add(V::Add(a[4], a[0]), V::Add(a[6], a[2])), V::Add(V::Add(a[5], a[1]), V::Add(a[7], a[3])));
+inline void FloatsInMemory(typename O::F* f) {
+  if constexpr (O::kFloatsInMemory) asm volatile("" : : "r"(f) : "memory");
 }
 
 // Parts<M, kP>: parts [part0, part0 + kP) of a group (R = 16 / O::kParts rows each) x M tokens,
 // the parts taken in turn within each super-block, so that with kP = O::kParts one pass reads the
 // weights once. Decode (M <= 2) streams the weights from memory and runs that way: on AVX2 a pass
 // per part read every line twice (65536 x 2048 at 1 token, one AMD EPYC core, bench_llm_matmul,
-// 4 alternating runs: Q4_K 5.0-7.3 ms -> 3.8-6.5, Q6_K 7.3-9.9 -> 4.1-7.2). No software prefetch:
-// a super-block is one sequential stream (llm_kernels.h), which the hardware prefetcher follows;
-// prefetching the next super-block measured no better (AVX-512 Q4_K 2.29-3.06 ms without
-// against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8).
-// With 16 vector registers (AVX2) the eight scale vectors, M accumulators and the unpacked
-// weights do not fit, and the compiler spilled the products instead; when O::kScalesInMemory,
-// this barrier keeps `sc` in memory (stored once per super-block, read as vpmaddwd's memory
-// operand), which takes no register.
-template <class O>
-inline void ScalesFromMemory(typename O::I* sc) {
-  if constexpr (O::kScalesInMemory) asm volatile("" : : "r"(sc) : "memory");
-}
-
-template <class O>
-struct G16Q4K {
-  static constexpr int kBlockBytes = 2368;
-  static constexpr int kPairsPerBlock = 8;
-  template <int M, int kP>
-  static void Parts(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part0,
-                    int valid) {
-    using I = typename O::I;
-    using F = typename O::F;
-    constexpr int R = 16 / O::kParts;
-    F acc[kP][M][8], accm[kP][M][4];
-    for (int p = 0; p < kP; ++p) {
-      for (int m = 0; m < M; ++m) {
-        for (int l = 0; l < 8; ++l) acc[p][m][l] = O::ZeroF();
-        for (int j = 0; j < 4; ++j) accm[p][m][j] = O::ZeroF();
-      }
-    }
-    const I m4 = O::Set8(0x0F);
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* blk = gp + b * kBlockBytes;
-      #pragma GCC unroll 1
-      for (int p = 0; p < kP; ++p) {
-        const int part = part0 + p, vo = part * 4 * R;
-        const F dv = O::Half(blk + 2 * R * part), dmv = O::Half(blk + 32 + 2 * R * part);
-        alignas(64) I sc[8];
-        #pragma GCC unroll 8
-        for (int s = 0; s < 8; ++s) sc[s] = O::ScaleBytes(blk + 64 + 16 * s + R * part);
-        ScalesFromMemory<O>(sc);
-        F dxd[M], ndxm[M];
-        #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) {
-          dxd[m] = O::Mul(O::SetF(xt[m].d[b]), dv);
-          ndxm[m] = O::Mul(O::SetF(-xt[m].d[b]), dmv);
-        }
-        const int8_t* xb[M];
-        #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) xb[m] = xt[m].q + b * 256;
-        #pragma GCC unroll 1
-        for (int l = 0; l < 8; ++l) {
-          ScalesFromMemory<O>(sc);
-          I c[M];
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) c[m] = O::ZeroI();
-          #pragma GCC unroll 4
-          for (int c4 = 0; c4 < 4; ++c4) {
-            const I v = O::Load(blk + 320 + 64 * (4 * l + c4) + vo);
-            const I lo = O::And(v, m4), hi = O::And(O::template Srli16<4>(v), m4);
-            #pragma GCC unroll 8
-            for (int m = 0; m < M; ++m) {
-              const int8_t* xp = xb[m] + 64 * c4 + 4 * l;
-              c[m] = O::DotPairs(c[m], lo, O::Bcast4(xp), sc[2 * c4]);
-              O::InOrder(c[m]);
-              c[m] = O::DotPairs(c[m], hi, O::Bcast4(xp + 32), sc[2 * c4 + 1]);
-              O::InOrder(c[m]);
-            }
-          }
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) acc[p][m][l] = O::Fma(dxd[m], O::Cvt(c[m]), acc[p][m][l]);
-        }
-        #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          const I mp = O::ZxWords(blk + 192 + 32 * j + 2 * R * part);
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) {
-            const I pr = O::MaddW(O::ZeroI(), mp, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * j)));
-            accm[p][m][j] = O::Fma(ndxm[m], O::Cvt(pr), accm[p][m][j]);
-          }
-        }
-      }
-    }
-    for (int p = 0; p < kP; ++p) {
-      const int v = std::min(R, valid - p * R);
-      if (v <= 0) break;
-      for (int m = 0; m < M; ++m) {
-        const F mins = O::Add(O::Add(accm[p][m][0], accm[p][m][2]), O::Add(accm[p][m][1], accm[p][m][3]));
-        O::Store(y + m * y_stride + p * R, O::Add(SumColumns<O>(acc[p][m]), mins), v);
-      }
-    }
-  }
-};
-
-template <class O>
-struct G16Q6K {
-  static constexpr int kBlockBytes = 3360;
-  static constexpr int kPairsPerBlock = 16;
-  template <int M, int kP>
-  static void Parts(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part0,
-                    int valid) {
-    using I = typename O::I;
-    using F = typename O::F;
-    constexpr int R = 16 / O::kParts;
-    F acc[kP][M][8];
-    for (int p = 0; p < kP; ++p) {
-      for (int m = 0; m < M; ++m) {
-        for (int l = 0; l < 8; ++l) acc[p][m][l] = O::ZeroF();
-      }
-    }
-    const I m4 = O::Set8(0x0F), m30 = O::Set8(0x30), lo16 = O::Set32(0xFFFF), hi16 = O::Set32(static_cast<int32_t>(0xFFFF0000u));
-    for (int64_t b = 0; b < nsb; ++b) {
-      const uint8_t* blk = gp + b * kBlockBytes;
-      #pragma GCC unroll 1
-      for (int p = 0; p < kP; ++p) {
-        const int part = part0 + p, vo = part * 4 * R;
-        const F dv = O::Half(blk + 2 * R * part);
-        // Per 32-value chunk k: the scale of its first 16 values as (s, s) pairs, of its last 16,
-        // and both times -32 (the offset, against the activation's 16-value sums).
-        alignas(64) I s_lo[8], s_hi[8], s_off[8];
-        #pragma GCC unroll 8
-        for (int k = 0; k < 8; ++k) {
-          const I q = O::SxWords(blk + 32 + 32 * k + 2 * R * part);
-          s_lo[k] = O::Or(O::template Slli32<16>(q), O::And(q, lo16));
-          s_hi[k] = O::Or(O::And(q, hi16), O::template Srli32<16>(q));
-          s_off[k] = O::Sub16(O::ZeroI(), O::template Slli16<5>(q));
-        }
-        ScalesFromMemory<O>(s_lo);
-        ScalesFromMemory<O>(s_hi);
-        ScalesFromMemory<O>(s_off);
-        F dxd[M];
-        const int8_t* xb[M];
-        #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) {
-          dxd[m] = O::Mul(O::SetF(xt[m].d[b]), dv);
-          xb[m] = xt[m].q + b * 256;
-        }
-        #pragma GCC unroll 1
-        for (int l = 0; l < 8; ++l) {
-          ScalesFromMemory<O>(s_lo);
-          I c[M];
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) c[m] = O::MaddW(O::ZeroI(), s_off[l], O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * l)));
-          const uint8_t* step = blk + 288 + 384 * l;  // column l's 2 vectors of top bits, then its 4 of low bits
-          const I hb0 = O::Load(step + vo), hb1 = O::Load(step + 64 + vo);
-          #pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) {
-            const I lv = O::Load(step + 128 + 64 * j + vo);
-            const I hb = j < 2 ? hb0 : hb1;
-            // Chunks 2j (low nibbles; top bits u = 2j % 4) and 2j + 1 (high nibbles; u + 1).
-            I q0, q1;
-            if ((j & 1) == 0) {
-              q0 = O::Or(O::And(lv, m4), O::And(O::template Slli16<4>(hb), m30));
-              q1 = O::Or(O::And(O::template Srli16<4>(lv), m4), O::And(O::template Slli16<2>(hb), m30));
-            } else {
-              q0 = O::Or(O::And(lv, m4), O::And(hb, m30));
-              q1 = O::Or(O::And(O::template Srli16<4>(lv), m4), O::And(O::template Srli16<2>(hb), m30));
-            }
-            const I sa = l < 4 ? s_lo[2 * j] : s_hi[2 * j], sb = l < 4 ? s_lo[2 * j + 1] : s_hi[2 * j + 1];
-            #pragma GCC unroll 8
-            for (int m = 0; m < M; ++m) {
-              const int8_t* xp = xb[m] + 64 * j + 4 * l;
-              c[m] = O::DotPairs(c[m], q0, O::Bcast4(xp), sa);
-              O::InOrder(c[m]);
-              c[m] = O::DotPairs(c[m], q1, O::Bcast4(xp + 32), sb);
-              O::InOrder(c[m]);
-            }
-          }
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) acc[p][m][l] = O::Fma(dxd[m], O::Cvt(c[m]), acc[p][m][l]);
-        }
-      }
-    }
-    for (int p = 0; p < kP; ++p) {
-      const int v = std::min(R, valid - p * R);
-      if (v <= 0) break;
-      for (int m = 0; m < M; ++m) O::Store(y + m * y_stride + p * R, SumColumns<O>(acc[p][m]), v);
-    }
-  }
-};
-
-// An empty asm that takes v in a vector register and gives it back: GCC cannot sink the adds that
-// made v past this point or reassociate them with later ones. Without it GCC kept every
-// sub-block's sums alive to do all the scale multiplies at the end, and spilled them (G16Q6KSubBlocks
-// at 4 tokens: 143 stack loads and stores of zmm values).
-template <class V>
-inline void Settle(V& v) {
-  asm("" : "+v"(v));
-}
-
-// Q4_K with each sub-block's 32 products summed in int32 before its scale (O needs VNNI's
-// DpBusd: u8 x s8 in groups of 4 added to int32 lanes, and MulLo32, U8ToI32, Add32, FnMadd): one
-// multiply instruction per 64 products where G16Q4K needs two (vpmaddubsw, then vpmaddwd with the
-// scales), because it keeps llama.cpp's eight lanes apart. Per (row, token) and super-block the
-// integer total sum_s scale_s * sum_(i in s) q_i x_i is the same number; the float steps are
-// d_x * (d * total - dmin * mins), one per super-block, so the result is within rounding of
-// dot_q4_k's, not its bits. The same for every M (batch invariance).
+// 4 alternating runs: Q4_K 5.0-7.3 ms -> 3.8-6.5, Q6_K 7.3-9.9 -> 4.1-7.2). At one token a part
+// is read in the vectors' order (llm_kernels.h: a super-block is one sequential stream, which the
+// hardware prefetcher follows); several tokens take a sub-block at a time from the caches. No
+// software prefetch: prefetching the next super-block measured no better (AVX-512 Q4_K 2.29-3.06
+// ms without against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8).
 template <class O>
 struct G16Q4KSubBlocks {
   static constexpr int kBlockBytes = 2368;
@@ -502,105 +326,123 @@ struct G16Q4KSubBlocks {
   template <int M, int kP>
   static void Parts(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part0,
                     int valid) {
-    static_assert(O::kParts == 1 && kP == 1, "one part of 16 rows per vector");
-    (void)part0;
     using I = typename O::I;
     using F = typename O::F;
-    F f[M];
-    for (int m = 0; m < M; ++m) f[m] = O::ZeroF();
+    constexpr int R = 16 / O::kParts;
+    F f[kP][M];
+    for (int p = 0; p < kP; ++p) {
+      for (int m = 0; m < M; ++m) f[p][m] = O::ZeroF();
+    }
     const I m4 = O::Set8(0x0F);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
       const int8_t* xb[M];
       #pragma GCC unroll 8
       for (int m = 0; m < M; ++m) xb[m] = xt[m].q + b * 256;
-      I tot[M];
-      #pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) tot[m] = O::ZeroI();
-      if constexpr (M <= 2) {
-        // Decode: the column vectors in reading order (llm_kernels.h), eight sub-block sums each.
-        I a[M][8];
+      #pragma GCC unroll 1
+      for (int p = 0; p < kP; ++p) {
+        const int part = part0 + p, vo = part * 4 * R;
+        I tot[M];
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) tot[m] = O::ZeroI();
+        if constexpr (M == 1) {
+          // Streaming from memory: the column vectors in reading order (grouped by sub-block, the
+          // reads jumped within a super-block and a 65536 x 2048 matrix took 1.1-1.5x as long on
+          // an AMD EPYC core), eight sub-block sums.
+          I a[8];
+          for (int s = 0; s < 8; ++s) a[s] = O::ZeroI();
+          #pragma GCC unroll 1
+          for (int l = 0; l < 8; ++l) {
+            #pragma GCC unroll 4
+            for (int c4 = 0; c4 < 4; ++c4) {
+              const I v = O::Load(blk + 320 + 64 * (4 * l + c4) + vo);
+              const int8_t* xp = xb[0] + 64 * c4 + 4 * l;
+              a[2 * c4] = O::AddProducts(a[2 * c4], O::And(v, m4), O::Bcast4(xp));
+              a[2 * c4 + 1] = O::AddProducts(a[2 * c4 + 1], O::And(O::template Srli16<4>(v), m4), O::Bcast4(xp + 32));
+            }
+          }
+          #pragma GCC unroll 8
+          for (int s = 0; s < 8; ++s) tot[0] = O::ScaleSum(tot[0], a[s], O::Q4Scale(blk + 64 + 16 * s + R * part));
+        } else {
+          // Column vectors (c4, l), l = 0..7, hold sub-blocks 2 c4 (low nibbles) and 2 c4 + 1
+          // (high): both in one pass (O::kQ4SubBlocksPerPass = 2, AVX-512) or one pass each (1,
+          // AVX2: 16 registers).
+          auto pass = [&]<int kH0, int kNH>(int c4) __attribute__((always_inline)) {
+            I a[kNH][M];
+            #pragma GCC unroll 8
+            for (int m = 0; m < M; ++m) {
+              for (int h = 0; h < kNH; ++h) a[h][m] = O::ZeroI();
+            }
+            const uint8_t* vp = blk + 320 + 64 * c4 + vo;
+            #pragma GCC unroll 8
+            for (int l = 0; l < 8; ++l) {
+              const I v = O::Load(vp + 256 * l);
+              [&]<int... H>(std::integer_sequence<int, H...>) {
+                ([&] {
+                  const I q = O::And(kH0 + H == 0 ? v : O::template Srli16<4>(v), m4);
+                  #pragma GCC unroll 8
+                  for (int m = 0; m < M; ++m) {
+                    a[H][m] = O::AddProducts(a[H][m], q, O::Bcast4(xb[m] + 64 * c4 + 32 * (kH0 + H) + 4 * l));
+                  }
+                }(), ...);
+              }(std::make_integer_sequence<int, kNH>{});
+            }
+            #pragma GCC unroll 2
+            for (int h = 0; h < kNH; ++h) {
+              const I sc = O::Q4Scale(blk + 64 + 16 * (2 * c4 + kH0 + h) + R * part);
+              #pragma GCC unroll 8
+              for (int m = 0; m < M; ++m) tot[m] = O::ScaleSum(tot[m], a[h][m], sc);
+            }
+            #pragma GCC unroll 8
+            for (int m = 0; m < M; ++m) Settle(tot[m]);
+          };
+          #pragma GCC unroll 1
+          for (int c4 = 0; c4 < 4; ++c4) {
+            if constexpr (O::kQ4SubBlocksPerPass == 2) {
+              pass.template operator()<0, 2>(c4);
+            } else {
+              pass.template operator()<0, 1>(c4);
+              pass.template operator()<1, 1>(c4);
+            }
+          }
+        }
+        // The mins against the activation's 32-value sums: sum_s min_s * xs_s.
+        I mins[M];
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) mins[m] = O::ZeroI();
+        #pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const I mp = O::ZxWords(blk + 192 + 32 * j + 2 * R * part);
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) mins[m] = O::MaddW(mins[m], mp, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * j)));
+        }
+        const F dv = O::Half(blk + 2 * R * part), dmv = O::Half(blk + 32 + 2 * R * part);
         #pragma GCC unroll 8
         for (int m = 0; m < M; ++m) {
-          for (int s = 0; s < 8; ++s) a[m][s] = O::ZeroI();
+          const F t = O::FnMadd(dmv, O::Cvt(mins[m]), O::Mul(dv, O::Cvt(tot[m])));
+          f[p][m] = O::Fma(t, O::SetF(xt[m].d[b]), f[p][m]);
         }
-        #pragma GCC unroll 1
-        for (int l = 0; l < 8; ++l) {
-          #pragma GCC unroll 4
-          for (int c4 = 0; c4 < 4; ++c4) {
-            const I v = O::Load(blk + 320 + 64 * (4 * l + c4));
-            const I lo = O::And(v, m4), hi = O::And(O::template Srli16<4>(v), m4);
-            #pragma GCC unroll 8
-            for (int m = 0; m < M; ++m) {
-              const int8_t* xp = xb[m] + 64 * c4 + 4 * l;
-              a[m][2 * c4] = O::DpBusd(a[m][2 * c4], lo, O::Bcast4(xp));
-              a[m][2 * c4 + 1] = O::DpBusd(a[m][2 * c4 + 1], hi, O::Bcast4(xp + 32));
-            }
-          }
-        }
-        #pragma GCC unroll 8
-        for (int s = 0; s < 8; ++s) {
-          const I sc = O::U8ToI32(blk + 64 + 16 * s);
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) tot[m] = O::Add32(tot[m], O::MulLo32(a[m][s], sc));
-        }
-      } else {
-        // Several tokens (the super-block is in cache): two sub-blocks at a time.
-        #pragma GCC unroll 1
-        for (int c4 = 0; c4 < 4; ++c4) {
-          I alo[M], ahi[M];
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) alo[m] = ahi[m] = O::ZeroI();
-          #pragma GCC unroll 8
-          for (int l = 0; l < 8; ++l) {
-            const I v = O::Load(blk + 320 + 64 * (4 * l + c4));
-            const I lo = O::And(v, m4), hi = O::And(O::template Srli16<4>(v), m4);
-            #pragma GCC unroll 8
-            for (int m = 0; m < M; ++m) {
-              const int8_t* xp = xb[m] + 64 * c4 + 4 * l;
-              alo[m] = O::DpBusd(alo[m], lo, O::Bcast4(xp));
-              ahi[m] = O::DpBusd(ahi[m], hi, O::Bcast4(xp + 32));
-            }
-          }
-          const I slo = O::U8ToI32(blk + 64 + 16 * (2 * c4)), shi = O::U8ToI32(blk + 64 + 16 * (2 * c4 + 1));
-          #pragma GCC unroll 8
-          for (int m = 0; m < M; ++m) {
-            tot[m] = O::Add32(O::Add32(tot[m], O::MulLo32(alo[m], slo)), O::MulLo32(ahi[m], shi));
-            Settle(tot[m]);
-          }
-        }
-      }
-      // The mins against the activation's 32-value sums: sum_s min_s * bsum_s.
-      I mins[M];
-      #pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) mins[m] = O::ZeroI();
-      #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
-        const I mp = O::ZxWords(blk + 192 + 32 * j);
-        #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) mins[m] = O::MaddW(mins[m], mp, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * j)));
-      }
-      const F dv = O::Half(blk), dmv = O::Half(blk + 32);
-      #pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) {
-        const F t = O::FnMadd(dmv, O::Cvt(mins[m]), O::Mul(dv, O::Cvt(tot[m])));
-        f[m] = O::Fma(t, O::SetF(xt[m].d[b]), f[m]);
+        FloatsInMemory<O>(&f[0][0]);
       }
     }
-    for (int m = 0; m < M; ++m) O::Store(y + m * y_stride, f[m], valid);
+    for (int p = 0; p < kP; ++p) {
+      const int v = std::min(R, valid - p * R);
+      if (v <= 0) break;
+      for (int m = 0; m < M; ++m) O::Store(y + m * y_stride + p * R, f[p][m], v);
+    }
   }
 };
 
-// Q6_K the same way (G16Q4KSubBlocks): each 16-value sub-block's products summed in int32 by
-// DpBusd before its int8 scale, the offset of 32 against the activation's 16-value sums, and one
-// float step per super-block, d_x * d * total. Needs also Srai32.
+// Q6_K the same way: each 16-value sub-block's products (values 0..63) added up, ScaleSum'd with
+// its int8 scale after O::kQ6Columns columns (all 4 when the sum is int32), the offset of 32
+// against the activation's 16-value sums, one float step per super-block: d_x * d * total.
 template <class O>
 struct G16Q6KSubBlocks {
   static constexpr int kBlockBytes = 3360;
   static constexpr int kPairsPerBlock = 16;
   // The 32 values of chunk J (U = J % 4) in column l's step (llm_kernels.h's Q6_K layout): the
-  // low nibbles (J even) or high nibbles of low-bit vector J / 2, at `lv`, with top bits U of
-  // top-bit vector J / 4, at `hb`.
+  // low nibbles (J even) or high nibbles of low-bit vector J / 2, at `lvp`, with top bits U of
+  // top-bit vector J / 4, at `hbp`.
   template <int U>
   static typename O::I Values(const uint8_t* hbp, const uint8_t* lvp, typename O::I m4, typename O::I m30) {
     using I = typename O::I;
@@ -613,104 +455,108 @@ struct G16Q6KSubBlocks {
     else top = O::template Srli16<2>(hb);
     return O::Or(low, O::And(top, m30));
   }
-  // The 16 rows' scales of sub-blocks 2k (kHalf = 0) or 2k + 1 as int32.
-  template <int kHalf>
-  static typename O::I Scales(const uint8_t* blk, int k) {
-    const typename O::I q = O::SxWords(blk + 32 + 32 * k);
-    if constexpr (kHalf == 0) return O::template Srai32<16>(O::template Slli32<16>(q));
-    else return O::template Srai32<16>(q);
-  }
   template <int M, int kP>
   static void Parts(const uint8_t* gp, int64_t nsb, const G16KToken* xt, float* y, int64_t y_stride, int part0,
                     int valid) {
-    static_assert(O::kParts == 1 && kP == 1, "one part of 16 rows per vector");
-    (void)part0;
     using I = typename O::I;
     using F = typename O::F;
-    F f[M];
-    for (int m = 0; m < M; ++m) f[m] = O::ZeroF();
+    constexpr int R = 16 / O::kParts, kCols = O::kQ6Columns;
+    F f[kP][M];
+    for (int p = 0; p < kP; ++p) {
+      for (int m = 0; m < M; ++m) f[p][m] = O::ZeroF();
+    }
     const I m4 = O::Set8(0x0F), m30 = O::Set8(0x30);
     for (int64_t b = 0; b < nsb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
       const int8_t* xb[M];
-      I tot[M];
       #pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) {
-        xb[m] = xt[m].q + b * 256;
-        tot[m] = O::ZeroI();
-      }
-      // The offset: -32 * sum_s scale_s * bsum_s, scales 2k and 2k + 1 against their sums.
-      #pragma GCC unroll 8
-      for (int k = 0; k < 8; ++k) {
-        const I off = O::Sub16(O::ZeroI(), O::template Slli16<5>(O::SxWords(blk + 32 + 32 * k)));
+      for (int m = 0; m < M; ++m) xb[m] = xt[m].q + b * 256;
+      #pragma GCC unroll 1
+      for (int p = 0; p < kP; ++p) {
+        const int part = part0 + p, vo = part * 4 * R;
+        const uint8_t* sp = blk + 32 + 2 * R * part;  // scale pair k at sp + 32k
+        I tot[M];
         #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) tot[m] = O::MaddW(tot[m], off, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * k)));
-      }
-      if constexpr (M == 1) {
-        // Decode: the steps in reading order, eight chunk sums; columns 0-3 are the chunks'
-        // first sub-blocks, 4-7 their second.
-        #pragma GCC unroll 1
-        for (int half = 0; half < 2; ++half) {
+        for (int m = 0; m < M; ++m) tot[m] = O::ZeroI();
+        // The offset: -32 * sum_s scale_s * xs_s, scales 2k and 2k + 1 against their sums.
+        #pragma GCC unroll 8
+        for (int k = 0; k < 8; ++k) {
+          const I off = O::Sub16(O::ZeroI(), O::template Slli16<5>(O::SxWords(sp + 32 * k)));
+          #pragma GCC unroll 8
+          for (int m = 0; m < M; ++m) tot[m] = O::MaddW(tot[m], off, O::Set32(Load4(xt[m].pairs + b * kPairsPerBlock + 2 * k)));
+        }
+        if constexpr (M == 1) {
+          // Streaming from memory: the steps in reading order (see Q4_K; grouped by chunk a
+          // 65536 x 2048 matrix took 1.7-2.6x as long), eight chunk sums, ScaleSum'd every kCols
+          // columns (columns 0-3 are the chunks' first sub-blocks, 4-7 their second).
           I a[8];
           for (int k = 0; k < 8; ++k) a[k] = O::ZeroI();
           #pragma GCC unroll 1
-          for (int l = 4 * half; l < 4 * half + 4; ++l) {
-            const uint8_t* step = blk + 288 + 384 * l;
+          for (int l = 0; l < 8; ++l) {
+            const uint8_t* step = blk + 288 + 384 * l + vo;
             [&]<int... J>(std::integer_sequence<int, J...>) {
-              ((a[J] = O::DpBusd(a[J], Values<J % 4>(step + 64 * (J / 4), step + 128 + 64 * (J / 2), m4, m30),
-                                 O::Bcast4(xb[0] + 32 * J + 4 * l))), ...);
+              ((a[J] = O::AddProducts(a[J], Values<J % 4>(step + 64 * (J / 4), step + 128 + 64 * (J / 2), m4, m30),
+                                      O::Bcast4(xb[0] + 32 * J + 4 * l))), ...);
             }(std::make_integer_sequence<int, 8>{});
-          }
-          #pragma GCC unroll 8
-          for (int k = 0; k < 8; ++k) {
-            const I sc = half == 0 ? Scales<0>(blk, k) : Scales<1>(blk, k);
-            tot[0] = O::Add32(tot[0], O::MulLo32(a[k], sc));
-          }
-        }
-      } else {
-        // Several tokens: two chunks J0 = 2p, J1 = 2p + 1 (four sub-blocks) at a time.
-        auto chunk_pair = [&]<int kOdd>(int pp) {
-          const int j0 = 4 * pp + 2 * kOdd, j1 = j0 + 1;
-          #pragma GCC unroll 1
-          for (int half = 0; half < 2; ++half) {
-            I a0[M], a1[M];
-            #pragma GCC unroll 8
-            for (int m = 0; m < M; ++m) a0[m] = a1[m] = O::ZeroI();
-            #pragma GCC unroll 4
-            for (int l = 4 * half; l < 4 * half + 4; ++l) {
-              const uint8_t* step = blk + 288 + 384 * l;
-              const I q0 = Values<2 * kOdd>(step + 64 * pp, step + 128 + 64 * (2 * pp + kOdd), m4, m30);
-              const I q1 = Values<2 * kOdd + 1>(step + 64 * pp, step + 128 + 64 * (2 * pp + kOdd), m4, m30);
+            if ((l + 1) % kCols == 0) {
               #pragma GCC unroll 8
-              for (int m = 0; m < M; ++m) {
-                a0[m] = O::DpBusd(a0[m], q0, O::Bcast4(xb[m] + 32 * j0 + 4 * l));
-                a1[m] = O::DpBusd(a1[m], q1, O::Bcast4(xb[m] + 32 * j1 + 4 * l));
+              for (int k = 0; k < 8; ++k) {
+                tot[0] = O::ScaleSum(tot[0], a[k], l < 4 ? O::template Q6Scale<0>(sp + 32 * k) : O::template Q6Scale<1>(sp + 32 * k));
+                a[k] = O::ZeroI();
+              }
+              Settle(tot[0]);
+            }
+          }
+        } else {
+          // Chunk J = 4 pp + U at a time, its two sub-blocks in turn.
+          auto chunk = [&]<int U>(int pp) __attribute__((always_inline)) {
+            const int j = 4 * pp + U;
+            #pragma GCC unroll 1
+            for (int half = 0; half < 2; ++half) {
+              I a[M];
+              #pragma GCC unroll 8
+              for (int m = 0; m < M; ++m) a[m] = O::ZeroI();
+              #pragma GCC unroll 4
+              for (int l = 4 * half; l < 4 * half + 4; ++l) {
+                const uint8_t* step = blk + 288 + 384 * l + vo;
+                const I q = Values<U>(step + 64 * pp, step + 128 + 64 * (2 * pp + U / 2), m4, m30);
+                #pragma GCC unroll 8
+                for (int m = 0; m < M; ++m) a[m] = O::AddProducts(a[m], q, O::Bcast4(xb[m] + 32 * j + 4 * l));
+                if ((l + 1) % kCols == 0) {
+                  const I sc = half == 0 ? O::template Q6Scale<0>(sp + 32 * j) : O::template Q6Scale<1>(sp + 32 * j);
+                  #pragma GCC unroll 8
+                  for (int m = 0; m < M; ++m) {
+                    tot[m] = O::ScaleSum(tot[m], a[m], sc);
+                    Settle(tot[m]);
+                    a[m] = O::ZeroI();
+                  }
+                }
               }
             }
-            const I s0 = half == 0 ? Scales<0>(blk, j0) : Scales<1>(blk, j0);
-            const I s1 = half == 0 ? Scales<0>(blk, j1) : Scales<1>(blk, j1);
-            #pragma GCC unroll 8
-            for (int m = 0; m < M; ++m) {
-              tot[m] = O::Add32(O::Add32(tot[m], O::MulLo32(a0[m], s0)), O::MulLo32(a1[m], s1));
-              Settle(tot[m]);
-            }
+          };
+          #pragma GCC unroll 1
+          for (int pp = 0; pp < 2; ++pp) {
+            chunk.template operator()<0>(pp);
+            chunk.template operator()<1>(pp);
+            chunk.template operator()<2>(pp);
+            chunk.template operator()<3>(pp);
           }
-        };
-        #pragma GCC unroll 1
-        for (int pp = 0; pp < 2; ++pp) {
-          chunk_pair.template operator()<0>(pp);
-          chunk_pair.template operator()<1>(pp);
         }
+        const F dv = O::Half(blk + 2 * R * part);
+        #pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) f[p][m] = O::Fma(O::Mul(dv, O::Cvt(tot[m])), O::SetF(xt[m].d[b]), f[p][m]);
+        FloatsInMemory<O>(&f[0][0]);
       }
-      const F dv = O::Half(blk);
-      #pragma GCC unroll 8
-      for (int m = 0; m < M; ++m) f[m] = O::Fma(O::Mul(dv, O::Cvt(tot[m])), O::SetF(xt[m].d[b]), f[m]);
     }
-    for (int m = 0; m < M; ++m) O::Store(y + m * y_stride, f[m], valid);
+    for (int p = 0; p < kP; ++p) {
+      const int v = std::min(R, valid - p * R);
+      if (v <= 0) break;
+      for (int m = 0; m < M; ++m) O::Store(y + m * y_stride + p * R, f[p][m], v);
+    }
   }
 };
 
-// Drives K's tile (G16Q4K / G16Q6K over O) over groups x tokens, kMaxM tokens per tile, cache
+// Drives K's tile (G16Q4KSubBlocks / G16Q6KSubBlocks over O) over groups x tokens, kMaxM tokens per tile, cache
 // blocked as GemmG16.
 template <class K, class O, int kMaxM>
 void GemmG16K(const uint8_t* w, int64_t groups, int64_t rows, const Q8KRows& x, int64_t T, float* Y, int64_t y_stride) {
