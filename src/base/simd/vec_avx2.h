@@ -29,6 +29,13 @@ struct Vec {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static R Load(const float* p) { return _mm256_loadu_ps(p); }
+  // The even- and odd-indexed of the 2 * kWidth floats at p.
+  static void LoadEvenOdd(const float* p, R* even, R* odd) {
+    const __m256 a = _mm256_loadu_ps(p), b = _mm256_loadu_ps(p + 8);
+    // Within 128-bit halves: [a0 a2 b0 b2 | a4 a6 b4 b6]; then the 64-bit pairs in order 0, 2, 1, 3.
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+  }
   static R LoadTail(const float* p, int64_t n, float fill) {
     const __m256i m = TailMask(n);
     return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));

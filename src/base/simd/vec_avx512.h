@@ -22,6 +22,13 @@ struct Vec {
 
   static M TailMask(int64_t n) { return static_cast<M>((1u << n) - 1u); }  // n in [0, 16)
   static R Load(const float* p) { return _mm512_loadu_ps(p); }
+  // The even- and odd-indexed of the 2 * kWidth floats at p.
+  static void LoadEvenOdd(const float* p, R* even, R* odd) {
+    const __m512 a = _mm512_loadu_ps(p), b = _mm512_loadu_ps(p + 16);
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    *even = _mm512_permutex2var_ps(a, ie, b);
+    *odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(ie, _mm512_set1_epi32(1)), b);
+  }
   static R LoadTail(const float* p, int64_t n, float fill) { return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), TailMask(n), p); }
   static void Store(float* p, R v) { _mm512_storeu_ps(p, v); }
   static void StoreTail(float* p, R v, int64_t n) { _mm512_mask_storeu_ps(p, TailMask(n), v); }

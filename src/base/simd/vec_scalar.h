@@ -18,6 +18,11 @@ struct Vec {
   static constexpr int kWidth = 1;
 
   static R Load(const float* p) { return *p; }
+  // The even- and odd-indexed of the 2 * kWidth floats at p.
+  static void LoadEvenOdd(const float* p, R* even, R* odd) {
+    *even = p[0];
+    *odd = p[1];
+  }
   static R LoadTail(const float*, int64_t, float fill) { return fill; }  // never called: width 1 has no tail
   static void Store(float* p, R v) { *p = v; }
   static void StoreTail(float*, R, int64_t) {}

@@ -201,5 +201,10 @@ void SumRows(ThreadPool* pool, const float* x, int64_t rows, int64_t n, double m
 double Sum(const float* x, int64_t n) { return ActiveTable().sum(x, n); }
 float Max(const float* x, int64_t n) { return ActiveTable().max(x, n); }
 
+void HalvingMax(const float* in, int64_t row_stride, int64_t depth_stride, bool three_d, float* out, int64_t out_rows,
+                int64_t n) {
+  ActiveTable().halving_max(in, row_stride, depth_stride, three_d, out, out_rows, n);
+}
+
 }  // namespace simd
 }  // namespace inferloop

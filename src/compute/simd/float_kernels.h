@@ -79,6 +79,15 @@ void LayerNormRows(ThreadPool* pool, const float* x, const float* scale, const f
 // per block, so long rows keep their precision).
 void SumRows(ThreadPool* pool, const float* x, int64_t rows, int64_t n, double multiplier, float* out);
 
+// MaxPool's 2 x 2 (three_d false) or 2 x 2 x 2 window with stride 2 over one plane: `out_rows`
+// rows of n outputs (out, row after row), output row r from input rows
+//   rows = {in + 2r * row_stride, + row_stride, and for 3-D + depth_stride, + depth_stride + row_stride}:
+// out[r * n + j] is rows[0][2j], replaced in turn by each of rows[0][2j + 1], rows[k][2j],
+// rows[k][2j + 1] (k = 1, 2, 3) that is greater: the first of equal values wins, and a NaN only
+// as the window's first value. Each input row holds at least 2n floats. Single-threaded.
+void HalvingMax(const float* in, int64_t row_stride, int64_t depth_stride, bool three_d, float* out, int64_t out_rows,
+                int64_t n);
+
 // Single-threaded reductions over n floats: the sum (in double) and the maximum (-inf when
 // n == 0; NaN when any element is NaN).
 double Sum(const float* x, int64_t n);

@@ -483,11 +483,49 @@ void Transpose32(const uint32_t* in, int64_t is, uint32_t* out, int64_t os, int6
     for (int64_t c = 0; c < cols; ++c) out[c * os + r] = in[r * is + c];
 }
 
+// One output row of float_kernels.h HalvingMax: V::Max(e, v) is e > v ? e : v, the scalar chain's
+// step.
+template <class V>
+void HalvingMaxRow(const float* const* rows, int n_rows, float* out, int64_t n) {
+  using R = typename V::R;
+  constexpr int64_t W = V::kWidth;
+  int64_t j = 0;
+  for (; j + W <= n; j += W) {
+    R e, o;
+    V::LoadEvenOdd(rows[0] + 2 * j, &e, &o);
+    R v = V::Max(o, e);
+    for (int k = 1; k < n_rows; ++k) {
+      V::LoadEvenOdd(rows[k] + 2 * j, &e, &o);
+      v = V::Max(o, V::Max(e, v));
+    }
+    V::Store(out + j, v);
+  }
+  for (; j < n; ++j) {
+    float v = rows[0][2 * j];
+    for (int k = 0; k < n_rows; ++k) {
+      const float e = rows[k][2 * j], o = rows[k][2 * j + 1];
+      if (k > 0 && e > v) v = e;
+      if (o > v) v = o;
+    }
+    out[j] = v;
+  }
+}
+
+template <class V>
+void HalvingMax(const float* in, int64_t row_stride, int64_t depth_stride, bool three_d, float* out, int64_t out_rows,
+                int64_t n) {
+  for (int64_t r = 0; r < out_rows; ++r) {
+    const float* a = in + 2 * r * row_stride;
+    const float* rows[4] = {a, a + row_stride, a + depth_stride, a + depth_stride + row_stride};
+    HalvingMaxRow<V>(rows, three_d ? 4 : 2, out + r * n, n);
+  }
+}
+
 template <class V>
 constexpr KernelTable MakeTable() {
   return KernelTable{&Unary<V>,  &Binary<V>,     &BinaryScalarA<V>,  &BinaryScalarB<V>, &Affine<V>,
                      &Sum<V>,    &Max<V>,        &SoftmaxRows<V>,     &SoftmaxColumns<V>, &LayerNormRows<V>,
-                     &Transpose32<V>};
+                     &Transpose32<V>, &HalvingMax<V>};
 }
 
 }  // namespace impl

@@ -29,6 +29,8 @@ struct KernelTable {
   // out[c * out_stride + r] = in[r * in_stride + c] for r < rows, c < cols; 32-bit elements.
   void (*transpose32)(const uint32_t* in, int64_t in_stride, uint32_t* out, int64_t out_stride, int64_t rows,
                       int64_t cols);
+  void (*halving_max)(const float* in, int64_t row_stride, int64_t depth_stride, bool three_d, float* out,
+                      int64_t out_rows, int64_t n);
 };
 
 const KernelTable* ScalarTable();

@@ -442,6 +442,53 @@ TEST_P(SimdTest, SumsMaxesAndAffineMatchReferences) {
     }
 }
 
+// HalvingMax against the chain it promises, bit for bit: every row length up to 40 (each vector
+// width's tails), 2-D and 3-D windows, 3 output rows, values drawn from a few so that ties are
+// common, -0 and +0, NaN first in a window and elsewhere.
+TEST_P(SimdTest, HalvingMaxFollowsTheScalarChain) {
+  std::mt19937 rng(7);
+  const std::vector<float> pool_values = {-1.f, 0.f, -0.f, 2.f, 2.f, kNaN, -kInf, kInf, 3.5f};
+  std::uniform_int_distribution<size_t> pick(0, pool_values.size() - 1);
+  int nan_results = 0, negative_zero_results = 0;
+  const int64_t out_rows = 3;
+  for (bool three_d : {false, true}) {
+    for (int64_t n = 0; n <= 40; ++n) {
+      const int64_t row_stride = 2 * n + 1;  // + 1: an unused odd column
+      const int64_t depth_stride = 2 * out_rows * row_stride + 5;
+      std::vector<float> in((three_d ? 2 : 1) * depth_stride);
+      for (float& v : in) v = pool_values[pick(rng)];
+      std::vector<float> out(out_rows * n + 1, 123.f);
+      HalvingMax(in.data(), row_stride, depth_stride, three_d, out.data(), out_rows, n);
+      for (int64_t r = 0; r < out_rows; ++r) {
+        const float* a = in.data() + 2 * r * row_stride;
+        const float* rows[4] = {a, a + row_stride, a + depth_stride, a + depth_stride + row_stride};
+        for (int64_t j = 0; j < n; ++j) {
+          float v = rows[0][2 * j];
+          for (int k = 0; k < (three_d ? 4 : 2); ++k) {
+            if (k > 0 && rows[k][2 * j] > v) v = rows[k][2 * j];
+            if (rows[k][2 * j + 1] > v) v = rows[k][2 * j + 1];
+          }
+          const float got = out[r * n + j];
+          if (std::isnan(v)) {
+            ASSERT_TRUE(std::isnan(got)) << "3-D " << three_d << " n=" << n << " r=" << r << " j=" << j;
+            ++nan_results;
+          } else {
+            uint32_t got_bits, want_bits;
+            std::memcpy(&got_bits, &got, 4);
+            std::memcpy(&want_bits, &v, 4);
+            ASSERT_EQ(got_bits, want_bits) << "3-D " << three_d << " n=" << n << " r=" << r << " j=" << j << " got "
+                                           << got << " want " << v;
+            negative_zero_results += v == 0.f && std::signbit(v);
+          }
+        }
+      }
+      EXPECT_EQ(out[out_rows * n], 123.f) << "wrote past the output, n=" << n;
+    }
+  }
+  EXPECT_GT(nan_results, 0);
+  EXPECT_GT(negative_zero_results, 0);
+}
+
 TEST_P(SimdTest, ThreadedAndSingleThreadedResultsAgree) {
   ThreadPool pool(2);
   const int64_t n = 300007;
