@@ -255,7 +255,7 @@ inline int32_t Load4(const int8_t* p) {
 
 // ---- products with Q4_K / Q6_K weights repacked in 16-row groups (llm_kernels.h gemm_g16_q4_k,
 // gemm_g16_q6_k) ----
-// The sums llm_kernels.h promises as k_group_sums = kSubBlocks: each sub-block's products are
+// The sums llm_kernels.h promises (gemm_g16_q4_k): each sub-block's products are
 // added up first (Q4_K 32 values, Q6_K 16), then multiplied by the sub-block's scale into an
 // int32 total per (row, super-block); one float step per super-block. llama.cpp's x86 kernels
 // instead scale every 4-value column (eight int32 lanes per super-block, a float fma per lane):
@@ -276,7 +276,9 @@ inline int32_t Load4(const int8_t* p) {
 //   MaddW(acc, a, b): acc + vpmaddwd(a, b) in int32; ZeroI, And, Or, Set8, Set32, Srli16<n>,
 //   Slli16<n>, Sub16; ZxWords(p) / SxWords(p): the part's 2-byte pairs as int16 pairs, zero / sign
 //   extended; Half(p): the part's fp16 values as floats; Cvt, Fma(a, b, c), FnMadd(a, b, c) =
-//   c - a * b, Mul, SetF, ZeroF; Store(y, v, valid): the first `valid` lanes.
+//   c - a * b, Mul, SetF, ZeroF; Store(y, v, valid): the first `valid` lanes;
+//   kQ4SubBlocksPerPass: Q4_K sub-blocks summed in one pass over their column vectors (1 or 2);
+//   kFloatsInMemory: see FloatsInMemory.
 
 // One activation row as the K-quant group tiles read it: values, super-block scales, and 16-bit
 // pairs of activation sums per super-block (Q4_K: the 32-value sums, 8 per super-block; Q6_K:

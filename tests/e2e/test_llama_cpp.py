@@ -172,10 +172,11 @@ class TestAgainstLlamaCpp(unittest.TestCase):
                     self.assertEqual(self.greedy_inferloop(name, ids, 32, isa), want)
 
     def test_q4_k_m_prompt_one_token_at_a_time_on_every_isa(self):
-        # inferloop's Q4_K/Q6_K products equal llama.cpp's bit for bit on the AVX2 and scalar
-        # paths (llm_unit_tests LlamaCppKQuant; the AVX-512 VNNI path sums each sub-block before
-        # its scale, within rounding: llm_kernels.h k_group_sums), and its logits on this model
-        # mostly do too when llama.cpp also computes the prompt one token at a time: llama.cpp's
+        # inferloop's per-row Q4_K/Q6_K dots equal llama.cpp's bit for bit (the scalar path;
+        # llm_unit_tests LlamaCppKQuant; the AVX2 and AVX-512 paths' packed products sum each
+        # sub-block before its scale, within rounding: llm_kernels.h gemm_g16_q4_k), and its
+        # logits on this model mostly do too when llama.cpp also computes the prompt one token
+        # at a time: llama.cpp's
         # several-token prompt path rounds differently from its own one-token path, while
         # inferloop's numbers are the same either way. (Some other operation still differs in
         # the last bit now and then: not located yet.)
