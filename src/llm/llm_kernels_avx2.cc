@@ -141,10 +141,6 @@ struct Q6KSums {
 // half-at-a-time passes read each line twice and were memory-bound far below the bandwidth
 // (65536 x 2048, one token, one AMD EPYC core, 4 alternating runs: Q8_0 7.9-10.7 ms -> 4.8-5.1,
 // Q4_0 4.5-6.1 -> 2.5-3.2).
-// Keeps an accumulator's sum in program order (one add per product after another): GCC
-// otherwise reassociates the integer adds into trees whose partial sums spill.
-inline void AddInOrder(__m256i& v) { asm("" : "+x"(v)); }
-
 template <bool kQ4>
 struct Avx2G16 {
   static constexpr int kBlockBytes = kQ4 ? 32 + 256 : 32 + 512;
@@ -177,9 +173,9 @@ struct Avx2G16 {
             for (int m = 0; m < M; ++m) {
               const int8_t* xb = xt[m].q + b * 32 + 4 * k;
               s[m] = _mm256_add_epi16(s[m], _mm256_maddubs_epi16(lo, _mm256_set1_epi32(Load4(xb))));
-              AddInOrder(s[m]);
+              Settle(s[m]);
               s[m] = _mm256_add_epi16(s[m], _mm256_maddubs_epi16(hi, _mm256_set1_epi32(Load4(xb + 16))));
-              AddInOrder(s[m]);
+              Settle(s[m]);
             }
           }
           #pragma GCC unroll 8

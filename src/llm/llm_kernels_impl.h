@@ -296,9 +296,11 @@ inline int32_t Load4(const int16_t* p) {
 }
 
 // An empty asm that takes v in a vector register and gives it back: GCC cannot sink the adds that
-// made v past this point or reassociate them with later ones. Without it GCC kept every
-// sub-block's sums alive to do all the scale multiplies at the end of a super-block, and spilled
-// them (the Q6_K tile at 4 tokens on AVX-512: 143 stack loads and stores of zmm values).
+// made v past this point or reassociate them with later ones, so an accumulator's sum stays in
+// program order. Without it GCC reassociated the AVX2 Q4_0 tile's int16 block sums into trees
+// whose partial sums spilled, and kept every K-quant sub-block's sums alive to do all the scale
+// multiplies at the end of a super-block (the Q6_K tile at 4 tokens on AVX-512: 143 stack loads
+// and stores of zmm values).
 template <class V>
 inline void Settle(V& v) {
   asm("" : "+v"(v));
