@@ -46,6 +46,21 @@ WeightMatrix View(GgmlType type, int64_t rows, int64_t cols, const std::vector<u
   return w;
 }
 
+// The exact dot of a dequantized weight row (cols floats) with a quantized activation row, and the
+// sum of the products' magnitudes (the scale of a tolerance).
+struct ExactDot {
+  double value = 0, magnitude = 0;
+};
+ExactDot DotOfQuantized(const float* w, const Q8KRow& x, int64_t cols) {
+  ExactDot d;
+  for (int64_t i = 0; i < cols; ++i) {
+    const double p = static_cast<double>(w[i]) * x.d[i / 256] * x.q[i];
+    d.value += p;
+    d.magnitude += std::fabs(p);
+  }
+  return d;
+}
+
 TEST(WeightMatrix, KQuantMatMulMatchesReferenceAndIsBatchInvariant) {
   std::mt19937 g(21);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -77,14 +92,9 @@ TEST(WeightMatrix, KQuantMatMulMatchesReferenceAndIsBatchInvariant) {
     for (int64_t r = 0; r < rows; ++r) {
       ASSERT_TRUE(DequantizeRow(type, w.Row(r), wd).ok());
       for (int64_t t = 0; t < T; ++t) {
-        const Q8KRow xr = xk.Row(t);
-        double want = 0, mag = 0;
-        for (int64_t i = 0; i < cols; ++i) {
-          const double p = static_cast<double>(wd[i]) * xr.d[i / 256] * xr.q[i];
-          want += p;
-          mag += std::fabs(p);
-        }
-        EXPECT_NEAR(Y[t * rows + r], want, 1e-5 * mag + 1e-6) << GgmlTypeName(type) << " t=" << t << " r=" << r;
+        const ExactDot want = DotOfQuantized(wd.data(), xk.Row(t), cols);
+        EXPECT_NEAR(Y[t * rows + r], want.value, 1e-5 * want.magnitude + 1e-6)
+            << GgmlTypeName(type) << " t=" << t << " r=" << r;
       }
     }
   }
@@ -158,15 +168,10 @@ TEST(WeightMatrix, PackedKQuantsAgreeWithTheFileLayout) {
         for (int64_t r = 0; r < rows; ++r) {
           ASSERT_EQ(alone[r], got[t * rows + r]) << GgmlTypeName(type) << " T=" << T << " t=" << t << " r=" << r;
           // Both within rounding of the exact dot of the quantized values.
-          const Q8KRow xr = xk.Row(t);
-          double exact = 0, mag = 0;
-          for (int64_t i = 0; i < cols; ++i) {
-            const double p = static_cast<double>(wd[r * cols + i]) * xr.d[i / 256] * xr.q[i];
-            exact += p;
-            mag += std::fabs(p);
-          }
-          ASSERT_NEAR(got[t * rows + r], exact, 1e-5 * mag + 1e-6) << GgmlTypeName(type) << " T=" << T << " r=" << r;
-          ASSERT_NEAR(want[t * rows + r], exact, 1e-5 * mag + 1e-6) << GgmlTypeName(type) << " T=" << T << " r=" << r;
+          const ExactDot exact = DotOfQuantized(wd.data() + r * cols, xk.Row(t), cols);
+          const double tolerance = 1e-5 * exact.magnitude + 1e-6;
+          ASSERT_NEAR(got[t * rows + r], exact.value, tolerance) << GgmlTypeName(type) << " T=" << T << " r=" << r;
+          ASSERT_NEAR(want[t * rows + r], exact.value, tolerance) << GgmlTypeName(type) << " T=" << T << " r=" << r;
         }
       }
     }
