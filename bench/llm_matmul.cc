@@ -4,7 +4,7 @@
 // Each product is timed on the weights as the file stores them ("file": the row kernels) and
 // repacked in 16-row groups as the engine holds them ("packed": PackForGemm), when this CPU packs.
 //   build/bench_llm_matmul [rows cols [types [tokens]]]   (types: a comma list, e.g. Q4_K,Q6_K; default all;
-//   tokens: a comma list of token counts, default 1,4,16,64,256)
+//   tokens: a comma list of token counts in [1, 4096], default 1,4,16,64,256)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,25 +22,25 @@ using namespace inferloop::llm;
 
 int main(int argc, char** argv) {
   const int64_t rows = argc > 2 ? std::atoll(argv[1]) : 5632, cols = argc > 2 ? std::atoll(argv[2]) : 2048;
-  std::mt19937 g(1);
-  std::printf("kernel: %s, table %s, weight %lld x %lld\n", AmxAvailable() ? "amx" : "non-amx", ActiveLlmKernels().name,
-              static_cast<long long>(rows), static_cast<long long>(cols));
-  std::printf("| type | layout | tokens | ms | GMAC/s |\n|---|---|---:|---:|---:|\n");
-  const std::string only = argc > 3 ? argv[3] : "";
   std::vector<int64_t> token_counts = {1, 4, 16, 64, 256};
   if (argc > 4) {  // e.g. 1,6,16,96
     token_counts.clear();
     for (const char* p = argv[4]; *p != '\0';) {
       char* end = nullptr;
       const long long t = std::strtoll(p, &end, 10);
-      if (end == p || t < 1) {
-        std::fprintf(stderr, "bad token count list '%s' (want e.g. 1,6,16)\n", argv[4]);
+      if (end == p || t < 1 || t > 4096) {
+        std::fprintf(stderr, "bad token count list '%s' (want counts in [1, 4096], e.g. 1,6,16)\n", argv[4]);
         return 2;
       }
       token_counts.push_back(t);
       p = *end == ',' ? end + 1 : end;
     }
   }
+  std::mt19937 g(1);
+  std::printf("kernel: %s, table %s, weight %lld x %lld\n", AmxAvailable() ? "amx" : "non-amx", ActiveLlmKernels().name,
+              static_cast<long long>(rows), static_cast<long long>(cols));
+  std::printf("| type | layout | tokens | ms | GMAC/s |\n|---|---|---:|---:|---:|\n");
+  const std::string only = argc > 3 ? argv[3] : "";
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     if (!only.empty() && only.find(GgmlTypeName(type)) == std::string::npos) continue;
     const bool k_quant = type == GgmlType::kQ4_K || type == GgmlType::kQ6_K;
