@@ -300,10 +300,12 @@ std::shared_ptr<const dnnl::memory> PackedWeights::Get(const dnnl::memory::desc&
       it = packed_.erase(it);
       continue;
     }
-    if (sp->get_desc() == md) return sp;
+    // Equal layouts of different plain layouts are different tensors (a square [K, N] kept as
+    // it is and the [N, K] view of the same bytes transposed share one desc).
+    if (sp->get_desc() == md && it->user_md == user_md) return sp;
     ++it;
   }
-  if (source_ && source_->get_desc() == md) return source_;
+  if (source_ && source_->get_desc() == md && source_user_md_ == user_md) return source_;
   if (!defined_ || user_md.get_size() != static_cast<size_t>(ShapeElementCount(shape_)) * sizeof(float))
     throw dnnl::error(dnnl_invalid_arguments, "no constant weights to pack");
   Tensor plain = PlainLocked();
@@ -339,10 +341,10 @@ std::shared_ptr<const HalfWeights> PackedWeights::GetHalf(const dnnl::memory::de
       it = half_packed_.erase(it);
       continue;
     }
-    if (sp->md == md) return sp;
+    if (sp->md == md && it->user_md == user_md) return sp;  // as in Get
     ++it;
   }
-  if (half_source_ && half_source_->md == md) return half_source_;
+  if (half_source_ && half_source_->md == md && half_source_user_md_ == user_md) return half_source_;
   if (!defined_ || user_md.get_size() != static_cast<size_t>(ShapeElementCount(shape_)) * sizeof(float))
     throw dnnl::error(dnnl_invalid_arguments, "no constant weights to pack");
   if (md.data.format_kind != dnnl_blocked || md.data.data_type != dnnl_f32)

@@ -184,7 +184,8 @@ struct HalfWeights {
 
 // A constant weight tensor (an initializer) and its copies reordered into the layouts that
 // primitives asked for. A copy lives while some plan holds it, and plans wanting the same
-// layout share one. Thread-safe.
+// layout of the same plain layout share one (a square [K, N] and its [N, K] transposed view
+// may ask for equal layouts: different copies). Thread-safe.
 //
 // Storage (the kernel's Precision): kFp32 and kBf16 copies are dnnl::memory (for kBf16 the
 // primitive's layout `md` has data type bf16, the reorder from the plain float32 weights

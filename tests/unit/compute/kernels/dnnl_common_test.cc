@@ -68,6 +68,51 @@ TEST(DnnlPackedWeights, PlainValuesComeBackAfterTheOriginalIsDropped) {
 }
 
 
+// MatMul's plans read constant B [K, N] as it is stored (matmul: {K, N} "ab") and transposed
+// (inner product: W = {N, K} "ba" of the same bytes). With K == N both may ask for the layout
+// {N, K} "ab": for the inner product that is the transpose, not the stored bytes. (Both were
+// once served one copy, and a square MatMul on oneDNN's AVX2 inner product read B untransposed.)
+TEST(DnnlPackedWeights, ASquareMatrixAndItsTransposeAreDifferentCopies) {
+  const int64_t K = 16;
+  std::vector<float> v(static_cast<size_t>(K * K));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);  // v[k * K + n]
+  const memory::desc stored({K, K}, memory::data_type::f32, memory::format_tag::ab);    // B[k][n]
+  const memory::desc as_w({K, K}, memory::data_type::f32, memory::format_tag::ba);      // W[n][k] = B[k][n]
+  const memory::desc blocked({K, K}, memory::data_type::f32, memory::format_tag::BA16a16b);
+  auto transposed_at = [&](const float* w, int64_t n, int64_t k) { return w[n * K + k]; };  // W plain "ab"
+  for (bool blocked_first : {false, true}) {
+    SCOPED_TRACE(blocked_first ? "a blocked packing first (the source)" : "the stored layout first");
+    Tensor w = Tensor::FromVector(DataType::kFloat, {K, K}, v);
+    PackedWeights packed(&w);
+    w = Tensor();
+    auto first = packed.Get(stored, blocked_first ? blocked : stored);
+    ASSERT_TRUE(first);
+    auto t = packed.Get(as_w, stored);  // {N, K} "ab": the same desc as `stored`, other values
+    ASSERT_TRUE(t);
+    EXPECT_NE(t.get(), first.get());
+    const float* tw = static_cast<const float*>(t->get_data_handle());
+    for (int64_t n = 0; n < K; ++n)
+      for (int64_t k = 0; k < K; ++k) ASSERT_EQ(transposed_at(tw, n, k), v[k * K + n]) << n << "," << k;
+    auto b = packed.Get(as_w, blocked);  // the blocked layout of W, not of B
+    if (blocked_first) EXPECT_NE(b.get(), first.get());
+    auto back = packed.Get(as_w, stored);
+    EXPECT_EQ(0, std::memcmp(back->get_data_handle(), tw, v.size() * sizeof(float)));
+  }
+  // Float16 copies keep the distinction too.
+  Tensor w = Tensor::FromVector(DataType::kFloat, {K, K}, v);
+  PackedWeights packed(&w);
+  w = Tensor();
+  auto hb = packed.GetHalf(stored, blocked);
+  auto hw = packed.GetHalf(as_w, blocked);
+  ASSERT_TRUE(hb && hw);
+  EXPECT_NE(hb.get(), hw.get());
+  std::vector<float> wb(v.size()), ww(v.size());
+  hb->Expand(wb.data());
+  hw->Expand(ww.data());
+  EXPECT_NE(wb, ww);  // B and W blocked the same way hold transposed values (v is not symmetric)
+}
+
+
 TEST(DnnlPackedWeights, HalfCopiesKeepHalfTheBytesAndRebuildRoundedValues) {
   const int64_t K = 40, N = 72;
   std::mt19937 rng(7);
