@@ -16,17 +16,18 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
   s.scores.resize(static_cast<size_t>(G) * n);
   s.q16.resize(HD);
   s.qf.resize(static_cast<size_t>(G) * HD);
-  s.head.resize(G);
+  s.head.resize(2 * static_cast<size_t>(G));  // the heads' maximum scores, then one position's dots
   for (int g = 0; g < G; ++g) {
     k.to_f16(q + g * HD, s.q16.data(), HD);
     for (int d = 0; d < HD; ++d) s.qf[g * HD + d] = HalfToFloat(s.q16[d]);
     s.head[g] = -INFINITY;  // the head's maximum score
   }
   float* scores = s.scores.data();
+  float* dots = s.head.data() + G;
   for (int j = 0; j < n; ++j) {
-    const uint16_t* krow = seq.Key(layer, j) + kv_head * HD;
+    k.dot_f16_heads(seq.Key(layer, j) + kv_head * HD, s.qf.data(), HD, G, dots);
     for (int g = 0; g < G; ++g) {
-      const float sc = k.dot_f16(krow, s.qf.data() + g * HD, HD) * scale;
+      const float sc = dots[g] * scale;
       scores[g * n + j] = sc;
       s.head[g] = std::max(s.head[g], sc);
     }
@@ -43,13 +44,12 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
     }
     const float inv = 1.0f / sum;
     for (int j = 0; j < n; ++j) sg[j] *= inv;
-    k.to_f16(sg, s.w16.data() + g * n, n);
+    uint16_t* wg = s.w16.data() + g * n;
+    k.to_f16(sg, wg, n);
+    for (int j = 0; j < n; ++j) sg[j] = HalfToFloat(wg[j]);  // the weights as rounded, for the sums
     std::fill(out + g * HD, out + (g + 1) * HD, 0.0f);
   }
-  for (int j = 0; j < n; ++j) {
-    const uint16_t* vrow = seq.Value(layer, j) + kv_head * HD;
-    for (int g = 0; g < G; ++g) k.axpy_f16(HalfToFloat(s.w16[g * n + j]), vrow, out + g * HD, HD);
-  }
+  for (int j = 0; j < n; ++j) k.axpy_f16_heads(scores + j, n, seq.Value(layer, j) + kv_head * HD, out, HD, G);
 }
 
 void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int HD, int G, const float* q,

@@ -187,6 +187,12 @@ struct LlmKernelTable {
   // bsum = the sums of the q in 16-value blocks; an all-zero super-block gives d = 0 and zeros.
   // Every table gives the same bytes.
   void (*quantize_q8_k)(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsum);
+  // Attention's per-position steps for the query heads that share one key/value row, converting
+  // the half floats once for all of them. dot_f16_heads: out[g] = dot_f16(w, x + g * n, n) for
+  // g < heads; axpy_f16_heads: axpy_f16(a[g * a_stride], x, y + g * n, n) for g < heads. Each
+  // head's result is bit for bit that of the single call.
+  void (*dot_f16_heads)(const uint16_t* w, const float* x, int64_t n, int heads, float* out);
+  void (*axpy_f16_heads)(const float* a, int64_t a_stride, const uint16_t* x, float* y, int64_t n, int heads);
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

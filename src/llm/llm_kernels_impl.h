@@ -711,6 +711,23 @@ void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
 
+// AxpyF16's loop for several outputs: each vector of x is converted once, then the same fma per
+// output as AxpyF16's.
+template <class V>
+void AxpyF16Heads(const float* a, int64_t a_stride, const uint16_t* x, float* y, int64_t n, int heads) {
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) {
+    const typename V::R xv = V::LoadHalf(x + i);
+    for (int g = 0; g < heads; ++g) {
+      float* yg = y + g * n + i;
+      V::Store(yg, V::Fma(V::Set(a[g * a_stride]), xv, V::Load(yg)));
+    }
+  }
+  if (i < n) {
+    for (int g = 0; g < heads; ++g) AxpyF16<V>(a[g * a_stride], x + i, y + g * n + i, n - i);
+  }
+}
+
 template <class V>
 void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
   const typename V::R av = V::Set(a);
@@ -743,6 +760,7 @@ LlmKernelTable TableWithSharedKernels(const char* name) {
   t.gemm_q4_k = GemmK<false, kMaxNT>;
   t.gemm_q6_k = GemmK<true, kMaxNT>;
   t.axpy_f16 = AxpyF16<V>;
+  t.axpy_f16_heads = AxpyF16Heads<V>;
   t.to_f16 = ToF16<V>;
   t.axpy_q8_0 = AxpyQ8_0<V>;
   t.quantize_q8 = QuantizeQ8Vec;

@@ -215,8 +215,17 @@ void QuantizeQ8K(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsum) 
   }
 }
 
+void DotF16Heads(const uint16_t* w, const float* x, int64_t n, int heads, float* out) {
+  for (int g = 0; g < heads; ++g) out[g] = DotF16(w, x + g * n, n);
+}
+
+void AxpyF16Heads(const float* a, int64_t a_stride, const uint16_t* x, float* y, int64_t n, int heads) {
+  for (int g = 0; g < heads; ++g) AxpyF16(a[g * a_stride], x, y + g * n, n);
+}
+
 const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotBlocks<34, SumQ8_0>, DotBlocks<18, SumQ4_0>, QuantizeQ8,
-                               AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, QuantizeQ8K};
+                               AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, QuantizeQ8K,
+                               DotF16Heads, AxpyF16Heads};
 
 }  // namespace
 

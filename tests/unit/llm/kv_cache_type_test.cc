@@ -246,8 +246,10 @@ TEST(KvCacheType, Stories260kRefusesQ8_0Clearly) {
 // Grouped-query attention: several query heads over one key/value head in one call give each
 // head exactly what a call for that head alone gives (both cache types, every kernel table).
 TEST(KvCacheType, GroupedHeadsEqualSingleHeadCalls) {
-  const int HD = 64, G = 3;
+  const int HD = 64;
   const float scale = 1.0f / 8.0f;
+  // 3 heads, and 13 (the kernels' blocks of 8 and 4 heads, then one).
+  for (int G : {3, 13})
   for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
     for (int n : {1, 5, 33, 70}) {
       std::mt19937 g(300 + n);
@@ -264,7 +266,7 @@ TEST(KvCacheType, GroupedHeadsEqualSingleHeadCalls) {
           AttendHeads(*t, f->seq, 0, 1, HD, 1, q.data() + h * HD, n, scale, single.data(), fresh);
           for (int i = 0; i < HD; ++i) {
             ASSERT_EQ(grouped[h * HD + i], single[i]) << t->name << " type " << static_cast<int>(type) << " n " << n
-                                                      << " head " << h << " i " << i;
+                                                      << " heads " << G << " head " << h << " i " << i;
           }
         }
         // The scratch of a larger call serves a smaller one: same answer again.

@@ -89,6 +89,35 @@ TEST(LlmKernels, QuantizedDotsMatchDequantizedReference) {
   }
 }
 
+// Attention's several-head steps give each head the single call's bits: whole vectors, tails,
+// and every count of heads around the kernels' blocks of 8 and 4.
+TEST(LlmKernels, HeadsStepsEqualSingleCallsBitForBit) {
+  std::mt19937 g(21);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t n : {7, 8, 16, 33, 64, 72}) {
+    std::vector<uint16_t> w(n);
+    for (auto& v : w) v = FloatToHalf(nd(g));
+    for (int heads : {1, 3, 4, 5, 8, 9, 12, 13}) {
+      std::vector<float> x(heads * n), a(3 * heads), y0(heads * n);
+      for (float& v : x) v = nd(g);
+      for (float& v : a) v = nd(g);
+      for (float& v : y0) v = nd(g);
+      for (const LlmKernelTable* t : AvailableLlmKernels()) {
+        std::vector<float> dots(heads, -1.0f), y = y0;
+        t->dot_f16_heads(w.data(), x.data(), n, heads, dots.data());
+        t->axpy_f16_heads(a.data(), 3, w.data(), y.data(), n, heads);
+        for (int h = 0; h < heads; ++h) {
+          ASSERT_EQ(dots[h], t->dot_f16(w.data(), x.data() + h * n, n)) << t->name << " n " << n << " heads " << heads
+                                                                        << " head " << h;
+          std::vector<float> one(y0.begin() + h * n, y0.begin() + (h + 1) * n);
+          t->axpy_f16(a[3 * h], w.data(), one.data(), n);
+          for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[h * n + i], one[i]) << t->name << " n " << n << " head " << h;
+        }
+      }
+    }
+  }
+}
+
 // The batched kernels give what the per-row dots give, for every tile size.
 TEST(LlmKernels, GemmEqualsDots) {
   std::mt19937 g(11);
