@@ -1,4 +1,5 @@
-"""Fits the polynomial coefficients used by src/compute/simd/simd_impl.h (exp, log, tanh, erf).
+"""Fits the polynomial coefficients used by src/compute/simd/simd_impl.h (log, tanh, erf) and
+src/base/simd/vec_exp.h (exp).
 
     .venv/bin/python scripts/fit_simd_polynomials.py
 

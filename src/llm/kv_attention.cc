@@ -32,24 +32,18 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
       s.head[g] = std::max(s.head[g], sc);
     }
   }
-  // The weights softmax(score) rounded to half precision by the table's vector conversion
-  // (most are tiny: half subnormals, which the scalar FloatToHalf takes a slow branch for).
-  s.w16.resize(static_cast<size_t>(G) * n);
+  // The weights softmax(score) rounded to half precision, as floats (softmax_weights_f16).
   for (int g = 0; g < G; ++g) {
-    float* sg = scores + g * n;
-    float sum = 0;
-    for (int j = 0; j < n; ++j) {
-      sg[j] = std::exp(sg[j] - s.head[g]);
-      sum += sg[j];
-    }
-    const float inv = 1.0f / sum;
-    for (int j = 0; j < n; ++j) sg[j] *= inv;
-    uint16_t* wg = s.w16.data() + g * n;
-    k.to_f16(sg, wg, n);
-    for (int j = 0; j < n; ++j) sg[j] = HalfToFloat(wg[j]);  // the weights as rounded, for the sums
+    k.softmax_weights_f16(scores + g * n, n, s.head[g]);
     std::fill(out + g * HD, out + (g + 1) * HD, 0.0f);
   }
-  for (int j = 0; j < n; ++j) k.axpy_f16_heads(scores + j, n, seq.Value(layer, j) + kv_head * HD, out, HD, G);
+  // The values a block of the sequence's table at a time (its rows are row_bytes apart).
+  const KvBlockPool& pool = *seq.pool();
+  const int bt = pool.shape().block_tokens;
+  const int64_t stride = static_cast<int64_t>(pool.shape().row_bytes() / sizeof(uint16_t));
+  for (int j0 = 0; j0 < n; j0 += bt) {
+    k.axpy_f16_rows(scores + j0, n, seq.Value(layer, j0) + kv_head * HD, stride, std::min(n - j0, bt), out, HD, G);
+  }
 }
 
 void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int HD, int G, const float* q,
@@ -126,7 +120,6 @@ void StoreKvRow(const LlmKernelTable& k, KvType type, const float* x, int n, uin
 void AttentionScratch::Reserve(int heads, int positions, int head_dim) {
   const size_t hp = static_cast<size_t>(heads) * positions, hd = static_cast<size_t>(heads) * head_dim;
   scores.reserve(hp);
-  w16.reserve(hp);
   qf.reserve(hd);
   q16.reserve(head_dim);
   q8.reserve(hd);

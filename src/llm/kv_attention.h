@@ -30,7 +30,7 @@ void StoreKvRow(const LlmKernelTable& k, KvType type, const float* x, int n, uin
 // not allocate).
 struct AttentionScratch {
   std::vector<float> scores, qf;
-  std::vector<uint16_t> q16, w16;
+  std::vector<uint16_t> q16;
   std::vector<int8_t> q8;
   std::vector<float> qd, qsum;
   std::vector<float> head;  // per-head running values

@@ -187,12 +187,18 @@ struct LlmKernelTable {
   // bsum = the sums of the q in 16-value blocks; an all-zero super-block gives d = 0 and zeros.
   // Every table gives the same bytes.
   void (*quantize_q8_k)(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsum);
-  // Attention's per-position steps for the query heads that share one key/value row, converting
-  // the half floats once for all of them. dot_f16_heads: out[g] = dot_f16(w, x + g * n, n) for
-  // g < heads; axpy_f16_heads: axpy_f16(a[g * a_stride], x, y + g * n, n) for g < heads. Each
-  // head's result is bit for bit that of the single call.
+  // Attention's steps for the query heads that share one key/value head. dot_f16_heads: out[g] =
+  // dot_f16(w, x + g * n, n) for g < heads (w converted once for all heads). axpy_f16_rows: for
+  // rows r = 0, 1, ... in order and g < heads, axpy_f16(a[g * a_stride + r], x + r * x_stride,
+  // y + g * n, n) (the weighted sum of `rows` cached values, each converted once). Each head's
+  // result is bit for bit that of the single calls.
   void (*dot_f16_heads)(const uint16_t* w, const float* x, int64_t n, int heads, float* out);
-  void (*axpy_f16_heads)(const float* a, int64_t a_stride, const uint16_t* x, float* y, int64_t n, int heads);
+  void (*axpy_f16_rows)(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_stride, int rows, float* y,
+                        int64_t n, int heads);
+  // Attention's weights from one head's n >= 1 scores s, mx their maximum: s[j] = e_j / sum(e) with
+  // e_j = exp(s[j] - mx) (base/simd/vec_exp.h, within 2 ulp), each rounded to half precision (what
+  // the F16 cache's values are summed with) and stored back as a float.
+  void (*softmax_weights_f16)(float* s, int64_t n, float mx);
 };
 
 // The table in use (detected ISA lowered by INFERLOOP_ISA).

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "base/float_types.h"
+#include "base/simd/vec_exp.h"
 #include "llm/llm_kernels.h"
 
 namespace inferloop::llm {
@@ -711,20 +712,80 @@ void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
 
-// AxpyF16's loop for several outputs: each vector of x is converted once, then the same fma per
-// output as AxpyF16's.
-template <class V>
-void AxpyF16Heads(const float* a, int64_t a_stride, const uint16_t* x, float* y, int64_t n, int heads) {
-  int64_t i = 0;
-  for (; i + V::kWidth <= n; i += V::kWidth) {
-    const typename V::R xv = V::LoadHalf(x + i);
-    for (int g = 0; g < heads; ++g) {
-      float* yg = y + g * n + i;
-      V::Store(yg, V::Fma(V::Set(a[g * a_stride]), xv, V::Load(yg)));
+// axpy_f16_rows for kH heads and vectors [i0, i0 + kC * W) of each: the accumulators stay in
+// registers over the rows; each element takes AxpyF16's fma per row, rows in order.
+template <class V, int kH, int kC>
+void AxpyF16RowsBlock(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_stride, int rows, float* y,
+                      int64_t n, int64_t i0) {
+  using R = typename V::R;
+  constexpr int W = V::kWidth;
+  R acc[kH][kC];
+  for (int h = 0; h < kH; ++h) {
+    for (int c = 0; c < kC; ++c) acc[h][c] = V::Load(y + h * n + i0 + c * W);
+  }
+  for (int r = 0; r < rows; ++r) {
+    const uint16_t* xr = x + r * x_stride + i0;
+    R xv[kC];
+    for (int c = 0; c < kC; ++c) xv[c] = V::LoadHalf(xr + c * W);
+    for (int h = 0; h < kH; ++h) {
+      const R av = V::Set(a[h * a_stride + r]);
+      for (int c = 0; c < kC; ++c) acc[h][c] = V::Fma(av, xv[c], acc[h][c]);
     }
   }
+  for (int h = 0; h < kH; ++h) {
+    for (int c = 0; c < kC; ++c) V::Store(y + h * n + i0 + c * W, acc[h][c]);
+  }
+}
+
+template <class V>
+void AxpyF16Rows(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_stride, int rows, float* y, int64_t n,
+                 int heads) {
+  constexpr int W = V::kWidth;
+  constexpr int kHeadBlock = W >= 16 ? 4 : 2;  // 4 x 4 accumulators in 32 registers, 2 x 4 in 16
+  const int64_t vecs = n / W;
+  auto head_block = [&]<int kH>(int g) {
+    int64_t c = 0;
+    for (; c + 4 <= vecs; c += 4) AxpyF16RowsBlock<V, kH, 4>(a + g * a_stride, a_stride, x, x_stride, rows, y + g * n, n, c * W);
+    for (; c < vecs; ++c) AxpyF16RowsBlock<V, kH, 1>(a + g * a_stride, a_stride, x, x_stride, rows, y + g * n, n, c * W);
+  };
+  int g = 0;
+  for (; g + kHeadBlock <= heads; g += kHeadBlock) head_block.template operator()<kHeadBlock>(g);
+  for (; g < heads; ++g) head_block.template operator()<1>(g);
+  if (vecs * W < n) {  // the tail: AxpyF16's own, row by row
+    const int64_t i0 = vecs * W;
+    for (g = 0; g < heads; ++g) {
+      for (int r = 0; r < rows; ++r) AxpyF16<V>(a[g * a_stride + r], x + r * x_stride + i0, y + g * n + i0, n - i0);
+    }
+  }
+}
+
+template <class V>
+void SoftmaxWeightsF16(float* s, int64_t n, float mx) {
+  using R = typename V::R;
+  constexpr int W = V::kWidth;
+  const R m = V::Set(mx);
+  R total = V::Set(0.0f);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const R e = simd::Exp<V, true, false>(V::Sub(V::Load(s + i), m));  // s - mx <= 0 (or NaN)
+    V::Store(s + i, e);
+    total = V::Add(total, e);
+  }
   if (i < n) {
-    for (int g = 0; g < heads; ++g) AxpyF16<V>(a[g * a_stride], x + i, y + g * n + i, n - i);
+    const R e = V::ZeroTail(simd::Exp<V, true, false>(V::Sub(V::LoadTail(s + i, n - i, mx), m)), n - i);
+    V::StoreTail(s + i, e, n - i);
+    total = V::Add(total, e);
+  }
+  const R inv = V::Set(1.0f / V::ReduceAdd(total));
+  alignas(64) uint16_t half[W];
+  for (i = 0; i < n; i += W) {
+    const int64_t k = std::min<int64_t>(W, n - i);
+    V::StoreHalf(half, V::Mul(k == W ? V::Load(s + i) : V::LoadTail(s + i, k, 0.0f), inv));
+    if (k == W) {
+      V::Store(s + i, V::LoadHalf(half));
+    } else {
+      V::StoreTail(s + i, V::LoadHalf(half), k);
+    }
   }
 }
 
@@ -760,7 +821,8 @@ LlmKernelTable TableWithSharedKernels(const char* name) {
   t.gemm_q4_k = GemmK<false, kMaxNT>;
   t.gemm_q6_k = GemmK<true, kMaxNT>;
   t.axpy_f16 = AxpyF16<V>;
-  t.axpy_f16_heads = AxpyF16Heads<V>;
+  t.axpy_f16_rows = AxpyF16Rows<V>;
+  t.softmax_weights_f16 = SoftmaxWeightsF16<V>;
   t.to_f16 = ToF16<V>;
   t.axpy_q8_0 = AxpyQ8_0<V>;
   t.quantize_q8 = QuantizeQ8Vec;

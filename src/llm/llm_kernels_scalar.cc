@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "base/float_types.h"
+#include "base/simd/vec_exp.h"
+#include "base/simd/vec_scalar.h"
 #include "llm/llm_kernels.h"
 
 namespace inferloop::llm {
@@ -219,13 +221,26 @@ void DotF16Heads(const uint16_t* w, const float* x, int64_t n, int heads, float*
   for (int g = 0; g < heads; ++g) out[g] = DotF16(w, x + g * n, n);
 }
 
-void AxpyF16Heads(const float* a, int64_t a_stride, const uint16_t* x, float* y, int64_t n, int heads) {
-  for (int g = 0; g < heads; ++g) AxpyF16(a[g * a_stride], x, y + g * n, n);
+void AxpyF16Rows(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_stride, int rows, float* y, int64_t n,
+                 int heads) {
+  for (int r = 0; r < rows; ++r) {
+    for (int g = 0; g < heads; ++g) AxpyF16(a[g * a_stride + r], x + r * x_stride, y + g * n, n);
+  }
+}
+
+void SoftmaxWeightsF16(float* s, int64_t n, float mx) {
+  float total = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] = simd::Exp<simd::scalar::Vec, true, false>(s[j] - mx);
+    total += s[j];
+  }
+  const float inv = 1.0f / total;
+  for (int64_t j = 0; j < n; ++j) s[j] = HalfToFloat(FloatToHalf(s[j] * inv));
 }
 
 const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotBlocks<34, SumQ8_0>, DotBlocks<18, SumQ4_0>, QuantizeQ8,
                                AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, QuantizeQ8K,
-                               DotF16Heads, AxpyF16Heads};
+                               DotF16Heads, AxpyF16Rows, SoftmaxWeightsF16};
 
 }  // namespace
 

@@ -89,31 +89,76 @@ TEST(LlmKernels, QuantizedDotsMatchDequantizedReference) {
   }
 }
 
-// Attention's several-head steps give each head the single call's bits: whole vectors, tails,
-// and every count of heads around the kernels' blocks of 8 and 4.
+// Attention's several-head steps give each head the single calls' bits: whole vectors, tails,
+// every count of heads around the kernels' blocks, one row and several (rows in order).
 TEST(LlmKernels, HeadsStepsEqualSingleCallsBitForBit) {
   std::mt19937 g(21);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (int64_t n : {7, 8, 16, 33, 64, 72}) {
-    std::vector<uint16_t> w(n);
+  for (int64_t n : {7, 8, 16, 33, 64, 72, 128}) {
+    const int kRows = 5;
+    const int64_t x_stride = n + 3;
+    std::vector<uint16_t> w(kRows * x_stride);
     for (auto& v : w) v = FloatToHalf(nd(g));
-    for (int heads : {1, 3, 4, 5, 8, 9, 12, 13}) {
-      std::vector<float> x(heads * n), a(3 * heads), y0(heads * n);
+    for (int heads : {1, 2, 3, 4, 5, 8, 9, 12, 13}) {
+      std::vector<float> x(heads * n), a(heads * 7), y0(heads * n);
       for (float& v : x) v = nd(g);
       for (float& v : a) v = nd(g);
       for (float& v : y0) v = nd(g);
       for (const LlmKernelTable* t : AvailableLlmKernels()) {
-        std::vector<float> dots(heads, -1.0f), y = y0;
+        std::vector<float> dots(heads, -1.0f);
         t->dot_f16_heads(w.data(), x.data(), n, heads, dots.data());
-        t->axpy_f16_heads(a.data(), 3, w.data(), y.data(), n, heads);
+        for (int rows : {1, kRows}) {
+          std::vector<float> y = y0;
+          t->axpy_f16_rows(a.data(), 7, w.data(), x_stride, rows, y.data(), n, heads);
+          for (int h = 0; h < heads; ++h) {
+            std::vector<float> one(y0.begin() + h * n, y0.begin() + (h + 1) * n);
+            for (int r = 0; r < rows; ++r) t->axpy_f16(a[7 * h + r], w.data() + r * x_stride, one.data(), n);
+            for (int64_t i = 0; i < n; ++i) {
+              ASSERT_EQ(y[h * n + i], one[i]) << t->name << " n " << n << " heads " << heads << " rows " << rows
+                                              << " head " << h << " i " << i;
+            }
+          }
+        }
         for (int h = 0; h < heads; ++h) {
           ASSERT_EQ(dots[h], t->dot_f16(w.data(), x.data() + h * n, n)) << t->name << " n " << n << " heads " << heads
                                                                         << " head " << h;
-          std::vector<float> one(y0.begin() + h * n, y0.begin() + (h + 1) * n);
-          t->axpy_f16(a[3 * h], w.data(), one.data(), n);
-          for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[h * n + i], one[i]) << t->name << " n " << n << " head " << h;
         }
       }
+    }
+  }
+}
+
+// Attention's softmax weights: within a few ulp of the double-precision softmax before the
+// rounding to half precision, so exactly that rounding or one of its neighbours; they sum to 1.
+TEST(LlmKernels, SoftmaxWeightsAreTheHalfRoundedSoftmax) {
+  std::mt19937 g(23);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  for (int64_t n : {1, 2, 7, 16, 17, 100, 515}) {
+    std::vector<float> scores(n);
+    for (float& v : scores) v = nd(g);
+    const float mx = *std::max_element(scores.begin(), scores.end());
+    std::vector<double> want(n);
+    double total = 0;
+    for (int64_t j = 0; j < n; ++j) total += want[j] = std::exp(static_cast<double>(scores[j]) - mx);
+    for (const LlmKernelTable* t : AvailableLlmKernels()) {
+      std::vector<float> w = scores;
+      t->softmax_weights_f16(w.data(), n, mx);
+      double sum = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        const float exact = static_cast<float>(want[j] / total);
+        const uint16_t h = FloatToHalf(exact);
+        // The half nearest the float result, or a neighbour when the float is within a few ulp
+        // of a rounding boundary.
+        const float lo = HalfToFloat(static_cast<uint16_t>(h - (h > 0 ? 1 : 0))), hi = HalfToFloat(static_cast<uint16_t>(h + 1));
+        ASSERT_EQ(HalfToFloat(FloatToHalf(w[j])), w[j]) << t->name << " n " << n << " j " << j << ": not a half value";
+        ASSERT_GE(w[j], lo) << t->name << " n " << n << " j " << j;
+        ASSERT_LE(w[j], hi) << t->name << " n " << n << " j " << j;
+        if (std::fabs(exact - HalfToFloat(h)) < 0.25f * (hi - HalfToFloat(h))) {
+          EXPECT_EQ(w[j], HalfToFloat(h)) << t->name << " n " << n << " j " << j;  // clear of a boundary
+        }
+        sum += w[j];
+      }
+      EXPECT_NEAR(sum, 1.0, 1e-3 * std::max<double>(1, std::sqrt(static_cast<double>(n)))) << t->name << " n " << n;
     }
   }
 }
