@@ -31,27 +31,6 @@ float DotF16(const uint16_t* w, const float* x, int64_t n) {
   return s;
 }
 
-// DotF16 for kH heads at once: each head's accumulator takes the same fmas in the same order.
-template <int kH>
-void DotF16Block(const uint16_t* w, const float* x, int64_t n, float* out) {
-  __m256 a[kH];
-  for (int g = 0; g < kH; ++g) a[g] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n; i += 8) {
-    const __m256 wf = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w + i)));
-    for (int g = 0; g < kH; ++g) a[g] = _mm256_fmadd_ps(wf, _mm256_loadu_ps(x + g * n + i), a[g]);
-  }
-  for (int g = 0; g < kH; ++g) out[g] = SumLanes8(a[g]);
-}
-
-void DotF16Heads(const uint16_t* w, const float* x, int64_t n, int heads, float* out) {
-  int g = 0;
-  if (n % 8 == 0) {
-    for (; g + 8 <= heads; g += 8) DotF16Block<8>(w, x + g * n, n, out + g);
-    for (; g + 4 <= heads; g += 4) DotF16Block<4>(w, x + g * n, n, out + g);
-  }
-  for (; g < heads; ++g) out[g] = DotF16(w, x + g * n, n);
-}
-
 // 8 int32 sums of products of 32 signed bytes.
 inline __m256i DotS8(__m256i w, __m256i x) {
   const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
@@ -308,7 +287,7 @@ LlmKernelTable MakeTable() {
   LlmKernelTable t = TableWithSharedKernels<simd::avx2::Vec, 4>("avx2");
   t.dot_f32 = DotF32;
   t.dot_f16 = DotF16;
-  t.dot_f16_heads = DotF16Heads;
+  t.dot_f16_heads = DotF16Heads<simd::avx2::Vec, DotF16>;
   t.dot_q8_0 = DotQ8_0;
   t.dot_q4_0 = DotQ4_0;
   t.gemm_g16_q8_0 = GemmG16<Avx2G16<false>>;

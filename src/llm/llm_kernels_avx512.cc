@@ -41,28 +41,6 @@ float DotF16(const uint16_t* w, const float* x, int64_t n) {
   return _mm512_reduce_add_ps(a0);
 }
 
-// DotF16 for kH heads at once (n % 16 == 0): each head's accumulator takes the same fmas in the
-// same order.
-template <int kH>
-void DotF16Block(const uint16_t* w, const float* x, int64_t n, float* out) {
-  __m512 a[kH];
-  for (int g = 0; g < kH; ++g) a[g] = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
-    const __m512 wf = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i)));
-    for (int g = 0; g < kH; ++g) a[g] = _mm512_fmadd_ps(wf, _mm512_loadu_ps(x + g * n + i), a[g]);
-  }
-  for (int g = 0; g < kH; ++g) out[g] = _mm512_reduce_add_ps(a[g]);
-}
-
-void DotF16Heads(const uint16_t* w, const float* x, int64_t n, int heads, float* out) {
-  int g = 0;
-  if (n % 16 == 0) {
-    for (; g + 8 <= heads; g += 8) DotF16Block<8>(w, x + g * n, n, out + g);
-    for (; g + 4 <= heads; g += 4) DotF16Block<4>(w, x + g * n, n, out + g);
-  }
-  for (; g < heads; ++g) out[g] = DotF16(w, x + g * n, n);
-}
-
 // Two blocks' scales as one vector: lanes 0-7 s0, lanes 8-15 s1.
 inline __m512 Scales2(float s0, float s1) {
   return _mm512_insertf32x8(_mm512_set1_ps(s0), _mm256_set1_ps(s1), 1);
@@ -380,7 +358,7 @@ LlmKernelTable MakeTable() {
   LlmKernelTable t = TableWithSharedKernels<simd::avx512::Vec, 8>("avx512_vnni");
   t.dot_f32 = DotF32;
   t.dot_f16 = DotF16;
-  t.dot_f16_heads = DotF16Heads;
+  t.dot_f16_heads = DotF16Heads<simd::avx512::Vec, DotF16>;
   t.dot_q8_0 = DotBlocks<34, 128, FlippedBytes>;
   t.dot_q4_0 = DotBlocks<18, 8, Nibbles>;
   t.gemm_q8_0 = Gemm<false>;

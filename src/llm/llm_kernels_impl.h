@@ -712,6 +712,30 @@ void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
 
+// The table's DotF16 (V's fmas in order over whole vectors, then V::ReduceAdd) for kH heads at
+// once, n % V::kWidth == 0: each head's accumulator takes the same fmas in the same order.
+template <class V, int kH>
+void DotF16Block(const uint16_t* w, const float* x, int64_t n, float* out) {
+  typename V::R a[kH];
+  for (int g = 0; g < kH; ++g) a[g] = V::Set(0.0f);
+  for (int64_t i = 0; i < n; i += V::kWidth) {
+    const typename V::R wf = V::LoadHalf(w + i);
+    for (int g = 0; g < kH; ++g) a[g] = V::Fma(wf, V::Load(x + g * n + i), a[g]);
+  }
+  for (int g = 0; g < kH; ++g) out[g] = V::ReduceAdd(a[g]);
+}
+
+// dot_f16_heads over the table's own DotF16 (Single), which takes rows of other lengths.
+template <class V, float (*Single)(const uint16_t*, const float*, int64_t)>
+void DotF16Heads(const uint16_t* w, const float* x, int64_t n, int heads, float* out) {
+  int g = 0;
+  if (n % V::kWidth == 0) {
+    for (; g + 8 <= heads; g += 8) DotF16Block<V, 8>(w, x + g * n, n, out + g);
+    for (; g + 4 <= heads; g += 4) DotF16Block<V, 4>(w, x + g * n, n, out + g);
+  }
+  for (; g < heads; ++g) out[g] = Single(w, x + g * n, n);
+}
+
 // axpy_f16_rows for kH heads and vectors [i0, i0 + kC * W) of each: the accumulators stay in
 // registers over the rows; each element takes AxpyF16's fma per row, rows in order.
 template <class V, int kH, int kC>
