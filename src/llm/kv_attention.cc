@@ -16,31 +16,34 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
   s.scores.resize(static_cast<size_t>(G) * n);
   s.q16.resize(HD);
   s.qf.resize(static_cast<size_t>(G) * HD);
-  s.head.resize(2 * static_cast<size_t>(G));  // the heads' maximum scores, then one position's dots
+  s.head.resize(G);
   for (int g = 0; g < G; ++g) {
     k.to_f16(q + g * HD, s.q16.data(), HD);
     for (int d = 0; d < HD; ++d) s.qf[g * HD + d] = HalfToFloat(s.q16[d]);
-    s.head[g] = -INFINITY;  // the head's maximum score
   }
+  // The keys and the values a block of the sequence's table at a time (its rows are row_bytes
+  // apart).
+  const KvBlockPool& pool = *seq.pool();
+  const int bt = pool.shape().block_tokens;
+  const int64_t stride = static_cast<int64_t>(pool.shape().row_bytes() / sizeof(uint16_t));
   float* scores = s.scores.data();
-  float* dots = s.head.data() + G;
-  for (int j = 0; j < n; ++j) {
-    k.dot_f16_heads(seq.Key(layer, j) + kv_head * HD, s.qf.data(), HD, G, dots);
-    for (int g = 0; g < G; ++g) {
-      const float sc = dots[g] * scale;
-      scores[g * n + j] = sc;
-      s.head[g] = std::max(s.head[g], sc);
+  for (int j0 = 0; j0 < n; j0 += bt) {
+    k.dot_f16_rows(seq.Key(layer, j0) + kv_head * HD, stride, std::min(n - j0, bt), s.qf.data(), HD, G, scores + j0, n);
+  }
+  for (int g = 0; g < G; ++g) {
+    float* sg = scores + g * n;
+    float mx = -INFINITY;  // the head's maximum score
+    for (int j = 0; j < n; ++j) {
+      sg[j] *= scale;
+      mx = std::max(mx, sg[j]);
     }
+    s.head[g] = mx;
   }
   // The weights softmax(score) rounded to half precision, as floats (softmax_weights_f16).
   for (int g = 0; g < G; ++g) {
     k.softmax_weights_f16(scores + g * n, n, s.head[g]);
     std::fill(out + g * HD, out + (g + 1) * HD, 0.0f);
   }
-  // The values a block of the sequence's table at a time (its rows are row_bytes apart).
-  const KvBlockPool& pool = *seq.pool();
-  const int bt = pool.shape().block_tokens;
-  const int64_t stride = static_cast<int64_t>(pool.shape().row_bytes() / sizeof(uint16_t));
   for (int j0 = 0; j0 < n; j0 += bt) {
     k.axpy_f16_rows(scores + j0, n, seq.Value(layer, j0) + kv_head * HD, stride, std::min(n - j0, bt), out, HD, G);
   }

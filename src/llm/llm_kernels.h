@@ -187,12 +187,14 @@ struct LlmKernelTable {
   // bsum = the sums of the q in 16-value blocks; an all-zero super-block gives d = 0 and zeros.
   // Every table gives the same bytes.
   void (*quantize_q8_k)(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsum);
-  // Attention's steps for the query heads that share one key/value head. dot_f16_heads: out[g] =
-  // dot_f16(w, x + g * n, n) for g < heads (w converted once for all heads). axpy_f16_rows: for
-  // rows r = 0, 1, ... in order and g < heads, axpy_f16(a[g * a_stride + r], x + r * x_stride,
-  // y + g * n, n) (the weighted sum of `rows` cached values, each converted once). Each head's
-  // result is bit for bit that of the single calls.
-  void (*dot_f16_heads)(const uint16_t* w, const float* x, int64_t n, int heads, float* out);
+  // Attention's steps for the query heads that share one key/value head, over `rows` cached rows
+  // (x_stride / w_stride apart), each row converted once for all heads. dot_f16_rows: out[g *
+  // out_stride + r] = dot_f16(w + r * w_stride, x + g * n, n) for r < rows, g < heads.
+  // axpy_f16_rows: for rows r = 0, 1, ... in order and g < heads, axpy_f16(a[g * a_stride + r],
+  // x + r * x_stride, y + g * n, n) (the weighted sum of the cached values). Each result is bit for
+  // bit that of the single calls.
+  void (*dot_f16_rows)(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t n, int heads, float* out,
+                       int64_t out_stride);
   void (*axpy_f16_rows)(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_stride, int rows, float* y,
                         int64_t n, int heads);
   // Attention's weights from one head's n >= 1 scores s, mx their maximum: s[j] = e_j / sum(e) with

@@ -287,7 +287,7 @@ LlmKernelTable MakeTable() {
   LlmKernelTable t = TableWithSharedKernels<simd::avx2::Vec, 4>("avx2");
   t.dot_f32 = DotF32;
   t.dot_f16 = DotF16;
-  t.dot_f16_heads = DotF16Heads<simd::avx2::Vec, DotF16>;
+  t.dot_f16_rows = DotF16Rows<simd::avx2::Vec, DotF16>;
   t.dot_q8_0 = DotQ8_0;
   t.dot_q4_0 = DotQ4_0;
   t.gemm_g16_q8_0 = GemmG16<Avx2G16<false>>;

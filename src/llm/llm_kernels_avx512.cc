@@ -358,7 +358,7 @@ LlmKernelTable MakeTable() {
   LlmKernelTable t = TableWithSharedKernels<simd::avx512::Vec, 8>("avx512_vnni");
   t.dot_f32 = DotF32;
   t.dot_f16 = DotF16;
-  t.dot_f16_heads = DotF16Heads<simd::avx512::Vec, DotF16>;
+  t.dot_f16_rows = DotF16Rows<simd::avx512::Vec, DotF16>;
   t.dot_q8_0 = DotBlocks<34, 128, FlippedBytes>;
   t.dot_q4_0 = DotBlocks<18, 8, Nibbles>;
   t.gemm_q8_0 = Gemm<false>;

@@ -712,28 +712,46 @@ void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
   for (; i < n; ++i) y[i] += a * _cvtsh_ss(x[i]);
 }
 
-// The table's DotF16 (V's fmas in order over whole vectors, then V::ReduceAdd) for kH heads at
-// once, n % V::kWidth == 0: each head's accumulator takes the same fmas in the same order.
-template <class V, int kH>
-void DotF16Block(const uint16_t* w, const float* x, int64_t n, float* out) {
-  typename V::R a[kH];
-  for (int g = 0; g < kH; ++g) a[g] = V::Set(0.0f);
-  for (int64_t i = 0; i < n; i += V::kWidth) {
-    const typename V::R wf = V::LoadHalf(w + i);
-    for (int g = 0; g < kH; ++g) a[g] = V::Fma(wf, V::Load(x + g * n + i), a[g]);
+// The table's DotF16 (V's fmas in order over whole vectors, then V::ReduceAdd) for kR rows x kH
+// heads at once, n % V::kWidth == 0: each (row, head) accumulator takes the same fmas in the same
+// order; each head's query vector is loaded once for the kR rows.
+template <class V, int kR, int kH>
+void DotF16Block(const uint16_t* w, int64_t w_stride, const float* x, int64_t n, float* out, int64_t out_stride) {
+  typename V::R a[kR][kH];
+  for (int r = 0; r < kR; ++r) {
+    for (int g = 0; g < kH; ++g) a[r][g] = V::Set(0.0f);
   }
-  for (int g = 0; g < kH; ++g) out[g] = V::ReduceAdd(a[g]);
+  for (int64_t i = 0; i < n; i += V::kWidth) {
+    typename V::R wf[kR];
+    for (int r = 0; r < kR; ++r) wf[r] = V::LoadHalf(w + r * w_stride + i);
+    for (int g = 0; g < kH; ++g) {
+      const typename V::R xv = V::Load(x + g * n + i);
+      for (int r = 0; r < kR; ++r) a[r][g] = V::Fma(wf[r], xv, a[r][g]);
+    }
+  }
+  for (int r = 0; r < kR; ++r) {
+    for (int g = 0; g < kH; ++g) out[g * out_stride + r] = V::ReduceAdd(a[r][g]);
+  }
 }
 
-// dot_f16_heads over the table's own DotF16 (Single), which takes rows of other lengths.
+// dot_f16_rows over the table's own DotF16 (Single), which takes rows of other lengths.
 template <class V, float (*Single)(const uint16_t*, const float*, int64_t)>
-void DotF16Heads(const uint16_t* w, const float* x, int64_t n, int heads, float* out) {
+void DotF16Rows(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t n, int heads, float* out,
+                int64_t out_stride) {
+  constexpr int kHeadBlock = V::kWidth >= 16 ? 8 : 4;  // 2 rows x 8 heads in 32 registers, 2 x 4 in 16
   int g = 0;
   if (n % V::kWidth == 0) {
-    for (; g + 8 <= heads; g += 8) DotF16Block<V, 8>(w, x + g * n, n, out + g);
-    for (; g + 4 <= heads; g += 4) DotF16Block<V, 4>(w, x + g * n, n, out + g);
+    for (; g + kHeadBlock <= heads; g += kHeadBlock) {
+      int r = 0;
+      for (; r + 2 <= rows; r += 2) {
+        DotF16Block<V, 2, kHeadBlock>(w + r * w_stride, w_stride, x + g * n, n, out + g * out_stride + r, out_stride);
+      }
+      if (r < rows) DotF16Block<V, 1, kHeadBlock>(w + r * w_stride, w_stride, x + g * n, n, out + g * out_stride + r, out_stride);
+    }
   }
-  for (; g < heads; ++g) out[g] = Single(w, x + g * n, n);
+  for (; g < heads; ++g) {
+    for (int r = 0; r < rows; ++r) out[g * out_stride + r] = Single(w + r * w_stride, x + g * n, n);
+  }
 }
 
 // axpy_f16_rows for kH heads and vectors [i0, i0 + kC * W) of each: the accumulators stay in

@@ -217,8 +217,11 @@ void QuantizeQ8K(const float* x, int64_t n, int8_t* q, float* d, int16_t* bsum) 
   }
 }
 
-void DotF16Heads(const uint16_t* w, const float* x, int64_t n, int heads, float* out) {
-  for (int g = 0; g < heads; ++g) out[g] = DotF16(w, x + g * n, n);
+void DotF16Rows(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t n, int heads, float* out,
+                int64_t out_stride) {
+  for (int g = 0; g < heads; ++g) {
+    for (int r = 0; r < rows; ++r) out[g * out_stride + r] = DotF16(w + r * w_stride, x + g * n, n);
+  }
 }
 
 void AxpyF16Rows(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_stride, int rows, float* y, int64_t n,
@@ -240,7 +243,7 @@ void SoftmaxWeightsF16(float* s, int64_t n, float mx) {
 
 const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotBlocks<34, SumQ8_0>, DotBlocks<18, SumQ4_0>, QuantizeQ8,
                                AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, QuantizeQ8K,
-                               DotF16Heads, AxpyF16Rows, SoftmaxWeightsF16};
+                               DotF16Rows, AxpyF16Rows, SoftmaxWeightsF16};
 
 }  // namespace
 

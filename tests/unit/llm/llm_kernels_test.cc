@@ -105,9 +105,17 @@ TEST(LlmKernels, HeadsStepsEqualSingleCallsBitForBit) {
       for (float& v : a) v = nd(g);
       for (float& v : y0) v = nd(g);
       for (const LlmKernelTable* t : AvailableLlmKernels()) {
-        std::vector<float> dots(heads, -1.0f);
-        t->dot_f16_heads(w.data(), x.data(), n, heads, dots.data());
-        for (int rows : {1, kRows}) {
+        for (int rows : {1, 2, 3, kRows}) {
+          const int64_t out_stride = rows + 2;
+          std::vector<float> dots(heads * out_stride, -1.0f);
+          t->dot_f16_rows(w.data(), x_stride, rows, x.data(), n, heads, dots.data(), out_stride);
+          for (int h = 0; h < heads; ++h) {
+            for (int r = 0; r < rows; ++r) {
+              ASSERT_EQ(dots[h * out_stride + r], t->dot_f16(w.data() + r * x_stride, x.data() + h * n, n))
+                  << t->name << " n " << n << " heads " << heads << " rows " << rows << " head " << h << " row " << r;
+            }
+            EXPECT_EQ(dots[h * out_stride + rows], -1.0f) << "wrote past the rows";
+          }
           std::vector<float> y = y0;
           t->axpy_f16_rows(a.data(), 7, w.data(), x_stride, rows, y.data(), n, heads);
           for (int h = 0; h < heads; ++h) {
@@ -118,10 +126,6 @@ TEST(LlmKernels, HeadsStepsEqualSingleCallsBitForBit) {
                                               << " head " << h << " i " << i;
             }
           }
-        }
-        for (int h = 0; h < heads; ++h) {
-          ASSERT_EQ(dots[h], t->dot_f16(w.data(), x.data() + h * n, n)) << t->name << " n " << n << " heads " << heads
-                                                                        << " head " << h;
         }
       }
     }
