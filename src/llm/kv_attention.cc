@@ -55,9 +55,10 @@ void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int k
   s.q8.resize(static_cast<size_t>(G) * HD);
   s.qd.resize(static_cast<size_t>(G) * nb);
   s.qsum.resize(static_cast<size_t>(G) * nb);
-  s.head.resize(2 * static_cast<size_t>(G));
+  s.head.resize(3 * static_cast<size_t>(G));
   float* m = s.head.data();          // per head: running maximum score
   float* total = s.head.data() + G;  // per head: running softmax denominator, relative to m
+  float* vs = s.head.data() + 2 * G;  // per head: this position's value weight, exp(sc - m)
   for (int g = 0; g < G; ++g) {
     k.quantize_q8(q + g * HD, HD, s.q8.data() + g * HD, s.qd.data() + g * nb, s.qsum.data() + g * nb);
     m[g] = -INFINITY;
@@ -82,18 +83,20 @@ void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int k
         float* og = out + g * HD;
         const float sc = k.dot_q8_0(krow, qr, HD) * scale;
         float ms = 1.0f;  // rescales what was summed so far when sc is a new maximum
-        float vs = 1.0f;  // exp(sc - m)
+        vs[g] = 1.0f;
         if (sc > m[g]) {
           const float old = m[g];
           m[g] = sc;
           ms = std::exp(old - m[g]);
           for (int d = 0; d < HD; ++d) og[d] *= ms;
         } else {
-          vs = std::exp(sc - m[g]);
+          vs[g] = std::exp(sc - m[g]);
         }
-        k.axpy_q8_0(vs, vrow, og, HD);
-        total[g] = total[g] * ms + vs;
+        total[g] = total[g] * ms + vs[g];
       }
+      // Every head's sum takes the value row (dequantized once for all of them) after its
+      // rescale, as one head alone would.
+      k.axpy_q8_0_heads(vs, vrow, out, HD, G);
     }
   }
   for (int g = 0; g < G; ++g) {
@@ -128,7 +131,7 @@ void AttentionScratch::Reserve(int heads, int positions, int head_dim) {
   q8.reserve(hd);
   qd.reserve(hd / kQ8_0BlockValues + 1);
   qsum.reserve(hd / kQ8_0BlockValues + 1);
-  head.reserve(2 * static_cast<size_t>(heads));
+  head.reserve(3 * static_cast<size_t>(heads));
 }
 
 void AttendHeads(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv_head, int head_dim, int heads,

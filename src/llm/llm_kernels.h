@@ -197,6 +197,9 @@ struct LlmKernelTable {
                        int64_t out_stride);
   void (*axpy_f16_rows)(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_stride, int rows, float* y,
                         int64_t n, int heads);
+  // axpy_q8_0(a[g], x, y + g * n, n) for g < heads, x dequantized once for all heads; each
+  // head's result bit for bit the single call's.
+  void (*axpy_q8_0_heads)(const float* a, const uint8_t* x, float* y, int64_t n, int heads);
   // Attention's weights from one head's n >= 1 scores s, mx their maximum: s[j] = e_j / sum(e) with
   // e_j = exp(s[j] - mx) (base/simd/vec_exp.h, within 2 ulp), each rounded to half precision (what
   // the F16 cache's values are summed with) and stored back as a float.

@@ -845,6 +845,22 @@ void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
   }
 }
 
+// AxpyQ8_0 for several outputs: each value vector dequantized once, then AxpyQ8_0's fma per head.
+template <class V>
+void AxpyQ8_0Heads(const float* a, const uint8_t* x, float* y, int64_t n, int heads) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = x + b * 34;
+    const typename V::R d = V::Set(HalfAt(blk));
+    for (int k = 0; k < 32 / V::kWidth; ++k) {
+      const typename V::R v = V::Mul(V::LoadI8(blk + 2 + V::kWidth * k), d);
+      for (int g = 0; g < heads; ++g) {
+        float* yg = y + g * n + b * 32 + V::kWidth * k;
+        V::Store(yg, V::Fma(v, V::Set(a[g]), V::Load(yg)));
+      }
+    }
+  }
+}
+
 template <class V>
 void ToF16(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
@@ -867,6 +883,7 @@ LlmKernelTable TableWithSharedKernels(const char* name) {
   t.softmax_weights_f16 = SoftmaxWeightsF16<V>;
   t.to_f16 = ToF16<V>;
   t.axpy_q8_0 = AxpyQ8_0<V>;
+  t.axpy_q8_0_heads = AxpyQ8_0Heads<V>;
   t.quantize_q8 = QuantizeQ8Vec;
   t.quantize_q8_k = QuantizeQ8KVec;
   return t;

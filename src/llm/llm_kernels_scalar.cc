@@ -231,6 +231,10 @@ void AxpyF16Rows(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_
   }
 }
 
+void AxpyQ8_0Heads(const float* a, const uint8_t* x, float* y, int64_t n, int heads) {
+  for (int g = 0; g < heads; ++g) AxpyQ8_0(a[g], x, y + g * n, n);
+}
+
 void SoftmaxWeightsF16(float* s, int64_t n, float mx) {
   float total = 0;
   for (int64_t j = 0; j < n; ++j) {
@@ -243,7 +247,7 @@ void SoftmaxWeightsF16(float* s, int64_t n, float mx) {
 
 const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotBlocks<34, SumQ8_0>, DotBlocks<18, SumQ4_0>, QuantizeQ8,
                                AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, QuantizeQ8K,
-                               DotF16Rows, AxpyF16Rows, SoftmaxWeightsF16};
+                               DotF16Rows, AxpyF16Rows, AxpyQ8_0Heads, SoftmaxWeightsF16};
 
 }  // namespace
 

@@ -132,6 +132,31 @@ TEST(LlmKernels, HeadsStepsEqualSingleCallsBitForBit) {
   }
 }
 
+// The Q8_0 cache's value step for several heads: each head's sum that of the single call.
+TEST(LlmKernels, AxpyQ8_0HeadsEqualsSingleCallsBitForBit) {
+  std::mt19937 g(22);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t n : {32, 64, 128}) {
+    const auto x = RandomBlocks(GgmlType::kQ8_0, n, g);
+    for (int heads : {1, 3, 8, 13}) {
+      std::vector<float> a(heads), y0(heads * n);
+      for (float& v : a) v = nd(g);
+      for (float& v : y0) v = nd(g);
+      for (const LlmKernelTable* t : AvailableLlmKernels()) {
+        std::vector<float> y = y0;
+        t->axpy_q8_0_heads(a.data(), x.data(), y.data(), n, heads);
+        for (int h = 0; h < heads; ++h) {
+          std::vector<float> one(y0.begin() + h * n, y0.begin() + (h + 1) * n);
+          t->axpy_q8_0(a[h], x.data(), one.data(), n);
+          for (int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(y[h * n + i], one[i]) << t->name << " n " << n << " heads " << heads << " head " << h << " i " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Attention's softmax weights: within a few ulp of the double-precision softmax before the
 // rounding to half precision, so exactly that rounding or one of its neighbours; they sum to 1.
 TEST(LlmKernels, SoftmaxWeightsAreTheHalfRoundedSoftmax) {
