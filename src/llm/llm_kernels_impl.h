@@ -739,15 +739,18 @@ template <class V, float (*Single)(const uint16_t*, const float*, int64_t)>
 void DotF16Rows(const uint16_t* w, int64_t w_stride, int rows, const float* x, int64_t n, int heads, float* out,
                 int64_t out_stride) {
   constexpr int kHeadBlock = V::kWidth >= 16 ? 8 : 4;  // 2 rows x 8 heads in 32 registers, 2 x 4 in 16
+  auto head_block = [&]<int kH>(int g) {
+    int r = 0;
+    for (; r + 2 <= rows; r += 2) {
+      DotF16Block<V, 2, kH>(w + r * w_stride, w_stride, x + g * n, n, out + g * out_stride + r, out_stride);
+    }
+    if (r < rows) DotF16Block<V, 1, kH>(w + r * w_stride, w_stride, x + g * n, n, out + g * out_stride + r, out_stride);
+  };
   int g = 0;
   if (n % V::kWidth == 0) {
-    for (; g + kHeadBlock <= heads; g += kHeadBlock) {
-      int r = 0;
-      for (; r + 2 <= rows; r += 2) {
-        DotF16Block<V, 2, kHeadBlock>(w + r * w_stride, w_stride, x + g * n, n, out + g * out_stride + r, out_stride);
-      }
-      if (r < rows) DotF16Block<V, 1, kHeadBlock>(w + r * w_stride, w_stride, x + g * n, n, out + g * out_stride + r, out_stride);
-    }
+    for (; g + kHeadBlock <= heads; g += kHeadBlock) head_block.template operator()<kHeadBlock>(g);
+    // Groups of 4 query heads per key/value head (Llama 3, Mistral) on the 8-head width too.
+    for (; g + 4 <= heads; g += 4) head_block.template operator()<4>(g);
   }
   for (; g < heads; ++g) {
     for (int r = 0; r < rows; ++r) out[g * out_stride + r] = Single(w + r * w_stride, x + g * n, n);
