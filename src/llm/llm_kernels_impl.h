@@ -834,21 +834,7 @@ void SoftmaxWeightsF16(float* s, int64_t n, float mx) {
   }
 }
 
-template <class V>
-void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
-  const typename V::R av = V::Set(a);
-  for (int64_t b = 0; b < n / 32; ++b) {
-    const uint8_t* blk = x + b * 34;
-    const typename V::R d = V::Set(HalfAt(blk));
-    float* yb = y + b * 32;
-    for (int k = 0; k < 32 / V::kWidth; ++k) {
-      const typename V::R v = V::Mul(V::LoadI8(blk + 2 + V::kWidth * k), d);
-      V::Store(yb + V::kWidth * k, V::Fma(v, av, V::Load(yb + V::kWidth * k)));
-    }
-  }
-}
-
-// AxpyQ8_0 for several outputs: each value vector dequantized once, then AxpyQ8_0's fma per head.
+// axpy_q8_0_heads: each value vector dequantized once (v = d * q), then y = fma(v, a[g], y) per head.
 template <class V>
 void AxpyQ8_0Heads(const float* a, const uint8_t* x, float* y, int64_t n, int heads) {
   for (int64_t b = 0; b < n / 32; ++b) {
@@ -862,6 +848,11 @@ void AxpyQ8_0Heads(const float* a, const uint8_t* x, float* y, int64_t n, int he
       }
     }
   }
+}
+
+template <class V>
+void AxpyQ8_0(float a, const uint8_t* x, float* y, int64_t n) {
+  AxpyQ8_0Heads<V>(&a, x, y, n, 1);
 }
 
 template <class V>
