@@ -471,9 +471,7 @@ void Infer(RouteCall& c) {
   wanted.parameters = infer.parameters;
   wanted.outputs = infer.outputs;
 
-  serve::RequestContext context;
-  context.cancelled = c.request.cancelled;
-  context.received = c.request.received;
+  serve::RequestContext context(c.request.cancelled, c.request.received);
   context.request_bytes = c.request.body.size();
   context.protocol = "http";
   c.service.Infer(std::move(infer), std::move(context),

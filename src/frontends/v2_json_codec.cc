@@ -57,7 +57,13 @@ class StringOutput {
   std::string& s_;
   size_t len_ = 0;
 };
-using JsonWriter = rj::Writer<StringOutput, rj::UTF8<>, rj::UTF8<>, rj::CrtAllocator, kWriteFlags>;
+using JsonWriter = rj::Writer<StringOutput, rj::UTF8<>, rj::UTF8<>, rj::MemoryPoolAllocator<>, kWriteFlags>;
+// The writer's nesting stack comes from the caller's stack frame (a JsonWriterStack next to the
+// writer): with rapidjson's default allocator it took two heap allocations per response.
+struct JsonWriterStack {
+  alignas(16) char buffer[1024];
+  rj::MemoryPoolAllocator<> pool{buffer, sizeof buffer};
+};
 // Room for a small response's JSON from the start (one allocation instead of a few growths).
 constexpr size_t kInitialJsonCapacity = 1024;
 }  // namespace
@@ -604,7 +610,8 @@ Result<InferRequest> DecodeJsonInferRequest(std::string_view body, size_t json_h
 Result<EncodedBody> EncodeJsonInferResponse(const InferResponse& response, const InferRequest& request) {
   std::string json;
   StringOutput buf(json, kInitialJsonCapacity);
-  JsonWriter w(buf);
+  JsonWriterStack stack;
+  JsonWriter w(buf, &stack.pool);
   std::string binary;
   w.StartObject();
   w.Key("model_name");
@@ -636,7 +643,8 @@ Result<EncodedBody> EncodeJsonInferResponse(const InferResponse& response, const
 Result<EncodedBody> EncodeJsonInferRequest(const InferRequest& request, bool binary_inputs) {
   std::string json;
   StringOutput buf(json, kInitialJsonCapacity);
-  JsonWriter w(buf);
+  JsonWriterStack stack;
+  JsonWriter w(buf, &stack.pool);
   std::string binary;
   w.StartObject();
   if (!request.id.empty()) {

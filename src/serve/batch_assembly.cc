@@ -226,32 +226,56 @@ Result<Tensor> PadRows(const Tensor& t, int64_t rows) {
 
 Result<AssembledBatch> AssembleBatchInputs(const std::vector<const InferRequest*>& requests,
                                            const std::vector<int64_t>& rows, const BatchInputLayout& layout) {
+  AssembledBatch b;
+  IL_RETURN_IF_ERROR(AssembleBatchInputsInto(requests, rows, layout, b));
+  return b;
+}
+
+namespace {
+
+Status AssembleInto(const std::vector<const InferRequest*>& requests, const std::vector<int64_t>& rows,
+                    const BatchInputLayout& layout, AssembledBatch& b) {
   if (requests.empty() || requests.size() != rows.size())
     return Status::InvalidArgument("a batch needs requests and one row count each");
-  AssembledBatch b;
   b.model_batches = layout.model_batches;
-  b.request_rows = rows;
+  b.request_rows.assign(rows.begin(), rows.end());
+  b.rows = 0;
   for (int64_t r : rows) b.rows += r;
+  // Names are assigned into the strings already there (their capacity is reused).
+  size_t fed = 0;
+  auto feed_name = [&](const std::string& name) {
+    if (fed < b.names.size()) {
+      b.names[fed].assign(name);
+    } else {
+      b.names.push_back(name);
+    }
+    ++fed;
+  };
   if (layout.model_batches && requests.size() > 1) {
     // Optional inputs: requests of one batch share a key, so they have the same inputs.
     for (const auto& name : layout.input_names)
       for (const auto& in : requests[0]->inputs)
-        if (in.name == name) b.names.push_back(name);
+        if (in.name == name) feed_name(name);
+    b.names.resize(fed);
     IL_ASSIGN_OR_RETURN(b.inputs, GatherBatchInputs(requests, b.names));
   } else {
+    b.inputs.clear();
     for (const auto& in : requests[0]->inputs) {
-      b.names.push_back(in.name);
+      feed_name(in.name);
       b.inputs.push_back(in.tensor);
     }
+    b.names.resize(fed);
   }
   // Config reshape: feed the model's shape.
-  for (size_t i = 0; i < b.inputs.size(); ++i) {
-    auto it = layout.reshapes.find(b.names[i]);
-    if (it == layout.reshapes.end()) continue;
-    Shape r;
-    if (layout.model_batches) r.push_back(b.inputs[i].dim(0));
-    for (int64_t d : it->second) r.push_back(d);
-    IL_ASSIGN_OR_RETURN(b.inputs[i], b.inputs[i].Reshaped(r));
+  if (!layout.reshapes.empty()) {
+    for (size_t i = 0; i < b.inputs.size(); ++i) {
+      auto it = layout.reshapes.find(b.names[i]);
+      if (it == layout.reshapes.end()) continue;
+      Shape r;
+      if (layout.model_batches) r.push_back(b.inputs[i].dim(0));
+      for (int64_t d : it->second) r.push_back(d);
+      IL_ASSIGN_OR_RETURN(b.inputs[i], b.inputs[i].Reshaped(r));
+    }
   }
   // Run at a bucketed batch size (padding with copies of the last row), so the model sees a
   // few shapes and keeps their kernels and plans cached.
@@ -261,17 +285,43 @@ Result<AssembledBatch> AssembleBatchInputs(const std::vector<const InferRequest*
       IL_ASSIGN_OR_RETURN(t, PadRows(t, b.run_rows));
     }
   }
-  return b;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status AssembleBatchInputsInto(const std::vector<const InferRequest*>& requests, const std::vector<int64_t>& rows,
+                               const BatchInputLayout& layout, AssembledBatch& b) {
+  Status st = AssembleInto(requests, rows, layout, b);
+  if (!st.ok()) b.Clear();
+  return st;
 }
 
 Result<std::vector<std::vector<Tensor>>> SplitAssembledOutputs(const std::vector<Tensor>& outputs,
                                                                const AssembledBatch& batch,
                                                                const std::vector<std::string>& output_names) {
-  if (!batch.model_batches || (batch.request_rows.size() <= 1 && batch.run_rows == batch.rows))
-    return std::vector<std::vector<Tensor>>{outputs};
+  std::vector<std::vector<Tensor>> per_request;
+  IL_RETURN_IF_ERROR(SplitAssembledOutputsInto(outputs, batch, output_names, per_request));
+  return per_request;
+}
+
+Status SplitAssembledOutputsInto(const std::vector<Tensor>& outputs, const AssembledBatch& batch,
+                                 const std::vector<std::string>& output_names,
+                                 std::vector<std::vector<Tensor>>& per_request) {
+  if (!batch.model_batches || (batch.request_rows.size() <= 1 && batch.run_rows == batch.rows)) {
+    per_request.resize(1);
+    per_request[0].assign(outputs.begin(), outputs.end());  // shallow: shares the run's buffers
+    return Status::Ok();
+  }
   std::vector<int64_t> rows = batch.request_rows;
   if (batch.run_rows != batch.rows) rows.push_back(batch.run_rows - batch.rows);  // the padding's share
-  return SplitBatchOutputs(outputs, rows, output_names);
+  auto split = SplitBatchOutputs(outputs, rows, output_names);
+  if (!split.ok()) {
+    per_request.clear();
+    return split.status();
+  }
+  per_request = std::move(split).value();
+  return Status::Ok();
 }
 
 }  // namespace inferloop::serve

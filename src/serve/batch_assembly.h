@@ -83,6 +83,13 @@ struct AssembledBatch {
   int64_t rows = 0;                   // their sum
   int64_t run_rows = 0;               // rows the model runs at: `rows` padded up to a bucket
   bool model_batches = false;
+
+  // Drops the tensors (inputs), keeping every vector's capacity.
+  void Clear() {
+    inputs.clear();
+    request_rows.clear();
+    rows = run_rows = 0;
+  }
 };
 
 // The model's inputs for `requests` (one of a batch's groups; rows[i]: request i's rows):
@@ -93,6 +100,11 @@ struct AssembledBatch {
 // (BucketRows), so the model sees few distinct shapes. Errors are those of the steps.
 Result<AssembledBatch> AssembleBatchInputs(const std::vector<const InferRequest*>& requests,
                                            const std::vector<int64_t>& rows, const BatchInputLayout& layout);
+// The same into `b` (every field set; on error `b` holds no tensors), reusing the capacity of its
+// vectors and strings: a caller that keeps one AssembledBatch per model instance allocates nothing
+// for them once warm. Clear() drops the tensors it holds (keeping the capacity).
+Status AssembleBatchInputsInto(const std::vector<const InferRequest*>& requests, const std::vector<int64_t>& rows,
+                               const BatchInputLayout& layout, AssembledBatch& b);
 
 // The outputs of a run of `batch` split back per request (result[i][j]: output j of request i;
 // the padding rows are dropped). A single unpadded request, or a model that does not batch,
@@ -100,5 +112,10 @@ Result<AssembledBatch> AssembleBatchInputs(const std::vector<const InferRequest*
 Result<std::vector<std::vector<Tensor>>> SplitAssembledOutputs(const std::vector<Tensor>& outputs,
                                                                const AssembledBatch& batch,
                                                                const std::vector<std::string>& output_names);
+// The same into `per_request` (resized to the batch's requests; the inner vectors' capacity is
+// reused). On error `per_request` holds no tensors.
+Status SplitAssembledOutputsInto(const std::vector<Tensor>& outputs, const AssembledBatch& batch,
+                                 const std::vector<std::string>& output_names,
+                                 std::vector<std::vector<Tensor>>& per_request);
 
 }  // namespace inferloop::serve

@@ -98,6 +98,11 @@ struct ModelStatistics {
 
 // Per-request context a frontend fills in.
 struct RequestContext {
+  RequestContext() = default;
+  // With the frontend's cancellation flag and arrival time (no flag made and dropped, no clock read).
+  RequestContext(std::shared_ptr<std::atomic<bool>> cancelled_flag, std::chrono::steady_clock::time_point received_at)
+      : cancelled(std::move(cancelled_flag)), received(received_at) {}
+
   // Set to true by the frontend when the client goes away (connection closed, gRPC call
   // cancelled); a request still queued is then dropped before it is computed.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);

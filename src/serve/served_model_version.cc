@@ -182,6 +182,7 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   }
   v->instance_capacity_ = bo.instance_count;
   v->run_outputs_.resize(static_cast<size_t>(bo.instance_count));
+  v->run_scratch_.resize(static_cast<size_t>(bo.instance_count));
   v->run_variant_.assign(static_cast<size_t>(bo.instance_count), 0);
   v->variants_.push_back({PrecisionName(v->session_->precision()), nullptr, 0});
   v->observer_ = std::make_unique<Observer>(v.get(), v->metrics_.get());
@@ -298,7 +299,8 @@ void ServedModelVersion::ExecuteBatch(int instance, Batch batch) {
   const auto dispatched = batch.requests.empty() ? Clock::now() : batch.requests.front()->dispatched;
   AnswerCancelled(batch);
   if (batch.requests.empty()) return;
-  std::vector<size_t> all(batch.requests.size());
+  std::vector<size_t>& all = run_scratch_[static_cast<size_t>(instance)].members;
+  all.resize(batch.requests.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   if (!breaker_.AllowRun()) {
     for (auto& p : batch.requests)
@@ -322,6 +324,10 @@ void ServedModelVersion::ExecuteBatch(int instance, Batch batch) {
 
 void ServedModelVersion::AnswerCancelled(Batch& batch) {
   // A client that went away after dispatch: answer it now rather than compute for nobody.
+  const bool any_cancelled = std::any_of(batch.requests.begin(), batch.requests.end(), [](const auto& p) {
+    return p->context.cancelled && p->context.cancelled->load();
+  });
+  if (!any_cancelled) return;  // the batch as it is (no vector built)
   std::vector<std::unique_ptr<PendingRequest>> live;
   for (auto& p : batch.requests) {
     if (p->context.cancelled && p->context.cancelled->load()) {
@@ -377,32 +383,47 @@ Status ServedModelVersion::RunModel(int instance, const std::vector<NamedValue>&
 
 Status ServedModelVersion::RunGroup(int instance, Batch& batch, const std::vector<size_t>& members,
                                     Clock::time_point start) {
-  std::vector<const InferRequest*> group;
-  std::vector<int64_t> group_rows;
+  RunScratch& scratch = run_scratch_[static_cast<size_t>(instance)];
+  // Whatever way this returns, the scratch lets go of the requests' and the run's tensors.
+  struct ClearTensors {
+    RunScratch& s;
+    ~ClearTensors() {
+      s.assembled.Clear();
+      for (auto& [name, value] : s.inputs) value = Value();
+      s.out_tensors.clear();
+      for (auto& v : s.per_request) v.clear();
+      s.group.clear();
+    }
+  } clear{scratch};
+  scratch.group.clear();
+  scratch.group_rows.clear();
   for (size_t i : members) {
-    group.push_back(&batch.requests[i]->request);
-    group_rows.push_back(batch.requests[i]->rows);
+    scratch.group.push_back(&batch.requests[i]->request);
+    scratch.group_rows.push_back(batch.requests[i]->rows);
   }
   GroupTimes t;
   t.start = start;
-  auto assembled = AssembleBatchInputs(group, group_rows, layout_);
-  if (!assembled.ok()) return assembled.status();
-  std::vector<NamedValue> inputs;
-  for (size_t i = 0; i < assembled->names.size(); ++i) inputs.emplace_back(assembled->names[i], assembled->inputs[i]);
+  AssembledBatch& assembled = scratch.assembled;
+  IL_RETURN_IF_ERROR(AssembleBatchInputsInto(scratch.group, scratch.group_rows, layout_, assembled));
+  std::vector<NamedValue>& inputs = scratch.inputs;
+  inputs.resize(assembled.names.size());
+  for (size_t i = 0; i < assembled.names.size(); ++i) {
+    inputs[i].first.assign(assembled.names[i]);
+    inputs[i].second = Value(assembled.inputs[i]);
+  }
   t.assembled = Clock::now();
   Status run = RunModel(instance, inputs);
   t.ran = Clock::now();
   if (!run.ok()) return run;
-  std::vector<Tensor> out_tensors;
+  scratch.out_tensors.clear();
   for (auto& [name, value] : run_outputs_[static_cast<size_t>(instance)]) {
     if (!value.is_tensor()) return Status::Unimplemented("output '" + name + "' is not a tensor");
-    out_tensors.push_back(value.tensor());
+    scratch.out_tensors.push_back(value.tensor());
   }
-  auto per_request = SplitAssembledOutputs(out_tensors, *assembled, output_names_);
-  if (!per_request.ok()) return per_request.status();
+  IL_RETURN_IF_ERROR(SplitAssembledOutputsInto(scratch.out_tensors, assembled, output_names_, scratch.per_request));
   t.split = Clock::now();
-  RecordBatch(assembled->rows, t);
-  for (size_t k = 0; k < members.size(); ++k) Respond(*batch.requests[members[k]], per_request.value()[k], t);
+  RecordBatch(assembled.rows, t);
+  for (size_t k = 0; k < members.size(); ++k) Respond(*batch.requests[members[k]], scratch.per_request[k], t);
   return Status::Ok();
 }
 
@@ -430,6 +451,7 @@ void ServedModelVersion::Respond(PendingRequest& p, const std::vector<Tensor>& o
   resp.model_name = name_;
   resp.model_version = std::to_string(version_);
   resp.id = p.request.id;
+  resp.outputs.reserve(output_names_.size());
   for (size_t o = 0; o < output_names_.size(); ++o) {
     bool wanted = p.request.outputs.empty();
     for (const auto& ro : p.request.outputs) wanted |= ro.name == output_names_[o];

@@ -173,6 +173,19 @@ class ServedModelVersion final : public ModelVersion {
   std::vector<std::string> output_names_;  // config order
   // Per batcher instance: the last run's outputs, reused by the next run (Session::RunInto).
   std::vector<std::vector<NamedValue>> run_outputs_;
+  // Per batcher instance (an instance runs one group at a time): the vectors a group's run goes
+  // through, kept so that a run in steady state allocates none of them. They hold no tensor
+  // between runs (RunGroup clears them), so run_outputs_' buffers stay free for RunInto.
+  struct RunScratch {
+    std::vector<size_t> members;
+    std::vector<const InferRequest*> group;
+    std::vector<int64_t> group_rows;
+    AssembledBatch assembled;
+    std::vector<NamedValue> inputs;
+    std::vector<Tensor> out_tensors;
+    std::vector<std::vector<Tensor>> per_request;
+  };
+  std::vector<RunScratch> run_scratch_;
   std::shared_ptr<AdmissionGate> gate_;
   std::shared_ptr<VersionMetricsSink> metrics_;
   std::unique_ptr<Observer> observer_;

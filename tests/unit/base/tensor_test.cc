@@ -17,6 +17,29 @@ TEST(Tensor, CreateIsZeroFilled) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(t->data<float>()[i], 0.0f);
 }
 
+// Small tensors share one block with their bookkeeping, large ones get their own: both are
+// 64-byte aligned and zeroed, every byte of them writable (ASan checks the block's bounds), and a
+// string tensor is still constructed empty.
+TEST(Tensor, CreateIsAlignedZeroedAndWritableAtEverySize) {
+  for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{1000},
+                    int64_t{(1 << 20) / 4 - 16}, int64_t{(1 << 20) / 4}, int64_t{(1 << 20) / 4 + 1}}) {
+    auto t = Tensor::Create(DataType::kFloat, {n});
+    ASSERT_TRUE(t.ok()) << n;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw_data()) % 64, 0u) << n;
+    EXPECT_EQ(t->buffer_use_count(), 1);
+    float* d = t->data<float>();
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(d[i], 0.0f) << n << " " << i;
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<float>(i);
+    Tensor copy = *t;  // shares the block; it outlives the first handle
+    *t = Tensor();
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(copy.data<float>()[i], static_cast<float>(i));
+  }
+  auto s = Tensor::Create(DataType::kString, {2});
+  ASSERT_TRUE(s.ok());
+  s->strings()[1] = std::string(100, 'x');
+  EXPECT_EQ(s->strings()[0], "");
+}
+
 TEST(Tensor, UninitializedHasCreatesLimitsAlignmentAndErrors) {
   auto t = CreateUninitializedTensor(DataType::kFloat, {2, 3});
   ASSERT_TRUE(t.ok()) << t.status().ToString();

@@ -274,3 +274,93 @@ TEST(PadRowsTest, Errors) {
 
 }  // namespace
 }  // namespace inferloop::serve
+
+namespace inferloop::serve {
+namespace {
+
+BatchInputLayout BatchingLayout() {
+  BatchInputLayout layout;
+  layout.model_batches = true;
+  layout.input_names = {"a_rather_long_input_name_past_small_string_storage", "b"};
+  layout.buckets = BatchBuckets(8, {});
+  return layout;
+}
+
+// The Into forms give what the Result forms give, batch after batch through one AssembledBatch and
+// one per-request vector (more requests, then fewer, then a failing batch, then one again), and
+// keep no tensor of a batch once asked to Clear() or after an error.
+TEST(AssembleIntoTest, ReusedScratchGivesTheSameBatchesAndLetsGoOfTensors) {
+  const BatchInputLayout layout = BatchingLayout();
+  const std::string& a = layout.input_names[0];
+  auto req = [&](float base, int64_t rows) {
+    std::vector<float> va, vb;
+    for (int64_t r = 0; r < rows; ++r) {
+      va.insert(va.end(), {base + r, base + r + 0.5f});
+      vb.push_back(-base - r);
+    }
+    return Request({{a, Tensor::FromVector<float>(DataType::kFloat, {rows, 2}, va)},
+                    {"b", Tensor::FromVector<float>(DataType::kFloat, {rows, 1}, vb)}});
+  };
+  const InferRequest r1 = req(1, 1), r2 = req(10, 2), r3 = req(100, 3);
+  AssembledBatch scratch;
+  std::vector<std::vector<Tensor>> per_request;
+  const std::vector<std::vector<const InferRequest*>> groups = {{&r1, &r2, &r3}, {&r2}, {&r3, &r1}, {&r1}};
+  for (const auto& group : groups) {
+    std::vector<int64_t> rows;
+    for (const InferRequest* r : group) rows.push_back(r->inputs[0].tensor.dim(0));
+    auto expected = AssembleBatchInputs(group, rows, layout);
+    ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+    ASSERT_TRUE(AssembleBatchInputsInto(group, rows, layout, scratch).ok());
+    EXPECT_EQ(scratch.names, expected->names);
+    EXPECT_EQ(scratch.request_rows, expected->request_rows);
+    EXPECT_EQ(scratch.rows, expected->rows);
+    EXPECT_EQ(scratch.run_rows, expected->run_rows);
+    ASSERT_EQ(scratch.inputs.size(), expected->inputs.size());
+    for (size_t i = 0; i < scratch.inputs.size(); ++i) {
+      EXPECT_EQ(scratch.inputs[i].shape(), expected->inputs[i].shape());
+      EXPECT_EQ(Values<float>(scratch.inputs[i]), Values<float>(expected->inputs[i]));
+    }
+    // The model's outputs: its inputs as they are; split back, each request gets its own rows.
+    auto want = SplitAssembledOutputs(scratch.inputs, *expected, {"x", "y"});
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    ASSERT_TRUE(SplitAssembledOutputsInto(scratch.inputs, scratch, {"x", "y"}, per_request).ok());
+    ASSERT_EQ(per_request.size(), want->size());  // a padded batch's padding rows come last
+    ASSERT_GE(per_request.size(), group.size());
+    for (size_t k = 0; k < group.size(); ++k) {
+      ASSERT_EQ(per_request[k].size(), 2u);
+      for (size_t j = 0; j < 2; ++j) {
+        EXPECT_EQ(Values<float>(per_request[k][j]), Values<float>((*want)[k][j]));
+        EXPECT_EQ(Values<float>(per_request[k][j]), Values<float>(group[k]->inputs[j].tensor));  // round trip
+      }
+    }
+    scratch.Clear();
+    EXPECT_TRUE(scratch.inputs.empty());
+    for (auto& v : per_request) v.clear();  // as a caller keeping it does once answered
+  }
+  // One request shares its tensors; Clear() lets go of them.
+  ASSERT_TRUE(AssembleBatchInputsInto({&r2}, {2}, layout, scratch).ok());
+  EXPECT_EQ(scratch.inputs[0].raw_data(), r2.inputs[0].tensor.raw_data());
+  EXPECT_EQ(r2.inputs[0].tensor.buffer_use_count(), 2);
+  scratch.Clear();
+  EXPECT_EQ(r2.inputs[0].tensor.buffer_use_count(), 1);
+  // A failing batch (dims[1:] differ) leaves no tensor behind, and the next batch is right.
+  const InferRequest odd = Request({{a, Tensor::FromVector<float>(DataType::kFloat, {1, 3}, {1, 2, 3})},
+                                    {"b", Tensor::FromVector<float>(DataType::kFloat, {1, 1}, {4})}});
+  ASSERT_TRUE(AssembleBatchInputsInto({&r1}, {1}, layout, scratch).ok());
+  Status st = AssembleBatchInputsInto({&r1, &odd}, {1, 1}, layout, scratch);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(scratch.inputs.empty());
+  EXPECT_EQ(r1.inputs[0].tensor.buffer_use_count(), 1);
+  EXPECT_EQ(AssembleBatchInputsInto({}, {}, layout, scratch).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(AssembleBatchInputsInto({&r3}, {3}, layout, scratch).ok());
+  EXPECT_EQ(scratch.rows, 3);
+  EXPECT_EQ(scratch.run_rows, 4);  // padded to the bucket
+  EXPECT_EQ(Values<float>(scratch.inputs[1]), (std::vector<float>{-100, -101, -102, -102}));
+  // A split that fails (an output with the wrong row count) leaves no tensor either.
+  std::vector<Tensor> wrong = {Tensor::FromVector<float>(DataType::kFloat, {3}, {1, 2, 3})};
+  EXPECT_EQ(SplitAssembledOutputsInto(wrong, scratch, {"x"}, per_request).code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(per_request.empty());
+}
+
+}  // namespace
+}  // namespace inferloop::serve
