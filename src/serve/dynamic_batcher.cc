@@ -173,7 +173,7 @@ struct DynamicBatcher::State {
   void Answer(std::vector<Dropped>& dropped) {
     for (auto& d : dropped) {
       if (observer) observer->OnDropped(*d.req, d.why);
-      if (d.req->done) d.req->done(Result<InferResponse>(d.why));
+      d.req->Answer(Result<InferResponse>(d.why));
     }
     dropped.clear();
   }
@@ -368,7 +368,18 @@ DynamicBatcher::~DynamicBatcher() {
   }
 }
 
-Status DynamicBatcher::Enqueue(std::unique_ptr<PendingRequest> request) {
+void PendingRequest::Answer(Result<InferResponse> result) {
+  server_ticket.Release();
+  model_ticket.Release();
+  if (!done) return;
+  InferCallback answer = std::move(done);
+  done = nullptr;
+  answer(std::move(result));
+}
+
+Status DynamicBatcher::Enqueue(std::unique_ptr<PendingRequest> request) { return TryEnqueue(request); }
+
+Status DynamicBatcher::TryEnqueue(std::unique_ptr<PendingRequest>& request) {
   State& s = *state_;
   if (!request) return Status::InvalidArgument("no request to queue");
   const uint32_t level = request->priority == 0 ? s.options.default_priority_level : request->priority;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "inferloop/status.h"
+#include "serve/admission_control.h"
 #include "serve/inference_service.h"
 
 namespace inferloop::serve {
@@ -65,8 +66,12 @@ const char* DispatchReasonName(DispatchReason r);  // "full", "preferred", "dela
 // One queued request.
 struct PendingRequest {
   InferRequest request;
-  RequestContext context;
+  // The caller's context, moved in (a PendingRequest made by default holds no cancelled flag:
+  // none is made only to be replaced).
+  RequestContext context{nullptr, {}};
   InferCallback done;
+  // Admission the request holds until it is answered (empty when the caller admits nothing).
+  AdmissionTicket server_ticket, model_ticket;
   int64_t rows = 1;       // batch rows this request brings (1 when the model does not batch)
   std::string batch_key;  // requests batch together only with an equal key
   uint32_t priority = 0;  // 0: the default level
@@ -74,6 +79,11 @@ struct PendingRequest {
   // Set by the batcher:
   std::chrono::steady_clock::time_point enqueued;
   std::chrono::steady_clock::time_point dispatched;
+
+  // Releases the tickets, then calls `done` (the frontend may hand the answer to its client
+  // before `done` returns, so the admission is free by then); later calls release nothing more
+  // and call nothing.
+  void Answer(Result<InferResponse> result);
 };
 
 struct Batch {
@@ -108,6 +118,9 @@ class DynamicBatcher {
   // Queues a request. On refusal (bad priority: InvalidArgument; queue full or draining:
   // Unavailable) returns the error and does NOT call request->done; the caller answers.
   Status Enqueue(std::unique_ptr<PendingRequest> request);
+  // The same, except that on refusal `request` is left with the caller (to answer it); on success
+  // it is empty.
+  Status TryEnqueue(std::unique_ptr<PendingRequest>& request);
 
   // Runs `request` at once on the calling thread when that changes no outcome: nothing is
   // queued (nothing to overtake or batch with), there is no batching delay to wait for

@@ -222,23 +222,14 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
     fail(st);
     return true;
   }
-  // The tickets live as long as the request: they are released just before `done` runs, as the
-  // frontend may hand the answer to its client before `done` returns (one shared object for the
-  // callback and both tickets: one allocation per request, not two).
-  struct Answer {
-    InferCallback done;
-    AdmissionTicket server_ticket, ticket;
-  };
-  auto state = std::make_shared<Answer>(Answer{std::move(done), std::move(server_ticket), std::move(ticket).value()});
+  // The tickets live as long as the request (PendingRequest::Answer releases them just before
+  // `done` runs).
   const auto received = context.received;
-  auto answer = [state](Result<InferResponse> r) {
-    state->server_ticket.Release();
-    state->ticket.Release();
-    state->done(std::move(r));
-  };
   p->request = std::move(request);
   p->context = std::move(context);
-  p->done = answer;
+  p->done = std::move(done);
+  p->server_ticket = std::move(server_ticket);
+  p->model_ticket = std::move(ticket).value();
   load_window_.RecordArrival(p->rows);
   if (inline_slots_ && mean_execution_ns_.load(std::memory_order_relaxed) < kInlineMaxExecution.count() * 1000) {
     // A fast model, nothing queued, an instance idle: run here instead of handing over to a
@@ -248,11 +239,11 @@ bool ServedModelVersion::Infer(InferRequest&& request, RequestContext&& context,
     inline_slots_->fetch_add(1);
     if (ran) return true;
   }
-  Status st = batcher_->Enqueue(std::move(p));
+  Status st = batcher_->TryEnqueue(p);
   if (!st.ok()) {
-    // Refused (queue full, bad priority): Enqueue does not call the callback; answer here.
+    // Refused (queue full, bad priority): the request is still ours to answer.
     RecordUnanswered(st, received, nanoseconds(0));
-    answer(std::move(st));
+    p->Answer(std::move(st));
   }
   return true;
 }
@@ -489,11 +480,7 @@ void ServedModelVersion::Finish(PendingRequest& p, Result<InferResponse> result,
   }
   if (metrics_) metrics_->OnRequestDone(st, queue, compute, total);
   load_window_.RecordDone(st.ok(), p.rows, total);
-  if (p.done) {
-    auto done = std::move(p.done);
-    p.done = nullptr;
-    done(std::move(result));
-  }
+  p.Answer(std::move(result));
 }
 
 void ServedModelVersion::Drain() {

@@ -82,21 +82,16 @@ bool ProcessingModelVersion::Infer(serve::InferRequest&& request, serve::Request
     fail(st);
     return true;
   }
-  auto tickets = std::make_shared<std::pair<serve::AdmissionTicket, serve::AdmissionTicket>>(std::move(server_ticket),
-                                                                                               std::move(ticket).value());
-  auto answer = [shared_done = std::make_shared<serve::InferCallback>(std::move(done)), tickets](
-                    Result<serve::InferResponse> res) {
-    // Released before the answer is handed over (ModelVersion::Infer's contract).
-    tickets->first.Release();
-    tickets->second.Release();
-    (*shared_done)(std::move(res));
-  };
+  // The tickets are released just before the answer is handed over (PendingRequest::Answer,
+  // ModelVersion::Infer's contract).
   p->request = std::move(request);
   p->context = std::move(context);
-  p->done = answer;
-  if (Status st = batcher_->Enqueue(std::move(p)); !st.ok()) {
+  p->done = std::move(done);
+  p->server_ticket = std::move(server_ticket);
+  p->model_ticket = std::move(ticket).value();
+  if (Status st = batcher_->TryEnqueue(p); !st.ok()) {
     stats_->RecordFailure(nanoseconds(0));
-    answer(std::move(st));
+    p->Answer(std::move(st));
   }
   return true;
 }
@@ -135,7 +130,7 @@ void ProcessingModelVersion::Answer(serve::PendingRequest& p, Result<std::vector
     stats_->RecordFailure(total);
   }
   if (metrics_) metrics_->OnRequestDone(result.ok() ? Status::Ok() : result.status(), queue, compute, total);
-  p.done(std::move(result));
+  p.Answer(std::move(result));
 }
 
 void ProcessingModelVersion::Drain() {

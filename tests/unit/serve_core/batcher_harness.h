@@ -81,6 +81,7 @@ class Harness {
                                        std::optional<std::chrono::microseconds> timeout = std::nullopt) {
     auto p = std::make_unique<PendingRequest>();
     p->request.id = id;
+    p->context.cancelled = std::make_shared<std::atomic<bool>>(false);  // as a frontend's context has
     p->rows = rows;
     p->batch_key = key;
     p->priority = priority;

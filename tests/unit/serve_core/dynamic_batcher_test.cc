@@ -662,3 +662,62 @@ TEST(DynamicBatcherTuningTest, SwitchedOffInstancesTakeNoBatch) {
 
 }  // namespace
 }  // namespace inferloop::serve
+
+namespace inferloop::serve {
+namespace {
+
+// TryEnqueue refused (a priority out of range, a draining batcher): the request is still the
+// caller's, callback and tickets included; Answer then frees both tickets before the callback
+// runs, and a second Answer calls nothing.
+TEST(DynamicBatcherTest, TryEnqueueLeavesARefusedRequestWithTheCallerAndAnswerFreesTicketsFirst) {
+  auto gate = AdmissionGate::Create("test", AdmissionLimits{});
+  DynamicBatcher b(Options(4), [](int, Batch) {}, nullptr);
+  auto p = std::make_unique<PendingRequest>();
+  p->priority = 7;  // one level only
+  int calls = 0;
+  int64_t inflight_at_answer = -1;
+  p->done = [&](Result<InferResponse> r) {
+    ++calls;
+    inflight_at_answer = gate->inflight_requests();
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  };
+  p->server_ticket = std::move(gate->TryAdmit(10)).value();
+  p->model_ticket = std::move(gate->TryAdmit(10)).value();
+  ASSERT_EQ(gate->inflight_requests(), 2);
+  Status st = b.TryEnqueue(p);
+  ASSERT_EQ(st.code(), StatusCode::kInvalidArgument);
+  ASSERT_NE(p, nullptr);  // still ours
+  p->Answer(st);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(inflight_at_answer, 0);
+  p->Answer(Status::Internal("again"));
+  EXPECT_EQ(calls, 1);
+  b.Drain();
+  auto q = std::make_unique<PendingRequest>();
+  q->done = [&](Result<InferResponse>) { ++calls; };
+  EXPECT_EQ(b.TryEnqueue(q).code(), StatusCode::kUnavailable);
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(calls, 1);
+}
+
+// A request made without a cancelled flag (PendingRequest's default holds none) is queued,
+// computed and answered like any other.
+TEST(DynamicBatcherTest, ARequestWithoutACancelledFlagIsComputed) {
+  Harness h;
+  auto b = std::make_unique<DynamicBatcher>(Options(4), h.Executor(), nullptr);
+  auto p = h.Make("no-flag");
+  p->context.cancelled.reset();
+  ASSERT_TRUE(b->TryEnqueue(p).ok());
+  EXPECT_EQ(p, nullptr);
+  ASSERT_TRUE(h.WaitAnswered("no-flag"));
+  EXPECT_EQ(h.Answers()["no-flag"].code, StatusCode::kOk);
+  b.reset();  // drained: the worker is done with "no-flag"
+  DynamicBatcher idle(Options(4), h.Executor(), nullptr);
+  auto inline_one = h.Make("inline");
+  inline_one->context.cancelled.reset();
+  EXPECT_TRUE(idle.TryRunInline(inline_one));  // nothing queued or running: it runs here
+  EXPECT_EQ(h.ComputedIds(), (std::vector<std::string>{"no-flag", "inline"}));
+}
+
+}  // namespace
+}  // namespace inferloop::serve

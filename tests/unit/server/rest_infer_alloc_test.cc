@@ -99,7 +99,7 @@ using frontends::testing::TestConnection;
 
 // Allocations per request the path reaches now (see the header comment); lower it when the
 // path gets leaner, never raise it without a reason.
-constexpr double kMaxAllocationsPerRequest = 21;
+constexpr double kMaxAllocationsPerRequest = 17;
 
 std::string InferBody() {
   std::string a, b;
