@@ -132,7 +132,7 @@ struct DynamicBatcher::State {
     ForEachQueue([&](std::deque<Entry>& q) {
       for (auto it = q.begin(); it != q.end();) {
         Entry& e = *it;
-        if (e.req->context.cancelled && e.req->context.cancelled->load()) {
+        if (e.req->context.IsCancelled()) {
           out.push_back({std::move(e.req), Status(StatusCode::kCancelled, "request cancelled while queued")});
           it = q.erase(it);
           continue;
@@ -442,7 +442,7 @@ bool DynamicBatcher::TryRunInline(std::unique_ptr<PendingRequest>& request, cons
   if (s.options.max_batch_size > 0 && request->rows > s.options.max_batch_size) return false;
   const uint32_t level = request->priority == 0 ? s.options.default_priority_level : request->priority;
   if (level > s.options.priority_levels) return false;
-  if (request->context.cancelled && request->context.cancelled->load()) return false;
+  if (request->context.IsCancelled()) return false;
   size_t slot = 0;
   const auto now = Clock::now();
   {

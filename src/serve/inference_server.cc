@@ -150,7 +150,7 @@ void InferenceServer::Dispatch(PendingInfer p, Result<std::shared_ptr<ModelVersi
   // replacement is already serving by then.
   for (;; ++attempt) {
     if (!found.ok() && found.status().code() == StatusCode::kUnavailable && attempt < 4 &&
-        !p.context.cancelled->load()) {
+        !p.context.IsCancelled()) {
       // Unloaded while idle: continue once it is loaded again (on the loader thread), holding
       // no thread meanwhile.
       auto held = std::make_shared<PendingInfer>(std::move(p));

@@ -106,6 +106,8 @@ struct RequestContext {
   // Set to true by the frontend when the client goes away (connection closed, gRPC call
   // cancelled); a request still queued is then dropped before it is computed.
   std::shared_ptr<std::atomic<bool>> cancelled = std::make_shared<std::atomic<bool>>(false);
+  // Whether the client went away (false when there is no flag).
+  bool IsCancelled() const { return cancelled && cancelled->load(); }
   // When the frontend received the request (its end-to-end time starts here).
   std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now();
   // Size of the request as received (body bytes), for admission limits.

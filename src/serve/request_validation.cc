@@ -92,13 +92,11 @@ Status ValidateRequest(const InferRequest& request, const std::string& model_nam
   // Which optional inputs are present is part of the batch key: requests batch together only
   // with the same inputs.
   std::string presence;
-  bool all_present = true;
   for (const auto& ci : config.input()) {
     const InferInput* found = find_input(ci.name());
     if (found == nullptr) {
       if (ci.optional()) {
         presence += '-';
-        all_present = false;
         continue;
       }
       return Status::InvalidArgument("model '" + model_name + "' expects input '" + ci.name() +
@@ -107,19 +105,17 @@ Status ValidateRequest(const InferRequest& request, const std::string& model_nam
     presence += '+';
     if (Status st = CheckInput(found->tensor, ci, model_name, config); !st.ok()) return st;
   }
-  // The config's inputs present, in config order: input_names itself when it is exactly the
-  // config's inputs and all are present (the common case: no list built per request).
-  bool names_are_config = all_present && input_names.size() == static_cast<size_t>(config.input_size());
-  for (int i = 0; names_are_config && i < config.input_size(); ++i)
-    names_are_config = input_names[static_cast<size_t>(i)] == config.input(i).name();
+  // The config's inputs present, in config order: input_names itself (the config's inputs, in
+  // config order) when all are, the common case with no list built per request; else those
+  // marked '+' in `presence` (one mark per config input, in the same order).
+  const bool all_present = presence.find('-') == std::string::npos;
   std::vector<std::string> present;
-  if (!names_are_config) {
-    present.reserve(static_cast<size_t>(config.input_size()));
-    for (const auto& ci : config.input())
-      if (find_input(ci.name()) != nullptr) present.push_back(ci.name());
+  if (!all_present) {
+    for (size_t i = 0; i < presence.size() && i < input_names.size(); ++i)
+      if (presence[i] == '+') present.push_back(input_names[i]);
   }
   // Rows (the inputs must agree on dim 0) and the key of non-batch shapes.
-  auto shape = ComputeBatchShape(request, names_are_config ? input_names : present, batching);
+  auto shape = ComputeBatchShape(request, all_present ? input_names : present, batching);
   if (!shape.ok()) return shape.status();
   for (const auto& out : request.outputs) {
     if (std::find(output_names.begin(), output_names.end(), out.name) == output_names.end())

@@ -315,13 +315,12 @@ void ServedModelVersion::ExecuteBatch(int instance, Batch batch) {
 
 void ServedModelVersion::AnswerCancelled(Batch& batch) {
   // A client that went away after dispatch: answer it now rather than compute for nobody.
-  const bool any_cancelled = std::any_of(batch.requests.begin(), batch.requests.end(), [](const auto& p) {
-    return p->context.cancelled && p->context.cancelled->load();
-  });
+  const bool any_cancelled = std::any_of(batch.requests.begin(), batch.requests.end(),
+                                         [](const auto& p) { return p->context.IsCancelled(); });
   if (!any_cancelled) return;  // the batch as it is (no vector built)
   std::vector<std::unique_ptr<PendingRequest>> live;
   for (auto& p : batch.requests) {
-    if (p->context.cancelled && p->context.cancelled->load()) {
+    if (p->context.IsCancelled()) {
       Finish(*p, Status(StatusCode::kCancelled, "the client went away before the request was computed"), nanoseconds(0));
     } else {
       live.push_back(std::move(p));

@@ -19,12 +19,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
-import isa_mask  # noqa: E402  (cpu_flags)
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_qdq_models  # noqa: E402
-from int8_anchor import int8_anchor_run  # noqa: E402
+from int8_anchor import has_vnni_or_amx, int8_anchor_run  # noqa: E402
 
 INFERLOOP = None
 WORK = None
@@ -137,8 +134,7 @@ class TestQdqVsOrt(unittest.TestCase, QdqMixin):
     env = {"ONEDNN_VERBOSE": "1"}
 
     def test_models_match_onnxruntime(self):
-        flags = isa_mask.cpu_flags()
-        native = bool(flags & {"amx_int8", "avx512_vnni", "avx_vnni"})
+        native = has_vnni_or_amx()
         for name in models():
             with self.subTest(name):
                 log = self.check_against_ort(name)

@@ -98,7 +98,7 @@ bool ProcessingModelVersion::Infer(serve::InferRequest&& request, serve::Request
 
 void ProcessingModelVersion::ExecuteBatch(serve::Batch batch) {
   for (auto& p : batch.requests) {
-    if (p->context.cancelled && p->context.cancelled->load()) {
+    if (p->context.IsCancelled()) {
       Answer(*p, Status(StatusCode::kCancelled, "the request was cancelled"));
       continue;
     }
