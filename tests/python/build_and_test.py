@@ -5,7 +5,8 @@
 1. `pip wheel . --no-build-isolation --no-deps` (scikit-build-core and nanobind come pinned from
    scripts/requirements-dev.txt, so no network is needed) with CMake's build folder in --build-dir
    (default <repo>/build-python: a fixed folder next to build/ lets ccache reuse the main build's
-   objects when --build-type matches it), the wheel into a temp dir;
+   objects when --build-type and the compilers (--cc, --cxx) match it and ccache runs with
+   CCACHE_BASEDIR=<repo> and CCACHE_NOHASHDIR=1, as scripts/test.sh sets), the wheel into a temp dir;
 2. `pip install --no-deps --target` that temp dir;
 3. every tests/python/test_*.py (test_inferloop_ort_api.py: the ONNX Runtime API;
    test_inferloop_llm_tools.py: LLM, quantize, compare) with the installed package first on PYTHONPATH.
@@ -28,12 +29,20 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(REPO, "build-python"))
     ap.add_argument("--build-type", default="Release")
     ap.add_argument("--generator", default="", help="CMake generator (default: scikit-build-core's choice)")
+    ap.add_argument("--cc", default="", help="C compiler for a new build folder (CC; ctest passes its build's)")
+    ap.add_argument("--cxx", default="", help="C++ compiler for a new build folder (CXX; ctest passes its build's)")
     ap.add_argument("--tests", nargs="+", default=None,
                     help="test scripts in tests/python to run (default: every test_*.py)")
     args = ap.parse_args()
     env = dict(os.environ)
     if args.generator:
         env["CMAKE_GENERATOR"] = args.generator
+    # The main build's compilers by the same name: ccache hashes the name, so /usr/bin/c++ and
+    # g++ (scikit-build-core's pick) would miss each other's objects.
+    if args.cc:
+        env["CC"] = args.cc
+    if args.cxx:
+        env["CXX"] = args.cxx
     with tempfile.TemporaryDirectory(prefix="inferloop-py-") as tmp:
         wheels, site = os.path.join(tmp, "wheels"), os.path.join(tmp, "site")
         t0 = time.monotonic()
