@@ -87,16 +87,20 @@ class IdleTest(unittest.TestCase):
         for n in PLAIN:
             make_model(cls.repo, n)
         make_model(cls.repo, HOT, hot=True)
-        # Each model's memory as the server measures it (around its load: it varies from load to
-        # load, up to about twice), to size a budget that fits the hot model and at least one
-        # other but not all: 2.5 of the largest; six or seven models are at least three of them.
+        # Each model's memory as the server measures it (the resident memory it added while it
+        # loaded), to size a budget that fits the hot model and at least one other but not all:
+        # the hot model plus 2.5 of the median model. Not of the largest: the first model a server
+        # loads is also charged with the process's one-time set-up, 2 to 3 times a later one (MiB
+        # in the start-up order: hot 24, m0 16, the rest 8; in explicit mode m0 24, m1 16, the
+        # rest 8), so 2.5 of the largest could hold every model of explicit mode's start-up list
+        # and the policy had nothing to unload (CI: "not within 30s: m0 unloaded while idle").
         with Server(INFERLOOP, cls.repo, "--idle-release-after", "0") as srv:
             text = metrics(srv.metrics_port)
             cls.bytes = {n: metric_value(text, "inferloop_model_memory_bytes", model=n) for n in PLAIN + [HOT]}
             srv.terminate()
         for n, b in cls.bytes.items():
             assert b and b >= 8 << 20, (n, b)  # the 8 MiB weight at least
-        cls.budget = int(cls.bytes[HOT] + 2.5 * max(cls.bytes[n] for n in PLAIN))
+        cls.budget = int(cls.bytes[HOT] + 2.5 * sorted(cls.bytes[n] for n in PLAIN)[len(PLAIN) // 2])
 
     @classmethod
     def tearDownClass(cls):
