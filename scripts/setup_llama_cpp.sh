@@ -3,7 +3,7 @@
 # scripts/requirements-llama-cpp.txt) into the project venv: the anchor that the LLM tests
 # (tests/e2e/test_llama_cpp.py) and benchmarks (bench/llm_bench.py) compare inferloop with.
 # PyPI ships it as source: pip compiles llama.cpp with its defaults (ggml native for this CPU,
-# weight repacking on; no tools, examples or server), which takes several minutes.
+# weight repacking on; no tools, examples, server or multimodal library), which takes several minutes.
 #
 # Compiler: on a CPU with AMX, clang-14 (with its OpenMP, libomp-14-dev) and -D__AMX_INT8__.
 # GCC 12's <amxtileintrin.h> (Debian 12) declares that ldtilecfg reads 8 bytes of the 64-byte
@@ -24,7 +24,10 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 [ -x "$PY" ] || { echo "setup_llama_cpp: no .venv (run scripts/setup_venv.sh first)" >&2; exit 1; }
 want=$(grep -E '^llama-cpp-python==' scripts/requirements-llama-cpp.txt | cut -d= -f3)
-args="-DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF"
+# LLAVA_BUILD=OFF: not the multimodal library (libmtmd: clip, audio), which no text test or bench
+# loads (llama_cpp imports it only for its vision chat handlers): less of CI's build time, and the
+# text path (libllama, ggml-cpu) is built exactly as by default.
+args="-DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF"
 if grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
   for tool in clang-14 clang++-14; do
     command -v "$tool" >/dev/null || { echo "setup_llama_cpp: this CPU has AMX: llama.cpp is built with $tool (scripts/install_deps.sh installs it)" >&2; exit 1; }
