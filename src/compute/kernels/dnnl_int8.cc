@@ -26,11 +26,12 @@
 //
 // QConv and QMatMul run oneDNN int8 primitives (u8/s8 x s8 -> s32 accumulation, output scales
 // x_scale * w_scale / y_scale per channel, zero points, the activation as a post-op); oneDNN uses
-// AMX or AVX512-VNNI where the CPU has them and its AVX2 / SSE4.1 int8 code otherwise. Weights
-// are reordered once per plan into the layout the primitive asks for.
+// AMX or AVX512-VNNI where the CPU has them and its AVX2 / SSE4.1 int8 code otherwise (exact for
+// full-range weights through the window split, dnnl_int8_common.h). Weights are reordered once
+// per plan into the layout the primitive asks for.
 //
 // Files: dnnl_int8_qparams.cc (quantization parameters, int8 attributes, the float32 fallback's
-// conversions; dnnl_int8_common.h), dnnl_int8_conv.cc (QConv), dnnl_int8_matmul.cc (QMatMul,
+// conversions; dnnl_int8_common.h), dnnl_int8_window.cc (the window split), dnnl_int8_conv.cc (QConv), dnnl_int8_matmul.cc (QMatMul,
 // DynamicQMatMul), dnnl_int8_elementwise.cc (QAdd, QConcat), dnnl_int8_pool.cc (QMaxPool,
 // QAveragePool, QGlobalAveragePool); this file registers them.
 #include <string>

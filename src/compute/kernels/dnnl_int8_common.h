@@ -70,8 +70,10 @@ Result<bool> NhwcFromInfo(const KernelInfo& info);
 // Builds the primitive attribute: output scales, runtime zero points where nonzero, the
 // activation post-op. oneDNN computes dst = sat(round(post_ops(scales * (acc + bias))) + dst_zp)
 // with acc = sum (src - src_zp) * wei.
+// With `correction` (a float32 tensor shaped like dst), a binary-add post-op of it comes first:
+// post_ops(scales * (acc + bias) + correction) (the exact path without VNNI, below).
 dnnl::primitive_attr QuantAttr(const std::vector<float>& scales, int per_channel_mask, int32_t src_zp, const OutQuant& out,
-                               const Activation& act);
+                               const Activation& act, const memory::desc* correction = nullptr);
 
 // x_scale * w_scale[c] / y_scale (y_scale 1 for a float32 output), per channel c.
 std::vector<float> OutputScales(float x_scale, const std::vector<float>& w_scale, const OutQuant& out);
@@ -87,8 +89,9 @@ void AddZeroPoints(const ZeroPoints& z, ExecArgs& args, MemArg* src_m, MemArg* d
 // True when oneDNN's int8 kernels on this CPU accumulate u8 x s8 products exactly: with VNNI
 // (AVX512-VNNI, AVX-VNNI) or AMX. Without them (AVX2, AVX-512 before VNNI) oneDNN sums pairs of
 // products in saturating int16, which overflows for full-range int8 weights; for such weights
-// (Int8ProductsExact) QConv and QMatMul compute in float32 instead (dequantize, float primitive,
-// quantize), the float graph's semantics. ONEDNN_MAX_CPU_ISA lowers what oneDNN reports here.
+// (Int8ProductsExact) QConv and QMatMul split u8 inputs (the window split below) and compute
+// s8 inputs (and DynamicQMatMul) in float32 (dequantize, float primitive, quantize), the float
+// graph's semantics. ONEDNN_MAX_CPU_ISA lowers what oneDNN reports here.
 bool NativeInt8();
 // True when oneDNN's int8 kernels compute products with the int8 weights `w` exactly on this CPU:
 // NativeInt8(), or every |w| <= 64 (weights quantized to 7 bits, as ONNX Runtime's quantizer
@@ -97,6 +100,32 @@ bool NativeInt8();
 // saturating pair sums are exact and QConv / QMatMul keep the int8 kernels (test
 // SevenBitWeightsExactOnAvx2). Scans w once (its plan is made once per shape).
 bool Int8ProductsExact(const Tensor& w);
+
+// ---------------------------------------------------------------------------------------------
+// Exact int8 products without VNNI: the window split (dnnl_int8_window.cc)
+//
+// Without VNNI, a pair of u8 x s8 products stays exact in oneDNN's saturating int16 sums while
+// the u8 values are at most 128: 128 * 127 * 2 = 32512 and 128 * -128 * 2 = -32768 fit. So QConv
+// and QMatMul split a u8 input x with zero point zp, for full-range weights, as
+//   x = shift + win + out,  win = clamp(x - shift, 0, 128),  shift = WindowShift(zp):
+// oneDNN's int8 kernel multiplies win (its zero point zp - shift) exactly, and the few values
+// outside the window (out != 0: 0.4% of ResNet-50's activations, 1.4% of BERT's, measured on the
+// zoo's QDQ files) are added to the scaled accumulator by the kernel itself, as a float32
+// binary-add post-op (the correction, exact up to float rounding of the scaled sum), before the
+// activation. The result is the native int8 path's, not the float graph's: exact integer sums.
+
+// True when QConv / QMatMul take the window split: no VNNI / AMX, a u8 input, weights beyond +-64.
+bool UseWindowSplit(DataType x_type, const Tensor& w);
+// The window's start for zero point zp: zp - 64 within [0, 127] (the window centred on zp).
+int32_t WindowShift(int32_t zp);
+struct WindowOutlier {
+  int64_t index;     // into x
+  int32_t residual;  // x - shift - win, nonzero
+};
+// Writes win into y (n values) and the values of x outside the window, in index order, into
+// *outliers (cleared first), on the threads claimed by `threads`.
+void SplitWindow(const uint8_t* x, uint8_t* y, int64_t n, int32_t shift, const ThreadScope& threads,
+                 std::vector<WindowOutlier>* outliers);
 
 // ---------------------------------------------------------------------------------------------
 // The float32 fallback's conversions (dnnl_int8_qparams.cc)

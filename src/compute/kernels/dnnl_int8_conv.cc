@@ -1,11 +1,14 @@
 // QConv: the INT8 2-D convolution of the QDQ fusion (semantics in dnnl_int8.cc), a oneDNN int8
-// convolution, or a float32 one on CPUs without VNNI / AMX (NativeInt8).
+// convolution. On CPUs without VNNI / AMX (NativeInt8) with full-range weights: u8 inputs split
+// (the window split, dnnl_int8_common.h), s8 ones computed in float32.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "base/status_macros.h"
 #include "compute/kernels/dnnl_int8_common.h"
 #include "compute/kernels/nn_common.h"
+#include "compute/simd/int8_loops.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
@@ -22,6 +25,16 @@ struct QConvPlan {
   std::shared_ptr<dnnl::memory> wei;  // packed weights
   std::shared_ptr<std::vector<float>> bias_f32;  // f32 path
   ZeroPoints zp;
+  // The window split (dnnl_int8_common.h): X's window goes to `prim`, or to `prim_corr` (the
+  // correction, shaped like Y in NHWC, as its first post-op) when some of X's values lie outside.
+  bool window = false;
+  int32_t shift = 0;
+  dnnl::primitive prim_corr;
+  memory::desc scratch_corr_md, corr_md;
+  std::vector<float> scales;     // the output scale of each output channel
+  std::vector<int8_t> w_by_tap;  // W as [KH][KW][C][M / G]: tap (kh, kw), input channel c -> its group's outputs
+  int64_t N = 0, C = 0, H = 0, W = 0, M = 0, G = 1, OH = 0, OW = 0, KH = 0, KW = 0;
+  int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, pad[2] = {0, 0};
 };
 
 class QConvKernel final : public Kernel {
@@ -43,15 +56,43 @@ class QConvKernel final : public Kernel {
     std::shared_ptr<const QConvPlan> plan = plans_.Find(key);
     if (!plan) {
       try {
-        IL_ASSIGN_OR_RETURN(auto made, MakePlan(ctx, *x));
-        plan = plans_.Insert(key, std::move(made));
+        Result<std::shared_ptr<const QConvPlan>> made = Status::Internal("no plan");
+        try {
+          made = MakePlan(ctx, *x, /*window_ok=*/true);
+        } catch (const dnnl::error&) {
+          if (!UseWindowSplit(x_.type, w_)) throw;
+          made = MakePlan(ctx, *x, /*window_ok=*/false);  // the float32 path instead
+        }
+        if (!made.ok()) return made.status();
+        plan = plans_.Insert(key, std::move(*made));
       } catch (const dnnl::error& e) {
         return Status::Unimplemented(ctx.node().Describe() + ": oneDNN has no int8 convolution for this case: " + e.what());
       }
     }
     IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(out_.float_out ? DataType::kFloat : out_.q.type, plan->y_storage));
     if (plan->f32) return RunF32(ctx, *plan, *x, &y);
-    MemArg user_src(plan->user_src_md, x->raw_data()), src_tmp, user_dst(plan->user_dst_md, y.raw_data()), dst_tmp, bias, zs, zd;
+    const void* x_data = x->raw_data();
+    const dnnl::primitive* prim = &plan->prim;
+    const memory::desc* scratch_md = &plan->scratch_md;
+    MemArg corr;
+    if (plan->window) {
+      void* win = ThreadScratch(1, static_cast<size_t>(x->size()));
+      if (win == nullptr) return Status::ResourceExhausted("QConv: out of memory for the input's window");
+      std::vector<WindowOutlier> outliers;
+      SplitWindow(x->data<uint8_t>(), static_cast<uint8_t*>(win), x->size(), plan->shift, threads, &outliers);
+      x_data = win;
+      if (!outliers.empty()) {
+        const size_t ny = static_cast<size_t>(plan->N * plan->OH * plan->OW * plan->M);
+        float* c = static_cast<float*>(ThreadScratch(4, ny * sizeof(float)));
+        if (c == nullptr) return Status::ResourceExhausted("QConv: out of memory for the correction");
+        threads.ParallelFor(static_cast<int64_t>(ny), 1 << 16, [&](int64_t b, int64_t e) { std::fill(c + b, c + e, 0.f); });
+        AddCorrections(*plan, outliers, threads, c);
+        corr = MemArg(plan->corr_md, c);
+        prim = &plan->prim_corr;
+        scratch_md = &plan->scratch_corr_md;
+      }
+    }
+    MemArg user_src(plan->user_src_md, x_data), src_tmp, user_dst(plan->user_dst_md, y.raw_data()), dst_tmp, bias, zs, zd;
     dnnl_memory_t src = user_src.get(), dst = user_dst.get();
     if (plan->src_in) {
       void* buf = ThreadScratch(0, plan->src_md.get_size());
@@ -75,7 +116,8 @@ class QConvKernel final : public Kernel {
       args.Add(DNNL_ARG_BIAS, bias.get());
     }
     AddZeroPoints(plan->zp, args, &zs, &zd);
-    IL_RETURN_IF_ERROR(Execute(plan->prim, plan->scratch_md, args, "QConv"));
+    if (corr) args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, corr.get());
+    IL_RETURN_IF_ERROR(Execute(*prim, *scratch_md, args, "QConv"));
     if (plan->dst_out) IL_RETURN_IF_ERROR(RunReorder(*plan->dst_out, dst, user_dst.get()));
     ctx.SetOutput(0, std::move(y));
     return Status::Ok();
@@ -105,7 +147,59 @@ class QConvKernel final : public Kernel {
     return Status::Ok();
   }
 
-  Result<std::shared_ptr<const QConvPlan>> MakePlan(KernelContext& ctx, const Tensor& x) const {
+  // Adds each outlier's products to the correction c ([N, OH, OW, M], scaled like the
+  // accumulator): x's value at (n, h, w, ci) meets tap (kh, kw) of output (oh, ow) where
+  // oh * stride - pad + kh * dilation = h (and likewise for w). The terms (outlier, tap) are
+  // listed once, then added in one call per thread.
+  void AddCorrections(const QConvPlan& p, const std::vector<WindowOutlier>& outliers, const ThreadScope& threads, float* c) const {
+    const int64_t mg = p.M / p.G, cg = p.C / p.G;
+    // terms[part][g]: the terms of the part-th run of outliers (in order) in group g.
+    const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads.threads(), static_cast<int64_t>(outliers.size()) / 64));
+    std::vector<std::vector<std::vector<simd::ScaledS8Term>>> terms(static_cast<size_t>(parts));
+    const int64_t per = (static_cast<int64_t>(outliers.size()) + parts - 1) / parts;
+    threads.ParallelFor(parts, 1, [&](int64_t b, int64_t e) {
+      for (int64_t part = b; part < e; ++part) {
+        auto& by_group = terms[static_cast<size_t>(part)];
+        by_group.resize(static_cast<size_t>(p.G));
+        const int64_t lo = part * per, hi = std::min<int64_t>(static_cast<int64_t>(outliers.size()), lo + per);
+        if (p.G == 1) by_group[0].reserve(static_cast<size_t>(std::max<int64_t>(0, hi - lo) * p.KH * p.KW));
+        for (int64_t k = lo; k < hi; ++k) {
+          const WindowOutlier& o = outliers[static_cast<size_t>(k)];
+          int64_t i = o.index, n, ci, h, w;
+          if (nhwc_) {
+            ci = i % p.C, i /= p.C, w = i % p.W, i /= p.W, h = i % p.H, n = i / p.H;
+          } else {
+            w = i % p.W, i /= p.W, h = i % p.H, i /= p.H, ci = i % p.C, n = i / p.C;
+          }
+          const int64_t g = ci / cg;
+          for (int64_t kh = 0; kh < p.KH; ++kh) {
+            const int64_t th = h + p.pad[0] - kh * p.dil[0];
+            if (th < 0 || th % p.stride[0] != 0 || th / p.stride[0] >= p.OH) continue;
+            for (int64_t kw = 0; kw < p.KW; ++kw) {
+              const int64_t tw = w + p.pad[1] - kw * p.dil[1];
+              if (tw < 0 || tw % p.stride[1] != 0 || tw / p.stride[1] >= p.OW) continue;
+              by_group[static_cast<size_t>(g)].push_back({((n * p.OH + th / p.stride[0]) * p.OW + tw / p.stride[1]) * p.M + g * mg,
+                                                           ((kh * p.KW + kw) * p.C + ci) * mg, static_cast<float>(o.residual)});
+            }
+          }
+        }
+      }
+    });
+    // Threads take slices of each group's output channels (no two write one element); each
+    // element gets its terms in outlier order whatever the number of threads.
+    for (int64_t g = 0; g < p.G; ++g) {
+      threads.ParallelFor(mg, 16, [&](int64_t j0, int64_t j1) {
+        for (const auto& by_group : terms) {
+          const auto& t = by_group[static_cast<size_t>(g)];
+          if (!t.empty())
+            simd::AddScaledS8Batch(c + j0, p.w_by_tap.data() + j0, p.scales.data() + g * mg + j0, t.data(),
+                                   static_cast<int64_t>(t.size()), j1 - j0);
+        }
+      });
+    }
+  }
+
+  Result<std::shared_ptr<const QConvPlan>> MakePlan(KernelContext& ctx, const Tensor& x, bool window_ok) const {
     const int64_t N = x.dim(0), C = nhwc_ ? x.dim(3) : x.dim(1);
     const int64_t H = nhwc_ ? x.dim(1) : x.dim(2), W = nhwc_ ? x.dim(2) : x.dim(3);
     const int64_t M = w_.dim(0), G = attrs_.group;
@@ -123,13 +217,13 @@ class QConvKernel final : public Kernel {
     const memory::desc user_wei_md(wd, dt::s8, G > 1 ? tag::goihw : tag::oihw);
     plan->bias_md = memory::desc({M}, dt::s32, tag::a);
     const memory::desc src_md(xd, DnnlType(x_.type), tag::nhwc), dst_md(yd, ydt, tag::nhwc), wei_any(wd, dt::s8, tag::any);
-    plan->zp.src = x_.zp;
     plan->zp.dst = out_.float_out ? 0 : out_.q.zp;
     using F = dnnl::convolution_forward;
     const memory::dims strides = {g.strides[0], g.strides[1]}, dil = {g.dilations[0] - 1, g.dilations[1] - 1},
                        pl = {g.pad_begin[0], g.pad_begin[1]}, pr = {g.pad_end[0], g.pad_end[1]};
     const auto fwd = dnnl::prop_kind::forward_inference;
-    if (!Int8ProductsExact(w_)) {
+    plan->window = window_ok && UseWindowSplit(x_.type, w_);
+    if (!Int8ProductsExact(w_) && !plan->window) {
       plan->f32 = true;
       const tag t = nhwc_ ? tag::nhwc : tag::nchw;
       plan->user_src_md = memory::desc(xd, dt::f32, t);
@@ -152,12 +246,40 @@ class QConvKernel final : public Kernel {
       IL_RETURN_IF_ERROR(RunReorder(MakeReorder(wf_user, pd.weights_desc()), user_w.get(), plan->wei->get()));
       return std::shared_ptr<const QConvPlan>(plan);
     }
-    const auto attr = QuantAttr(OutputScales(x_.scale, w_scale_, out_), 1 << 1, x_.zp, out_, act_);
+    plan->shift = plan->window ? WindowShift(x_.zp) : 0;
+    plan->zp.src = x_.zp - plan->shift;
+    const std::vector<float> scales = OutputScales(x_.scale, w_scale_, out_);
     const auto desc = bias_.defined()
                           ? F::desc(fwd, dnnl::algorithm::convolution_direct, src_md, wei_any, plan->bias_md, dst_md, strides, dil, pl, pr)
                           : F::desc(fwd, dnnl::algorithm::convolution_direct, src_md, wei_any, dst_md, strides, dil, pl, pr);
-    F::primitive_desc pd(desc, attr, Engine());
+    F::primitive_desc pd(desc, QuantAttr(scales, 1 << 1, plan->zp.src, out_, act_), Engine());
     plan->prim = F(pd);
+    if (plan->window) {
+      plan->corr_md = memory::desc(yd, dt::f32, tag::nhwc);
+      F::primitive_desc pdc(desc, QuantAttr(scales, 1 << 1, plan->zp.src, out_, act_, &plan->corr_md), Engine());
+      RejectReference(pd);
+      RejectReference(pdc);
+      // Both must take X, W and Y in one layout (they share the packed weights and the reorders).
+      if (pdc.weights_desc() != pd.weights_desc() || pdc.src_desc() != pd.src_desc() || pdc.dst_desc() != pd.dst_desc())
+        throw dnnl::error(dnnl_unimplemented, "window split: layouts differ");
+      plan->prim_corr = F(pdc);
+      plan->scratch_corr_md = pdc.scratchpad_desc();
+      plan->N = N, plan->C = C, plan->H = H, plan->W = W, plan->M = M, plan->G = G, plan->OH = g.out[0], plan->OW = g.out[1];
+      plan->KH = kernel[0], plan->KW = kernel[1];
+      for (int d = 0; d < 2; ++d) plan->stride[d] = g.strides[d], plan->dil[d] = g.dilations[d], plan->pad[d] = g.pad_begin[d];
+      plan->scales.resize(static_cast<size_t>(M));
+      for (int64_t m = 0; m < M; ++m) plan->scales[m] = scales.size() == 1 ? scales[0] : scales[m];
+      const int64_t mg = M / G, cg = C / G;
+      plan->w_by_tap.resize(static_cast<size_t>(w_.size()));
+      const int8_t* wp = w_.data<int8_t>();  // [M, C / G, KH, KW]
+      for (int64_t kh = 0; kh < plan->KH; ++kh)
+        for (int64_t kw = 0; kw < plan->KW; ++kw)
+          for (int64_t ci = 0; ci < C; ++ci)
+            for (int64_t j = 0; j < mg; ++j) {
+              const int64_t m = (ci / cg) * mg + j;
+              plan->w_by_tap[((kh * plan->KW + kw) * C + ci) * mg + j] = wp[((m * cg + ci % cg) * plan->KH + kh) * plan->KW + kw];
+            }
+    }
     plan->src_md = pd.src_desc();
     plan->dst_md = pd.dst_desc();
     plan->scratch_md = pd.scratchpad_desc();

@@ -1,10 +1,13 @@
 // QMatMul and DynamicQMatMul: the INT8 matrix products of the QDQ fusion (semantics in
-// dnnl_int8.cc), oneDNN int8 matmuls, or float32 ones on CPUs without VNNI / AMX (NativeInt8).
+// dnnl_int8.cc), oneDNN int8 matmuls. On CPUs without VNNI / AMX (NativeInt8) with full-range
+// weights: QMatMul on u8 inputs splits them (the window split, dnnl_int8_common.h), the others
+// compute in float32.
 #include <algorithm>
 #include <string>
 
 #include "base/status_macros.h"
 #include "compute/kernels/dnnl_int8_common.h"
+#include "compute/simd/int8_loops.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
@@ -21,6 +24,14 @@ struct QMatMulPlan {
   memory::desc src_md, dst_md, scratch_md, bias_md;
   std::shared_ptr<dnnl::memory> wei;
   ZeroPoints zp;
+  // The window split (dnnl_int8_common.h): A's window goes to `prim`, or to `prim_corr` (the
+  // correction as its first post-op) when some of A's values lie outside it.
+  bool window = false;
+  int32_t shift = 0;
+  dnnl::primitive prim_corr;
+  memory::desc scratch_corr_md, corr_md;
+  int post_bias_index_corr = -1;
+  std::vector<float> scales;  // the output scale of each of the N columns
 };
 
 class QMatMulKernel final : public Kernel {
@@ -48,7 +59,12 @@ class QMatMulKernel final : public Kernel {
     std::shared_ptr<const QMatMulPlan> plan = plans_.Find(key);
     if (!plan) {
       try {
-        plan = plans_.Insert(key, MakePlan(M));
+        try {
+          plan = plans_.Insert(key, MakePlan(M, /*window_ok=*/true));
+        } catch (const dnnl::error&) {
+          if (!UseWindowSplit(a_.type, b_)) throw;
+          plan = plans_.Insert(key, MakePlan(M, /*window_ok=*/false));  // the float32 path instead
+        }
       } catch (const dnnl::error& e) {
         return Status::Unimplemented(ctx.node().Describe() + ": oneDNN has no int8 matmul for this case: " + e.what());
       }
@@ -81,7 +97,36 @@ class QMatMulKernel final : public Kernel {
         QuantizeTo(yf, y.raw_data(), y.size(), out_.q, nullptr);
       }
     } else if (M > 0) {
-      MemArg src(plan->src_md, a->raw_data()), dst(plan->dst_md, y.raw_data()), bias, zs, zd;
+      const void* src_data = a->raw_data();
+      const dnnl::primitive* prim = &plan->prim;
+      const memory::desc* scratch_md = &plan->scratch_md;
+      int post_bias_index = plan->post_bias_index;
+      MemArg corr;
+      if (plan->window) {
+        void* win = ThreadScratch(1, static_cast<size_t>(a->size()));
+        std::vector<WindowOutlier> outliers;
+        if (win == nullptr) return Status::ResourceExhausted("QMatMul: out of memory for the input's window");
+        SplitWindow(a->data<uint8_t>(), static_cast<uint8_t*>(win), a->size(), plan->shift, threads, &outliers);
+        src_data = win;
+        if (!outliers.empty()) {
+          float* c = static_cast<float*>(ThreadScratch(4, static_cast<size_t>(M * N) * sizeof(float)));
+          if (c == nullptr) return Status::ResourceExhausted("QMatMul: out of memory for the correction");
+          threads.ParallelFor(M * N, 1 << 16, [&](int64_t b, int64_t e) { std::fill(c + b, c + e, 0.f); });
+          std::vector<simd::ScaledS8Term> terms(outliers.size());
+          for (size_t i = 0; i < outliers.size(); ++i)
+            terms[i] = {(outliers[i].index / K) * N, (outliers[i].index % K) * N, static_cast<float>(outliers[i].residual)};
+          // Threads take slices of the N columns (no two write one element).
+          threads.ParallelFor(N, 64, [&](int64_t n0, int64_t n1) {
+            simd::AddScaledS8Batch(c + n0, b_.data<int8_t>() + n0, plan->scales.data() + n0, terms.data(),
+                                   static_cast<int64_t>(terms.size()), n1 - n0);
+          });
+          corr = MemArg(plan->corr_md, c);
+          prim = &plan->prim_corr;
+          scratch_md = &plan->scratch_corr_md;
+          post_bias_index = plan->post_bias_index_corr;
+        }
+      }
+      MemArg src(plan->src_md, src_data), dst(plan->dst_md, y.raw_data()), bias, zs, zd;
       ExecArgs args;
       args.Add(DNNL_ARG_SRC, src.get());
       args.Add(DNNL_ARG_WEIGHTS, plan->wei->get());
@@ -91,19 +136,21 @@ class QMatMulKernel final : public Kernel {
         args.Add(DNNL_ARG_BIAS, bias.get());
       }
       AddZeroPoints(plan->zp, args, &zs, &zd);
+      if (corr) args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, corr.get());
       MemArg pb;
-      if (plan->post_bias_index >= 0) {
+      if (post_bias_index >= 0) {
         pb = MemArg(plan->post_bias_md, post_bias_.raw_data());
-        args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(plan->post_bias_index) | DNNL_ARG_SRC_1, pb.get());
+        args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_bias_index) | DNNL_ARG_SRC_1, pb.get());
       }
-      IL_RETURN_IF_ERROR(Execute(plan->prim, plan->scratch_md, args, "QMatMul"));
+      IL_RETURN_IF_ERROR(Execute(*prim, *scratch_md, args, "QMatMul"));
     }
     ctx.SetOutput(0, std::move(y));
     return Status::Ok();
   }
 
  private:
-  std::shared_ptr<const QMatMulPlan> MakePlan(int64_t M) const {
+  // window_ok: the window split where it applies (UseWindowSplit), else the float32 path there.
+  std::shared_ptr<const QMatMulPlan> MakePlan(int64_t M, bool window_ok) const {
     const int64_t K = b_.dim(0), N = b_.dim(1);
     auto plan = std::make_shared<QMatMulPlan>();
     const dt ydt = out_.float_out ? dt::f32 : DnnlType(out_.q.type);
@@ -111,7 +158,8 @@ class QMatMulKernel final : public Kernel {
     plan->src_md = memory::desc(md, DnnlType(a_.type), tag::ab);
     plan->dst_md = memory::desc({md[0], N}, ydt, tag::ab);
     plan->bias_md = memory::desc({1, N}, dt::s32, tag::ab);
-    if (!Int8ProductsExact(b_)) {
+    plan->window = window_ok && UseWindowSplit(a_.type, b_);
+    if (!Int8ProductsExact(b_) && !plan->window) {
       plan->f32 = true;
       plan->src_md = memory::desc(md, dt::f32, tag::ab);
       plan->dst_md = memory::desc({md[0], N}, dt::f32, tag::ab);
@@ -133,34 +181,53 @@ class QMatMulKernel final : public Kernel {
       return plan;
     }
     const memory::desc wei_any({K, N}, dt::s8, tag::any), user_wei({K, N}, dt::s8, tag::ab);
-    plan->zp.src = a_.zp;
+    plan->shift = plan->window ? WindowShift(a_.zp) : 0;
+    const int32_t src_zp = a_.zp - plan->shift;
+    plan->zp.src = src_zp;
     plan->zp.dst = out_.float_out || deq_out_ ? 0 : out_.q.zp;
-    dnnl::primitive_attr attr;
-    if (deq_out_) {
-      // f32 dst: v = scale * acc, activation, round half to even, clip to the 8-bit range less the
-      // zero point, times y_scale, plus the post bias: DequantizeLinear(QuantizeLinear(.)) + bias.
-      plan->dst_md = memory::desc({md[0], N}, dt::f32, tag::ab);
-      dnnl::post_ops po;
-      AppendActivation(act_, po);
-      po.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
-      po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, Lo(out_.q.type) - out_.q.zp, Hi(out_.q.type) - out_.q.zp);
-      po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, out_.q.scale, 0.f);
-      if (post_bias_.defined()) {
-        plan->post_bias_index = po.len();
-        plan->post_bias_md = memory::desc({1, N}, dt::f32, tag::ab);
-        po.append_binary(dnnl::algorithm::binary_add, plan->post_bias_md);
+    const std::vector<float> scales = OutputScales(a_.scale, b_scale_, out_);
+    if (deq_out_) plan->dst_md = memory::desc({md[0], N}, dt::f32, tag::ab);
+    // The primitive, with the correction as its first post-op when `corr` is set.
+    auto make = [&](const memory::desc* corr, dnnl::primitive* prim, memory::desc* scratch, int* post_bias_index) {
+      dnnl::primitive_attr attr;
+      if (deq_out_) {
+        // f32 dst: v = scale * acc, activation, round half to even, clip to the 8-bit range less the
+        // zero point, times y_scale, plus the post bias: DequantizeLinear(QuantizeLinear(.)) + bias.
+        dnnl::post_ops po;
+        if (corr != nullptr) po.append_binary(dnnl::algorithm::binary_add, *corr);
+        AppendActivation(act_, po);
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_round, 0.f, 0.f);
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_clip, Lo(out_.q.type) - out_.q.zp, Hi(out_.q.type) - out_.q.zp);
+        po.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, out_.q.scale, 0.f);
+        if (post_bias_.defined()) {
+          *post_bias_index = po.len();
+          plan->post_bias_md = memory::desc({1, N}, dt::f32, tag::ab);
+          po.append_binary(dnnl::algorithm::binary_add, plan->post_bias_md);
+        }
+        attr = MakeAttr(po);
+        attr.set_output_scales(b_scale_.size() > 1 ? 1 << 1 : 0, scales);
+        if (src_zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+      } else {
+        attr = QuantAttr(scales, 1 << 1, src_zp, out_, act_, corr);
       }
-      attr = MakeAttr(po);
-      attr.set_output_scales(b_scale_.size() > 1 ? 1 << 1 : 0, OutputScales(a_.scale, b_scale_, out_));
-      if (a_.zp != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-    } else {
-      attr = QuantAttr(OutputScales(a_.scale, b_scale_, out_), 1 << 1, a_.zp, out_, act_);
+      dnnl::matmul::primitive_desc pd = bias_.defined()
+          ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wei_any, plan->bias_md, plan->dst_md), attr, Engine())
+          : dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wei_any, plan->dst_md), attr, Engine());
+      *prim = dnnl::matmul(pd);
+      *scratch = pd.scratchpad_desc();
+      return pd;
+    };
+    dnnl::matmul::primitive_desc pd = make(nullptr, &plan->prim, &plan->scratch_md, &plan->post_bias_index);
+    if (plan->window) {
+      plan->corr_md = memory::desc({md[0], N}, dt::f32, tag::ab);
+      const dnnl::matmul::primitive_desc pdc = make(&plan->corr_md, &plan->prim_corr, &plan->scratch_corr_md, &plan->post_bias_index_corr);
+      RejectReference(pd);
+      RejectReference(pdc);
+      // Both must take the weights in one layout (they share the packed copy).
+      if (pdc.weights_desc() != pd.weights_desc()) throw dnnl::error(dnnl_unimplemented, "window split: weight layouts differ");
+      plan->scales.resize(static_cast<size_t>(N));
+      for (int64_t n = 0; n < N; ++n) plan->scales[n] = scales.size() == 1 ? scales[0] : scales[n];
     }
-    dnnl::matmul::primitive_desc pd = bias_.defined()
-        ? dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wei_any, plan->bias_md, plan->dst_md), attr, Engine())
-        : dnnl::matmul::primitive_desc(dnnl::matmul::desc(plan->src_md, wei_any, plan->dst_md), attr, Engine());
-    plan->prim = dnnl::matmul(pd);
-    plan->scratch_md = pd.scratchpad_desc();
     plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
     dnnl::memory user_w(user_wei, Engine(), const_cast<void*>(b_.raw_data()));
     const ReorderPrim r = MakeReorder(user_wei, pd.weights_desc());

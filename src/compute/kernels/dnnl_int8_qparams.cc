@@ -84,8 +84,9 @@ Result<bool> NhwcFromInfo(const KernelInfo& info) {
 }
 
 dnnl::primitive_attr QuantAttr(const std::vector<float>& scales, int per_channel_mask, int32_t src_zp, const OutQuant& out,
-                               const Activation& act) {
+                               const Activation& act, const memory::desc* correction) {
   dnnl::post_ops po;
+  if (correction != nullptr) po.append_binary(dnnl::algorithm::binary_add, *correction);
   AppendActivation(act, po);
   dnnl::primitive_attr attr = MakeAttr(po);
   attr.set_output_scales(scales.size() > 1 ? per_channel_mask : 0, scales);

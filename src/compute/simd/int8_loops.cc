@@ -13,6 +13,12 @@ template <Isa kIsa, typename T>
 void MaxInto(T* acc, const T* x, int64_t n);
 template <Isa kIsa, typename T>
 void SumInto(int32_t* acc, const T* x, int64_t n);
+template <Isa kIsa>
+int64_t ClampToWindow(const uint8_t* x, uint8_t* y, int64_t n, int32_t shift);
+template <Isa kIsa>
+void AddScaledS8(float* y, const int8_t* w, const float* s, float r, int64_t n);
+template <Isa kIsa>
+void AddScaledS8Batch(float* y, const int8_t* w, const float* s, const ScaledS8Term* terms, int64_t count, int64_t n);
 }  // namespace int8_impl
 
 template <typename TA, typename TB, typename TY>
@@ -28,6 +34,24 @@ void MaxInto(T* acc, const T* x, int64_t n) {
 template <typename T>
 void SumInto(int32_t* acc, const T* x, int64_t n) {
   CallForActiveIsa([&](auto isa) { int8_impl::SumInto<decltype(isa)::value>(acc, x, n); });
+}
+
+int64_t ClampToWindow(const uint8_t* x, uint8_t* y, int64_t n, int32_t shift) {
+  int64_t outside = 0;
+  // Chunks keep the vectorized loop's int32 count from overflowing.
+  for (int64_t b = 0; b < n; b += int64_t{1} << 30) {
+    const int64_t len = n - b < (int64_t{1} << 30) ? n - b : int64_t{1} << 30;
+    CallForActiveIsa([&](auto isa) { outside += int8_impl::ClampToWindow<decltype(isa)::value>(x + b, y + b, len, shift); });
+  }
+  return outside;
+}
+
+void AddScaledS8(float* y, const int8_t* w, const float* s, float r, int64_t n) {
+  CallForActiveIsa([&](auto isa) { int8_impl::AddScaledS8<decltype(isa)::value>(y, w, s, r, n); });
+}
+
+void AddScaledS8Batch(float* y, const int8_t* w, const float* s, const ScaledS8Term* terms, int64_t count, int64_t n) {
+  CallForActiveIsa([&](auto isa) { int8_impl::AddScaledS8Batch<decltype(isa)::value>(y, w, s, terms, count, n); });
 }
 
 #define IL_ADD_REQUANT(TA, TB, TY) \

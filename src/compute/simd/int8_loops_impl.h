@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "compute/simd/cpu_isa.h"
+#include "compute/simd/int8_loops.h"
 
 namespace inferloop {
 namespace simd {
@@ -44,6 +45,29 @@ void SumInto(int32_t* __restrict acc, const T* __restrict x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
 
+template <Isa kIsa>
+int64_t ClampToWindow(const uint8_t* __restrict x, uint8_t* __restrict y, int64_t n, int32_t shift) {
+  int32_t outside = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t v = static_cast<int32_t>(x[i]) - shift;
+    int32_t c = v < 0 ? 0 : v;
+    c = 128 < c ? 128 : c;
+    outside += c != v;
+    y[i] = static_cast<uint8_t>(c);
+  }
+  return outside;
+}
+
+template <Isa kIsa>
+void AddScaledS8(float* __restrict y, const int8_t* __restrict w, const float* __restrict s, float r, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += (r * static_cast<float>(w[i])) * s[i];
+}
+
+template <Isa kIsa>
+void AddScaledS8Batch(float* y, const int8_t* w, const float* s, const ScaledS8Term* terms, int64_t count, int64_t n) {
+  for (int64_t t = 0; t < count; ++t) AddScaledS8<kIsa>(y + terms[t].y_offset, w + terms[t].w_offset, s, terms[t].r, n);
+}
+
 }  // namespace int8_impl
 }  // namespace simd
 }  // namespace inferloop
@@ -64,4 +88,8 @@ void SumInto(int32_t* __restrict acc, const T* __restrict x, int64_t n) {
   template void inferloop::simd::int8_impl::MaxInto<isa, uint8_t>(uint8_t*, const uint8_t*, int64_t); \
   template void inferloop::simd::int8_impl::MaxInto<isa, int8_t>(int8_t*, const int8_t*, int64_t);    \
   template void inferloop::simd::int8_impl::SumInto<isa, uint8_t>(int32_t*, const uint8_t*, int64_t); \
-  template void inferloop::simd::int8_impl::SumInto<isa, int8_t>(int32_t*, const int8_t*, int64_t);
+  template void inferloop::simd::int8_impl::SumInto<isa, int8_t>(int32_t*, const int8_t*, int64_t); \
+  template int64_t inferloop::simd::int8_impl::ClampToWindow<isa>(const uint8_t*, uint8_t*, int64_t, int32_t); \
+  template void inferloop::simd::int8_impl::AddScaledS8<isa>(float*, const int8_t*, const float*, float, int64_t); \
+  template void inferloop::simd::int8_impl::AddScaledS8Batch<isa>(float*, const int8_t*, const float*,             \
+                                                                  const inferloop::simd::ScaledS8Term*, int64_t, int64_t);

@@ -264,5 +264,66 @@ TEST(OptQdqFusion, SevenBitWeightsExactOnAvx2) {
 // The same cases on this CPU's own path (VNNI / AMX where present).
 TEST(OptQdqFusion, AllOnesQdqExact) { CheckAllOnesQdq(); }
 
+// Full-range weights without VNNI take the window split (dnnl_int8_common.h): the u8 input's
+// values within [shift, shift + 128] go to oneDNN's int8 kernel, the others are added by the
+// kernel as a correction. Inputs spread over the whole u8 range put about half the values outside
+// the window, for zero points 0 (shift 0), 128 (shift 64) and 250 (shift 127), through a grouped,
+// strided, padded 3x3 convolution with a ReLU, a dilated one over two images, and a matrix product;
+// each must stay within one output step of the unfused float graph.
+void CheckWindowSplit() {
+  for (const uint8_t zp : {uint8_t{0}, uint8_t{128}, uint8_t{250}}) {
+    const float lo = -static_cast<float>(zp) * 0.02f, hi = (255.f - static_cast<float>(zp)) * 0.02f;
+    {
+      ModelBuilder b(17);
+      b.Input("x", DataType::kFloat, {1, 8, 9, 7}).Output("y", DataType::kFloat, {1, 12, 5, 4});
+      Qdq(b, "x", "xd", 0.02f, zp);
+      Weight(b, "wd", {12, 4, 3, 3});
+      auto& conv = b.Node("Conv", {"xd", "wd"}, {"c"});
+      IntsAttr(conv, "pads", {1, 1, 1, 1});
+      IntsAttr(conv, "strides", {2, 2});
+      IntAttr(conv, "group", 2);
+      b.Node("Relu", {"c"}, {"r"});
+      Qdq(b, "r", "y", 0.1f, 0);
+      auto o = OptimizeAndCompare(LoadBuilt(b), {{"x", RandomTensor({1, 8, 9, 7}, 11, lo, hi)}}, 2, 0.1f * 1.001f, 0.f);
+      EXPECT_EQ(CountOp(o.model, "QConv"), 1) << "zp " << int{zp};
+    }
+    {
+      ModelBuilder b(17);
+      b.Input("x", DataType::kFloat, {2, 5, 8, 8}).Output("y", DataType::kFloat, {2, 6, 4, 4});
+      Qdq(b, "x", "xd", 0.02f, zp);
+      Weight(b, "wd", {6, 5, 3, 3});
+      IntsAttr(b.Node("Conv", {"xd", "wd"}, {"c"}), "dilations", {2, 2});
+      Qdq(b, "c", "y", 0.2f, 128);
+      auto o = OptimizeAndCompare(LoadBuilt(b), {{"x", RandomTensor({2, 5, 8, 8}, 12, lo, hi)}}, 2, 0.2f * 1.001f, 0.f);
+      EXPECT_EQ(CountOp(o.model, "QConv"), 1) << "zp " << int{zp};
+    }
+    {
+      ModelBuilder b(17);
+      b.Input("x", DataType::kFloat, {5, 40}).Output("y", DataType::kFloat, {5, 24});
+      Qdq(b, "x", "xd", 0.02f, zp);
+      Weight(b, "wd", {40, 24}, 0, 1);
+      b.Node("MatMul", {"xd", "wd"}, {"m"});
+      Qdq(b, "m", "y", 0.1f, 128);
+      auto o = OptimizeAndCompare(LoadBuilt(b), {{"x", RandomTensor({5, 40}, 13, lo, hi)}}, 2, 0.1f * 1.001f, 0.f);
+      EXPECT_EQ(CountOp(o.model, "QMatMul"), 1) << "zp " << int{zp};
+    }
+  }
+}
+
+TEST(OptQdqFusion, WindowSplitExactOnAvx2) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("INFERLOOP_ISA", "avx2", 1);
+        unsetenv("ONEDNN_MAX_CPU_ISA");
+        CheckWindowSplit();
+        std::fprintf(stderr, "window split on avx2: %s\n", ::testing::Test::HasFailure() ? "failed" : "passed");
+        std::exit(::testing::Test::HasFailure() ? 1 : 0);
+      },
+      ::testing::ExitedWithCode(0), "window split on avx2: passed");
+}
+
+TEST(OptQdqFusion, WindowSplitCasesOnThisCpu) { CheckWindowSplit(); }
+
 }  // namespace
 }  // namespace inferloop::testing
