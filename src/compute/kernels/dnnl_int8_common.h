@@ -122,6 +122,9 @@ struct WindowOutlier {
   int64_t index;     // into x
   int32_t residual;  // x - shift - win, nonzero
 };
+// The width of the column slices the correction is added in: at most 256 (a slice of the weights
+// then stays in cache while the terms pick its rows), at least 16, and at least `threads` slices.
+int64_t CorrectionSlice(int64_t columns, int threads);
 // Writes win into y (n values) and the values of x outside the window, in index order, into
 // *outliers (cleared first), on the threads claimed by `threads`.
 void SplitWindow(const uint8_t* x, uint8_t* y, int64_t n, int32_t shift, const ThreadScope& threads,

@@ -185,15 +185,20 @@ class QConvKernel final : public Kernel {
         }
       }
     });
-    // Threads take slices of each group's output channels (no two write one element); each
-    // element gets its terms in outlier order whatever the number of threads.
+    // Slices of each group's output channels, in parallel (no two write one element), each over
+    // all terms (a slice of the weights stays in cache); each element gets its terms in outlier
+    // order whatever the number of threads.
+    const int64_t slice = CorrectionSlice(mg, threads.threads());
     for (int64_t g = 0; g < p.G; ++g) {
-      threads.ParallelFor(mg, 16, [&](int64_t j0, int64_t j1) {
-        for (const auto& by_group : terms) {
-          const auto& t = by_group[static_cast<size_t>(g)];
-          if (!t.empty())
-            simd::AddScaledS8Batch(c + j0, p.w_by_tap.data() + j0, p.scales.data() + g * mg + j0, t.data(),
-                                   static_cast<int64_t>(t.size()), j1 - j0);
+      threads.ParallelFor((mg + slice - 1) / slice, 1, [&](int64_t b, int64_t e) {
+        for (int64_t s = b; s < e; ++s) {
+          const int64_t j0 = s * slice, len = std::min(slice, mg - j0);
+          for (const auto& by_group : terms) {
+            const auto& t = by_group[static_cast<size_t>(g)];
+            if (!t.empty())
+              simd::AddScaledS8Batch(c + j0, p.w_by_tap.data() + j0, p.scales.data() + g * mg + j0, t.data(),
+                                     static_cast<int64_t>(t.size()), len);
+          }
         }
       });
     }

@@ -115,10 +115,15 @@ class QMatMulKernel final : public Kernel {
           std::vector<simd::ScaledS8Term> terms(outliers.size());
           for (size_t i = 0; i < outliers.size(); ++i)
             terms[i] = {(outliers[i].index / K) * N, (outliers[i].index % K) * N, static_cast<float>(outliers[i].residual)};
-          // Threads take slices of the N columns (no two write one element).
-          threads.ParallelFor(N, 64, [&](int64_t n0, int64_t n1) {
-            simd::AddScaledS8Batch(c + n0, b_.data<int8_t>() + n0, plan->scales.data() + n0, terms.data(),
-                                   static_cast<int64_t>(terms.size()), n1 - n0);
+          // Slices of the N columns, in parallel (no two write one element), each over all terms:
+          // a slice of B stays in cache while the terms pick its rows.
+          const int64_t slice = CorrectionSlice(N, threads.threads());
+          threads.ParallelFor((N + slice - 1) / slice, 1, [&](int64_t b, int64_t e) {
+            for (int64_t t = b; t < e; ++t) {
+              const int64_t n0 = t * slice, len = std::min(slice, N - n0);
+              simd::AddScaledS8Batch(c + n0, b_.data<int8_t>() + n0, plan->scales.data() + n0, terms.data(),
+                                     static_cast<int64_t>(terms.size()), len);
+            }
           });
           corr = MemArg(plan->corr_md, c);
           prim = &plan->prim_corr;

@@ -16,6 +16,11 @@ bool UseWindowSplit(DataType x_type, const Tensor& w) {
 
 int32_t WindowShift(int32_t zp) { return std::clamp(zp - 64, 0, 127); }
 
+int64_t CorrectionSlice(int64_t columns, int threads) {
+  const int64_t slices = std::max<int64_t>({int64_t{1}, threads, (columns + 255) / 256});
+  return std::max<int64_t>(16, ((columns + slices - 1) / slices + 15) / 16 * 16);
+}
+
 namespace {
 
 // The outliers of x[0, n) (indices from `base`), appended to *out: blocks of 4 KiB are clamped

@@ -65,7 +65,18 @@ void AddScaledS8(float* __restrict y, const int8_t* __restrict w, const float* _
 
 template <Isa kIsa>
 void AddScaledS8Batch(float* y, const int8_t* w, const float* s, const ScaledS8Term* terms, int64_t count, int64_t n) {
-  for (int64_t t = 0; t < count; ++t) AddScaledS8<kIsa>(y + terms[t].y_offset, w + terms[t].w_offset, s, terms[t].r, n);
+  // The terms pick rows of w (and y) at random: the rows of the term 8 ahead are prefetched
+  // (measured on the QDQ ResNet-50 on an AVX2 EPYC: the loads of w were half of this loop's time).
+  constexpr int64_t kAhead = 8;
+  for (int64_t t = 0; t < count; ++t) {
+    if (t + kAhead < count) {
+      const int8_t* wn = w + terms[t + kAhead].w_offset;
+      const float* yn = y + terms[t + kAhead].y_offset;
+      for (int64_t i = 0; i < n; i += 64) __builtin_prefetch(wn + i);
+      for (int64_t i = 0; i < n; i += 16) __builtin_prefetch(yn + i, 1);
+    }
+    AddScaledS8<kIsa>(y + terms[t].y_offset, w + terms[t].w_offset, s, terms[t].r, n);
+  }
 }
 
 }  // namespace int8_impl
