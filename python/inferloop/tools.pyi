@@ -1,14 +1,14 @@
 from typing import Any, Optional, Sequence, Union
 
 def quantize(model: str, output: str, calibration: Optional[str] = None, *, method: str = "minmax",
-             percentile: float = 99.99, per_channel: bool = False, dynamic: bool = False,
+             percentile: float = 99.99, per_channel: bool = False, reduce_range: bool = False, dynamic: bool = False,
              quantize_activation_matmul: bool = False, exclude: Union[str, Sequence[str], None] = None,
              max_accuracy_drop: Optional[float] = None, eval: Optional[str] = None, stats: Optional[str] = None,
              timing_runs: int = 30, progress: bool = False) -> dict[str, Any]:
     """Post-training INT8 quantization of an ONNX model, as `inferloop quantize` (same options).
 
     Returns {model, output, mode ('static'|'dynamic'), method (None for dynamic), per_channel,
-    quantized_nodes, qdq_tensors, excluded, kept_fp32, warnings, eval (None, or {samples, metric,
+    reduce_range, quantized_nodes, qdq_tensors, excluded, kept_fp32, warnings, eval (None, or {samples, metric,
     fp32, int8, drop, cosine, agreement[, within_bound]}), model_bytes, output_bytes,
     timing (None, or {runs, fp32_ms, int8_ms}), log (the CLI's text)}."""
 

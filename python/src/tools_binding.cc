@@ -68,6 +68,7 @@ nb::dict QuantizeReportDict(const QuantizeOptions& o, const QuantizeReport& r, c
   d["mode"] = o.dynamic ? "dynamic" : "static";
   d["method"] = o.dynamic ? nb::none() : nb::object(nb::str(CalibrationMethodName(o.method)));
   d["per_channel"] = o.per_channel;
+  d["reduce_range"] = o.reduce_range;
   d["quantized_nodes"] = r.quantized_nodes;
   d["qdq_tensors"] = r.qdq_tensors;
   d["excluded"] = o.exclude;
@@ -103,7 +104,7 @@ nb::dict QuantizeReportDict(const QuantizeOptions& o, const QuantizeReport& r, c
 }
 
 nb::dict Quantize(const std::string& model, const std::string& output, const std::optional<std::string>& calibration,
-                  const std::string& method, double percentile, bool per_channel, bool dynamic,
+                  const std::string& method, double percentile, bool per_channel, bool reduce_range, bool dynamic,
                   bool quantize_activation_matmul, const Names& exclude, std::optional<double> max_accuracy_drop,
                   const std::optional<std::string>& eval, const std::optional<std::string>& stats, int timing_runs,
                   bool progress) {
@@ -111,6 +112,7 @@ nb::dict Quantize(const std::string& model, const std::string& output, const std
   o.model = model;
   o.output = output;
   SetCalibrationOptions(o, calibration, eval, stats, method, percentile, per_channel, progress);
+  o.reduce_range = reduce_range;
   o.dynamic = dynamic;
   o.quantize_activation_matmul = quantize_activation_matmul;
   o.exclude = NameList(exclude);
@@ -172,7 +174,7 @@ nb::object Compare(const std::string& model_a, const std::optional<std::string>&
 void RegisterTools(nb::module_& m) {
   m.def("quantize", &Quantize, nb::arg("model"), nb::arg("output"), nb::arg("calibration").none() = nb::none(),
         nb::kw_only(), nb::arg("method") = "minmax", nb::arg("percentile") = 99.99, nb::arg("per_channel") = false,
-        nb::arg("dynamic") = false, nb::arg("quantize_activation_matmul") = false,
+        nb::arg("reduce_range") = false, nb::arg("dynamic") = false, nb::arg("quantize_activation_matmul") = false,
         nb::arg("exclude").none() = nb::none(), nb::arg("max_accuracy_drop").none() = nb::none(),
         nb::arg("eval").none() = nb::none(), nb::arg("stats").none() = nb::none(), nb::arg("timing_runs") = 30,
         nb::arg("progress") = false,

@@ -32,6 +32,8 @@ Runner AddQuantizeCommand(CLI::App& app) {
       ->default_val(99.99)
       ->check(CLI::Range(0.0, 100.0));
   cmd->add_flag("--per-channel", args->o.per_channel, "Weights per output channel (default: per tensor)");
+  cmd->add_flag("--reduce-range", args->o.reduce_range,
+                "7-bit weights ([-64, 64]): faster on CPUs without VNNI (AVX2), slightly less accurate");
   cmd->add_option("--exclude", args->exclude, "Comma-separated node names to keep FP32");
   cmd->add_flag("--dynamic", args->o.dynamic,
                 "Dynamic quantization: MatMul/Gemm weights int8, activations quantized at run time (no calibration)");

@@ -21,6 +21,7 @@ namespace inferloop {
 
 struct DynamicQuantOptions {
   bool per_channel = false;
+  bool reduce_range = false;  // weights in [-64, 64] (qdq_writer.h kReducedWeightLevel)
   std::set<std::string> exclude;  // node ids (qdq_writer.h NodeId) kept FP32
 };
 

@@ -29,7 +29,8 @@ ActivationQuant ActivationParams(const QuantRange& r) {
   return q;
 }
 
-Result<WeightQuant> QuantizeWeightSymmetric(const Tensor& w_in, int axis) {
+Result<WeightQuant> QuantizeWeightSymmetric(const Tensor& w_in, int axis, int max_level) {
+  if (max_level < 1 || max_level > 127) return Status::InvalidArgument("weight level must be in [1, 127]");
   Tensor w = w_in;
   if (w.dtype() != DataType::kFloat) {
     if (w.dtype() != DataType::kDouble && w.dtype() != DataType::kFloat16 && w.dtype() != DataType::kBFloat16)
@@ -47,12 +48,13 @@ Result<WeightQuant> QuantizeWeightSymmetric(const Tensor& w_in, int axis) {
   const float* p = w.data<float>();
   for (int64_t i = 0; i < n; ++i) absmax[channel_of(i)] = std::max(absmax[channel_of(i)], static_cast<double>(std::fabs(p[i])));
   WeightQuant q;
-  for (double a : absmax) q.scales.push_back(a > 0 && std::isfinite(a) ? static_cast<float>(a / 127.0) : 1.0f);
+  const double level = max_level;
+  for (double a : absmax) q.scales.push_back(a > 0 && std::isfinite(a) ? static_cast<float>(a / level) : 1.0f);
   IL_ASSIGN_OR_RETURN(q.values, Tensor::Create(DataType::kInt8, w.shape()));
   int8_t* out = q.values.data<int8_t>();
   for (int64_t i = 0; i < n; ++i) {
     const double v = std::nearbyint(static_cast<double>(p[i]) / static_cast<double>(q.scales[channel_of(i)]));
-    out[i] = static_cast<int8_t>(std::clamp(std::isfinite(v) ? v : 0.0, -127.0, 127.0));
+    out[i] = static_cast<int8_t>(std::clamp(std::isfinite(v) ? v : 0.0, -level, level));
   }
   return q;
 }
@@ -280,8 +282,8 @@ QdqSelection SelectQuantizedNodes(const QdqGraphFacts& f, const RangeLookup& ran
 // biases in graph order), as the output depends on it.
 class QdqRewriter {
  public:
-  QdqRewriter(const QdqGraphFacts& f, const QdqSelection& sel, bool per_channel)
-      : f_(f), sel_(sel), per_channel_(per_channel), names_(f.g) {}
+  QdqRewriter(const QdqGraphFacts& f, const QdqSelection& sel, bool per_channel, int weight_level)
+      : f_(f), sel_(sel), per_channel_(per_channel), weight_level_(weight_level), names_(f.g) {}
 
   // Parameters and a Q -> DQ node pair for every wanted tensor; returns how many.
   int AddActivationPairs();
@@ -301,6 +303,7 @@ class QdqRewriter {
   const QdqGraphFacts& f_;
   const QdqSelection& sel_;
   const bool per_channel_;
+  const int weight_level_;
   Namer names_;
   std::vector<Node> prologue_, body_;
   std::vector<std::pair<std::string, Tensor>> new_inits_;
@@ -330,7 +333,7 @@ Result<QdqRewriter::DequantizedWeight> QdqRewriter::QuantizeWeight(const std::st
   const int a = per_channel_ ? axis : -1;
   auto key = std::make_pair(w, a);
   if (auto it = weight_dq_.find(key); it != weight_dq_.end()) return it->second;
-  IL_ASSIGN_OR_RETURN(WeightQuant q, QuantizeWeightSymmetric(*f_.inits.at(w), a));
+  IL_ASSIGN_OR_RETURN(WeightQuant q, QuantizeWeightSymmetric(*f_.inits.at(w), a, weight_level_));
   const std::string qn = names_.Make(w + "_quantized"), s = names_.Make(w + "_scale"), z = names_.Make(w + "_zero_point");
   const bool vec = a >= 0;
   new_inits_.emplace_back(qn, std::move(q.values));
@@ -453,7 +456,7 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
   res.model = fp32;
   const QdqGraphFacts facts = ReadGraphFacts(fp32, opts);
   const QdqSelection sel = SelectQuantizedNodes(facts, ranges, res);
-  QdqRewriter rewriter(facts, sel, per_channel);
+  QdqRewriter rewriter(facts, sel, per_channel, opts.reduce_range ? kReducedWeightLevel : 127);
   res.qdq_tensors = rewriter.AddActivationPairs();
   IL_RETURN_IF_ERROR(rewriter.RewriteNodes());
   rewriter.MoveInto(res.model.graph);

@@ -36,6 +36,7 @@ using RangeLookup = std::function<std::optional<QuantRange>(const std::string&)>
 
 struct QdqOptions {
   bool per_channel = false;
+  bool reduce_range = false;  // weights in [-64, 64] (kReducedWeightLevel) instead of [-127, 127]
   std::set<std::string> exclude;            // node ids kept FP32
   bool quantize_activation_matmul = false;  // also MatMuls of two activations
   // Non-empty: quantize only these weight layers (and no Add/pooling): `compare --sensitivity`.
@@ -63,12 +64,16 @@ struct ActivationQuant {
 };
 ActivationQuant ActivationParams(const QuantRange& r);
 
-// Symmetric int8 quantization of a float weight: per slice along `axis` (-1 = per tensor).
+// Symmetric int8 quantization of a float weight: per slice along `axis` (-1 = per tensor), to
+// [-max_level, max_level] (scale = max|w| / max_level): 127, or kReducedWeightLevel.
 struct WeightQuant {
   Tensor values;             // int8, the weight's shape
   std::vector<float> scales; // one per slice (one for per tensor)
 };
-Result<WeightQuant> QuantizeWeightSymmetric(const Tensor& w, int axis);
+// 7-bit weights (reduce_range, as ONNX Runtime's quantizer writes them): on CPUs without VNNI the
+// int8 kernels multiply them with no saturation to guard against (docs/QUANTIZATION.md).
+constexpr int kReducedWeightLevel = 64;
+Result<WeightQuant> QuantizeWeightSymmetric(const Tensor& w, int axis, int max_level = 127);
 
 // Errors: an --exclude / only name no node has, an opset below 10, non-float weights.
 Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, const QdqOptions& opts);

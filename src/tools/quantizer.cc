@@ -237,16 +237,18 @@ Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& er
   if (o.dynamic) {
     DynamicQuantOptions dopts;
     dopts.per_channel = o.per_channel;
+    dopts.reduce_range = o.reduce_range;
     dopts.exclude = exclude;
     IL_ASSIGN_OR_RETURN(result, WriteDynamicQuantModel(fp32, dopts));
     out << "dynamic quantization: " << result.quantized_nodes
         << " MatMul/Gemm nodes with int8 weights (" << (o.per_channel ? "per column" : "per tensor")
-        << "), activations quantized at run time\n";
+        << (o.reduce_range ? ", 7-bit" : "") << "), activations quantized at run time\n";
   }
   std::optional<CalibrationStats> stats;
   std::optional<RangeCache> ranges;
   QdqOptions qopts;
   qopts.per_channel = o.per_channel;
+  qopts.reduce_range = o.reduce_range;
   qopts.exclude = exclude;
   qopts.quantize_activation_matmul = o.quantize_activation_matmul;
   if (!o.dynamic) {
@@ -255,7 +257,8 @@ Status RunQuantize(const QuantizeOptions& o, std::ostream& out, std::ostream& er
     IL_ASSIGN_OR_RETURN(result, WriteQdqModel(fp32, ranges->Lookup(), qopts));
     out << "static quantization (" << CalibrationMethodName(o.method);
     if (o.method == CalibrationMethod::kPercentile) out << " " << o.percentile;
-    out << ", weights " << (o.per_channel ? "per channel" : "per tensor") << "): " << result.quantized_nodes
+    out << ", weights " << (o.per_channel ? "per channel" : "per tensor") << (o.reduce_range ? ", 7-bit" : "")
+        << "): " << result.quantized_nodes
         << " nodes between QDQ pairs, " << result.qdq_tensors << " activation tensors quantized\n";
   }
   if (!exclude.empty()) out << "kept FP32 (--exclude): " << Join(exclude) << "\n";

@@ -25,6 +25,7 @@ struct QuantizeOptions {
   CalibrationMethod method = CalibrationMethod::kMinMax;
   double percentile = 99.99;
   bool per_channel = false;
+  bool reduce_range = false;  // 7-bit weights (qdq_writer.h kReducedWeightLevel)
   bool dynamic = false;
   bool quantize_activation_matmul = false;
   std::vector<std::string> exclude;

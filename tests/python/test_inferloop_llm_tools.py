@@ -15,6 +15,8 @@ import threading
 import unittest
 
 import numpy as np
+import onnx
+import onnx.numpy_helper
 import onnxruntime as ort
 
 import inferloop
@@ -268,6 +270,23 @@ class TestQuantizeCompare(unittest.TestCase):
         self.assertGreater(cosine(int8_il, fp32_il), 0.995)
         # (A value on a rounding boundary could flip one quantization step: a small tolerance.)
         np.testing.assert_allclose(int8_il, int8_ort, atol=0.01 * np.abs(int8_ort).max())
+
+    def test_reduce_range_writes_7_bit_weights(self):
+        out = self.path("cnn_int8_7bit.onnx")
+        r = inferloop.quantize(self.path("cnn.onnx"), out, self.path("calibration"), per_channel=True,
+                               reduce_range=True, timing_runs=0)
+        self.assertTrue(r["reduce_range"])
+        self.assertIn("7-bit", r["log"])
+        model = onnx.load(out)
+        inits = {i.name: onnx.numpy_helper.to_array(i) for i in model.graph.initializer}
+        weights = [inits[n.input[0]] for n in model.graph.node
+                   if n.op_type == "DequantizeLinear" and n.input[0] in inits and inits[n.input[0]].dtype == np.int8]
+        self.assertGreater(len(weights), 0)
+        for w in weights:
+            self.assertEqual(int(np.abs(w.astype(np.int32)).max()), 64)  # every channel's max |w| at the top
+        x = np.load(self.path("eval", "x.npy"))
+        fp32_il, _ = self.run_both(self.path("cnn.onnx"), x)
+        self.assertGreater(cosine(inferloop.InferenceSession(out).run(None, {"x": x})[0], fp32_il), 0.99)
 
     def test_dynamic_and_mixed_precision(self):
         out = self.path("mlp_dyn.onnx")

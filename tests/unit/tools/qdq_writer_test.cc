@@ -145,6 +145,30 @@ TEST(QdqWriter, PerTensorWeightsHaveScalarScale) {
   EXPECT_EQ(Init(r->model, dqw->inputs[0])->data<int8_t>()[5], std::nearbyint(-0.9f / (1.0f / 127.0f)));
 }
 
+// reduce_range: weights within [-64, 64] with scale max|w| / 64 (per tensor here).
+TEST(QdqWriter, ReduceRangeQuantizesWeightsTo7Bits) {
+  QdqOptions o;
+  o.reduce_range = true;
+  auto r = WriteQdqModel(TwoConvs(), Ranges(kRanges), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const char* y : {"c1", "y"}) {
+    const Node* conv = FindNode(r->model, "Conv", y);
+    ASSERT_NE(conv, nullptr) << y;
+    const Node* dqw = Producer(r->model, conv->inputs[1]);
+    const Tensor* w = Init(r->model, dqw->inputs[0]);
+    int lo = 0, hi = 0;
+    for (int64_t i = 0; i < w->size(); ++i) lo = std::min<int>(lo, w->data<int8_t>()[i]), hi = std::max<int>(hi, w->data<int8_t>()[i]);
+    EXPECT_EQ(std::max(-lo, hi), 64) << y;  // the largest |w| lands on the top of the 7-bit range
+  }
+  const Node* conv2 = FindNode(r->model, "Conv", "y");
+  const Node* dqw = Producer(r->model, conv2->inputs[1]);
+  EXPECT_FLOAT_EQ(Init(r->model, dqw->inputs[1])->data<float>()[0], 1.0f / 64.0f);  // max |w2| = 1.0
+  EXPECT_EQ(Init(r->model, dqw->inputs[0])->data<int8_t>()[0], 64);
+  EXPECT_EQ(Init(r->model, dqw->inputs[0])->data<int8_t>()[5], -58);  // round(-0.9 * 64) = round(-57.6)
+  auto bad = QuantizeWeightSymmetric(Tensor::FromVector<float>(DataType::kFloat, {2}, {1.f, 2.f}), -1, 0);
+  EXPECT_FALSE(bad.ok());
+}
+
 TEST(QdqWriter, ExcludeKeepsTheLayerFp32) {
   QdqOptions o;
   o.exclude = {"conv2"};
