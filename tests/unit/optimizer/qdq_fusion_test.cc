@@ -248,18 +248,21 @@ void CheckAllOnesQdq() {
   }
 }
 
-TEST(OptQdqFusion, SevenBitWeightsExactOnAvx2) {
+// Runs `check` in a fresh process with oneDNN capped to AVX2 (it reads its ISA once).
+void ExpectPassesOnAvx2(void (*check)(), const std::string& what) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         setenv("INFERLOOP_ISA", "avx2", 1);
         unsetenv("ONEDNN_MAX_CPU_ISA");
-        CheckAllOnesQdq();
-        std::fprintf(stderr, "all-ones QDQ on avx2: %s\n", ::testing::Test::HasFailure() ? "failed" : "passed");
+        check();
+        std::fprintf(stderr, "%s on avx2: %s\n", what.c_str(), ::testing::Test::HasFailure() ? "failed" : "passed");
         std::exit(::testing::Test::HasFailure() ? 1 : 0);
       },
-      ::testing::ExitedWithCode(0), "all-ones QDQ on avx2: passed");
+      ::testing::ExitedWithCode(0), what + " on avx2: passed");
 }
+
+TEST(OptQdqFusion, SevenBitWeightsExactOnAvx2) { ExpectPassesOnAvx2(CheckAllOnesQdq, "all-ones QDQ"); }
 
 // The same cases on this CPU's own path (VNNI / AMX where present).
 TEST(OptQdqFusion, AllOnesQdqExact) { CheckAllOnesQdq(); }
@@ -310,18 +313,7 @@ void CheckWindowSplit() {
   }
 }
 
-TEST(OptQdqFusion, WindowSplitExactOnAvx2) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        setenv("INFERLOOP_ISA", "avx2", 1);
-        unsetenv("ONEDNN_MAX_CPU_ISA");
-        CheckWindowSplit();
-        std::fprintf(stderr, "window split on avx2: %s\n", ::testing::Test::HasFailure() ? "failed" : "passed");
-        std::exit(::testing::Test::HasFailure() ? 1 : 0);
-      },
-      ::testing::ExitedWithCode(0), "window split on avx2: passed");
-}
+TEST(OptQdqFusion, WindowSplitExactOnAvx2) { ExpectPassesOnAvx2(CheckWindowSplit, "window split"); }
 
 TEST(OptQdqFusion, WindowSplitCasesOnThisCpu) { CheckWindowSplit(); }
 
