@@ -89,8 +89,8 @@ void AddZeroPoints(const ZeroPoints& z, ExecArgs& args, MemArg* src_m, MemArg* d
 // True when oneDNN's int8 kernels on this CPU accumulate u8 x s8 products exactly: with VNNI
 // (AVX512-VNNI, AVX-VNNI) or AMX. Without them (AVX2, AVX-512 before VNNI) oneDNN sums pairs of
 // products in saturating int16, which overflows for full-range int8 weights; for such weights
-// (Int8ProductsExact) QConv and QMatMul split u8 inputs (the window split below) and compute
-// s8 inputs (and DynamicQMatMul) in float32 (dequantize, float primitive, quantize), the float
+// (Int8ProductsExact) QConv, QMatMul and DynamicQMatMul split u8 inputs (the window split
+// below) and compute s8 inputs in float32 (dequantize, float primitive, quantize), the float
 // graph's semantics. ONEDNN_MAX_CPU_ISA lowers what oneDNN reports here.
 bool NativeInt8();
 // True when oneDNN's int8 kernels compute products with the int8 weights `w` exactly on this CPU:
@@ -114,7 +114,8 @@ bool Int8ProductsExact(const Tensor& w);
 // binary-add post-op (the correction, exact up to float rounding of the scaled sum), before the
 // activation. The result is the native int8 path's, not the float graph's: exact integer sums.
 
-// True when QConv / QMatMul take the window split: no VNNI / AMX, a u8 input, weights beyond +-64.
+// True when QConv / QMatMul / DynamicQMatMul take the window split: no VNNI / AMX, a u8 input,
+// weights beyond +-64.
 bool UseWindowSplit(DataType x_type, const Tensor& w);
 // The window's start for zero point zp: zp - 64 within [0, 127] (the window centred on zp).
 int32_t WindowShift(int32_t zp);

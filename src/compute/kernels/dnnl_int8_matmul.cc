@@ -1,7 +1,7 @@
 // QMatMul and DynamicQMatMul: the INT8 matrix products of the QDQ fusion (semantics in
 // dnnl_int8.cc), oneDNN int8 matmuls. On CPUs without VNNI / AMX (NativeInt8) with full-range
-// weights: QMatMul on u8 inputs splits them (the window split, dnnl_int8_common.h), the others
-// compute in float32.
+// weights: u8 inputs are split (the window split, dnnl_int8_common.h), s8 ones computed in
+// float32.
 #include <algorithm>
 #include <string>
 
@@ -14,6 +14,26 @@ namespace dnnl_kernels {
 namespace int8 {
 
 namespace {
+
+// Sets c ([M, N]) to the window split's correction of A x B (dnnl_int8_common.h): for each
+// outlier A[m, k] = r, c[m, :] += r * B[k, :] * scales[:], in outlier order. In column slices,
+// in parallel (no two write one element), each over all terms: a slice of B stays in cache
+// while the terms pick its rows.
+void AddMatMulCorrection(const std::vector<WindowOutlier>& outliers, const Tensor& b, const float* scales, int64_t M,
+                         const ThreadScope& threads, float* c) {
+  const int64_t K = b.dim(0), N = b.dim(1);
+  threads.ParallelFor(M * N, 1 << 16, [&](int64_t lo, int64_t hi) { std::fill(c + lo, c + hi, 0.f); });
+  std::vector<simd::ScaledS8Term> terms(outliers.size());
+  for (size_t i = 0; i < outliers.size(); ++i)
+    terms[i] = {(outliers[i].index / K) * N, (outliers[i].index % K) * N, static_cast<float>(outliers[i].residual)};
+  const int64_t slice = CorrectionSlice(N, threads.threads());
+  threads.ParallelFor((N + slice - 1) / slice, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t t = lo; t < hi; ++t) {
+      const int64_t n0 = t * slice, len = std::min(slice, N - n0);
+      simd::AddScaledS8Batch(c + n0, b.data<int8_t>() + n0, scales + n0, terms.data(), static_cast<int64_t>(terms.size()), len);
+    }
+  });
+}
 
 struct QMatMulPlan {
   bool f32 = false;  // float32 path (no VNNI / AMX)
@@ -111,20 +131,7 @@ class QMatMulKernel final : public Kernel {
         if (!outliers.empty()) {
           float* c = static_cast<float*>(ThreadScratch(4, static_cast<size_t>(M * N) * sizeof(float)));
           if (c == nullptr) return Status::ResourceExhausted("QMatMul: out of memory for the correction");
-          threads.ParallelFor(M * N, 1 << 16, [&](int64_t b, int64_t e) { std::fill(c + b, c + e, 0.f); });
-          std::vector<simd::ScaledS8Term> terms(outliers.size());
-          for (size_t i = 0; i < outliers.size(); ++i)
-            terms[i] = {(outliers[i].index / K) * N, (outliers[i].index % K) * N, static_cast<float>(outliers[i].residual)};
-          // Slices of the N columns, in parallel (no two write one element), each over all terms:
-          // a slice of B stays in cache while the terms pick its rows.
-          const int64_t slice = CorrectionSlice(N, threads.threads());
-          threads.ParallelFor((N + slice - 1) / slice, 1, [&](int64_t b, int64_t e) {
-            for (int64_t t = b; t < e; ++t) {
-              const int64_t n0 = t * slice, len = std::min(slice, N - n0);
-              simd::AddScaledS8Batch(c + n0, b_.data<int8_t>() + n0, plan->scales.data() + n0, terms.data(),
-                                     static_cast<int64_t>(terms.size()), len);
-            }
-          });
+          AddMatMulCorrection(outliers, b_, plan->scales.data(), M, threads, c);
           corr = MemArg(plan->corr_md, c);
           prim = &plan->prim_corr;
           scratch_md = &plan->scratch_corr_md;
@@ -290,6 +297,12 @@ struct DynPlan {
   dnnl::primitive prim;
   memory::desc src_md, dst_md, scratch_md, bias_md, scales_md;
   std::shared_ptr<dnnl::memory> wei;
+  // The window split of a u8 A (dnnl_int8_common.h; the shift follows the run-time zero point):
+  // `prim_corr` has the correction as its first post-op.
+  bool window = false;
+  dnnl::primitive prim_corr;
+  memory::desc scratch_corr_md, corr_md;
+  std::vector<float> b_scales;  // b_scale of each of the N columns
 };
 
 class DynamicQMatMulKernel final : public Kernel {
@@ -322,7 +335,12 @@ class DynamicQMatMulKernel final : public Kernel {
     std::shared_ptr<const DynPlan> plan = plans_.Find(key);
     if (!plan) {
       try {
-        plan = plans_.Insert(key, MakePlan(M, a->dtype()));
+        try {
+          plan = plans_.Insert(key, MakePlan(M, a->dtype(), /*window_ok=*/true));
+        } catch (const dnnl::error&) {
+          if (!UseWindowSplit(a->dtype(), b_)) throw;
+          plan = plans_.Insert(key, MakePlan(M, a->dtype(), /*window_ok=*/false));  // the float32 path instead
+        }
       } catch (const dnnl::error& e) {
         return Status::Unimplemented(ctx.node().Describe() + ": oneDNN has no int8 matmul for this case: " + e.what());
       }
@@ -332,17 +350,39 @@ class DynamicQMatMulKernel final : public Kernel {
       ctx.SetOutput(0, std::move(y));
       return Status::Ok();
     }
-    MemArg dst(plan->dst_md, y.raw_data()), src, bias, scales, zs;
+    MemArg dst(plan->dst_md, y.raw_data()), src, bias, scales, zs, corr;
     ExecArgs args;
+    const dnnl::primitive* prim = &plan->prim;
+    const memory::desc* scratch_md = &plan->scratch_md;
+    int first_post_op = 0;  // a_scale's binary-mul; the bias's is the next one
+    std::vector<WindowOutlier> outliers;
+    if (plan->window) {
+      const int32_t shift = WindowShift(q.zp);
+      void* win = ThreadScratch(1, static_cast<size_t>(a->size()));
+      if (win == nullptr) return Status::ResourceExhausted("DynamicQMatMul: out of memory for the input's window");
+      SplitWindow(a->data<uint8_t>(), static_cast<uint8_t*>(win), a->size(), shift, threads, &outliers);
+      src = MemArg(plan->src_md, win);
+      q.zp -= shift;
+      if (!outliers.empty()) {
+        float* c = static_cast<float*>(ThreadScratch(4, static_cast<size_t>(M * N) * sizeof(float)));
+        if (c == nullptr) return Status::ResourceExhausted("DynamicQMatMul: out of memory for the correction");
+        AddMatMulCorrection(outliers, b_, plan->b_scales.data(), M, threads, c);
+        corr = MemArg(plan->corr_md, c);
+        args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, corr.get());
+        prim = &plan->prim_corr;
+        scratch_md = &plan->scratch_corr_md;
+        first_post_op = 1;
+      }
+    }
     if (plan->f32) {
       float* af = static_cast<float*>(ThreadScratch(0, a->size() * sizeof(float)));
       if (!af) return Status::ResourceExhausted("DynamicQMatMul: out of memory for a float copy");
       DequantizeTo(a->dtype(), a->raw_data(), af, a->size(), q, nullptr);
       src = MemArg(plan->src_md, af);
     } else {
-      src = MemArg(plan->src_md, a->raw_data());
+      if (!plan->window) src = MemArg(plan->src_md, a->raw_data());
       scales = MemArg(plan->scales_md, &q.scale);  // a_scale, a binary-mul post-op operand
-      args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, scales.get());
+      args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(first_post_op) | DNNL_ARG_SRC_1, scales.get());
       zs = MemArg(memory::desc({1}, dt::s32, tag::a), &q.zp);
       args.Add(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zs.get());
     }
@@ -351,22 +391,24 @@ class DynamicQMatMulKernel final : public Kernel {
     args.Add(DNNL_ARG_DST, dst.get());
     if (bias_.defined()) {
       bias = MemArg(plan->bias_md, bias_.raw_data());
-      args.Add(plan->f32 ? DNNL_ARG_BIAS : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(1) | DNNL_ARG_SRC_1), bias.get());
+      args.Add(plan->f32 ? DNNL_ARG_BIAS : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(first_post_op + 1) | DNNL_ARG_SRC_1), bias.get());
     }
-    IL_RETURN_IF_ERROR(Execute(plan->prim, plan->scratch_md, args, "DynamicQMatMul"));
+    IL_RETURN_IF_ERROR(Execute(*prim, *scratch_md, args, "DynamicQMatMul"));
     ctx.SetOutput(0, std::move(y));
     return Status::Ok();
   }
 
  private:
-  std::shared_ptr<const DynPlan> MakePlan(int64_t M, DataType a_type) const {
+  // window_ok: the window split where it applies (UseWindowSplit), else the float32 path there.
+  std::shared_ptr<const DynPlan> MakePlan(int64_t M, DataType a_type, bool window_ok) const {
     const int64_t K = b_.dim(0), N = b_.dim(1);
     auto plan = std::make_shared<DynPlan>();
     const memory::dims md = {M, K};
     plan->dst_md = memory::desc({M, N}, dt::f32, tag::ab);
     plan->bias_md = memory::desc({1, N}, dt::f32, tag::ab);
     const memory::desc user_wei({K, N}, dt::s8, tag::ab);
-    if (!Int8ProductsExact(b_)) {  // float: B dequantized once; A per call
+    plan->window = window_ok && UseWindowSplit(a_type, b_);
+    if (!Int8ProductsExact(b_) && !plan->window) {  // float: B dequantized once; A per call
       plan->f32 = true;
       plan->src_md = memory::desc(md, dt::f32, tag::ab);
       const memory::desc wf_any({K, N}, dt::f32, tag::any), wf_user({K, N}, dt::f32, tag::ab);
@@ -386,16 +428,31 @@ class DynamicQMatMulKernel final : public Kernel {
     // Constant output scales b_scale (runtime ones would rule out oneDNN's brgemm kernels), then
     // times the run-time a_scale (a binary-mul post-op on a 1x1 tensor), then the bias.
     plan->scales_md = memory::desc({1, 1}, dt::f32, tag::ab);
-    dnnl::post_ops po;
-    po.append_binary(dnnl::algorithm::binary_mul, plan->scales_md);
-    if (bias_.defined()) po.append_binary(dnnl::algorithm::binary_add, plan->bias_md);
-    dnnl::primitive_attr attr = MakeAttr(po);
-    attr.set_output_scales(b_scale_.size() > 1 ? 1 << 1 : 0, b_scale_);
-    attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
     const memory::desc wei_any({K, N}, dt::s8, tag::any);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->src_md, wei_any, plan->dst_md), attr, Engine());
-    plan->prim = dnnl::matmul(pd);
-    plan->scratch_md = pd.scratchpad_desc();
+    // With `corr`, the correction (scaled by b_scale like the accumulator) is added first.
+    auto make = [&](const memory::desc* corr, dnnl::primitive* prim, memory::desc* scratch) {
+      dnnl::post_ops po;
+      if (corr != nullptr) po.append_binary(dnnl::algorithm::binary_add, *corr);
+      po.append_binary(dnnl::algorithm::binary_mul, plan->scales_md);
+      if (bias_.defined()) po.append_binary(dnnl::algorithm::binary_add, plan->bias_md);
+      dnnl::primitive_attr attr = MakeAttr(po);
+      attr.set_output_scales(b_scale_.size() > 1 ? 1 << 1 : 0, b_scale_);
+      attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->src_md, wei_any, plan->dst_md), attr, Engine());
+      *prim = dnnl::matmul(pd);
+      *scratch = pd.scratchpad_desc();
+      return pd;
+    };
+    const dnnl::matmul::primitive_desc pd = make(nullptr, &plan->prim, &plan->scratch_md);
+    if (plan->window) {
+      plan->corr_md = memory::desc({M, N}, dt::f32, tag::ab);
+      const dnnl::matmul::primitive_desc pdc = make(&plan->corr_md, &plan->prim_corr, &plan->scratch_corr_md);
+      RejectReference(pd);
+      RejectReference(pdc);
+      if (pdc.weights_desc() != pd.weights_desc()) throw dnnl::error(dnnl_unimplemented, "window split: weight layouts differ");
+      plan->b_scales.resize(static_cast<size_t>(N));
+      for (int64_t n = 0; n < N; ++n) plan->b_scales[n] = b_scale_.size() == 1 ? b_scale_[0] : b_scale_[n];
+    }
     plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
     dnnl::memory uw(user_wei, Engine(), const_cast<void*>(b_.raw_data()));
     if (!RunReorder(MakeReorder(user_wei, pd.weights_desc()), uw.get(), plan->wei->get()).ok())

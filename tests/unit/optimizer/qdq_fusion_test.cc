@@ -9,6 +9,7 @@
 
 #include "graph/shape_inference.h"
 #include "optimizer/graph_editor.h"
+#include "tools/dynamic_quant.h"
 #include "unit/optimizer/opt_test_util.h"
 
 namespace inferloop::testing {
@@ -271,8 +272,8 @@ TEST(OptQdqFusion, AllOnesQdqExact) { CheckAllOnesQdq(); }
 // values within [shift, shift + 128] go to oneDNN's int8 kernel, the others are added by the
 // kernel as a correction. Inputs spread over the whole u8 range put about half the values outside
 // the window, for zero points 0 (shift 0), 128 (shift 64) and 250 (shift 127), through a grouped,
-// strided, padded 3x3 convolution with a ReLU, a dilated one over two images, and a matrix product;
-// each must stay within one output step of the unfused float graph.
+// strided, padded 3x3 convolution with a ReLU, a dilated one over two images, and a matrix product
+// (each within one output step of the unfused float graph), and ORT's dynamic MatMul format.
 void CheckWindowSplit() {
   for (const uint8_t zp : {uint8_t{0}, uint8_t{128}, uint8_t{250}}) {
     const float lo = -static_cast<float>(zp) * 0.02f, hi = (255.f - static_cast<float>(zp)) * 0.02f;
@@ -299,6 +300,21 @@ void CheckWindowSplit() {
       Qdq(b, "c", "y", 0.2f, 128);
       auto o = OptimizeAndCompare(LoadBuilt(b), {{"x", RandomTensor({2, 5, 8, 8}, 12, lo, hi)}}, 2, 0.2f * 1.001f, 0.f);
       EXPECT_EQ(CountOp(o.model, "QConv"), 1) << "zp " << int{zp};
+    }
+    if (zp == 128) {
+      // ORT's dynamic format (DynamicQuantizeLinear -> MatMulInteger -> ...; DynamicQMatMul fused):
+      // the zero point is computed at run time from x's range, the inputs spread over it.
+      ModelBuilder b(17);
+      b.Input("x", DataType::kFloat, {6, 48}).Output("y", DataType::kFloat, {6, 20});
+      b.Initializer("w", RandomTensor({48, 20}, 14));
+      b.Initializer("bias", RandomTensor({20}, 15));
+      b.Node("MatMul", {"x", "w"}, {"m"});
+      b.Node("Add", {"m", "bias"}, {"y"});
+      auto dyn = WriteDynamicQuantModel(LoadBuilt(b), DynamicQuantOptions{true});
+      ASSERT_TRUE(dyn.ok()) << dyn.status().ToString();
+      // The unfused graph is exact integer arithmetic too: only float rounding may differ.
+      auto o = OptimizeAndCompare(dyn->model, {{"x", RandomTensor({6, 48}, 16, -3.f, 2.f)}}, 2, 1e-4f, 1e-4f);
+      EXPECT_EQ(CountOp(o.model, "DynamicQMatMul"), 1);
     }
     {
       ModelBuilder b(17);
