@@ -16,7 +16,8 @@ def compare(model_a: str, model_b: Optional[str] = None, data: Optional[str] = N
             cosine_threshold: float = 0.99, calibration: Optional[str] = None,
             tensors: Union[str, Sequence[str], None] = None, sensitivity: bool = False,
             eval: Optional[str] = None, method: str = "minmax", percentile: float = 99.99,
-            per_channel: bool = False, stats: Optional[str] = None, progress: bool = False) -> dict[str, Any]:
+            per_channel: bool = False, reduce_range: bool = False, stats: Optional[str] = None,
+            progress: bool = False) -> dict[str, Any]:
     """Runs two models on the same inputs and compares every intermediate tensor they share by name,
     as `inferloop compare` (same options); returns its --json report: {model_a, model_b, samples,
     cosine_threshold, inputs, tensors: [{name, shape, output, status, cosine, max_abs, max_rel, a, b,

@@ -48,7 +48,8 @@ void CheckRange(const char* name, double v, double lo, double hi) {
 template <typename Options>
 void SetCalibrationOptions(Options& o, const std::optional<std::string>& calibration,
                            const std::optional<std::string>& eval, const std::optional<std::string>& stats,
-                           const std::string& method, double percentile, bool per_channel, bool progress) {
+                           const std::string& method, double percentile, bool per_channel, bool reduce_range,
+                           bool progress) {
   o.calibration = calibration.value_or("");
   o.eval = eval.value_or("");
   o.stats = stats.value_or("");
@@ -56,6 +57,7 @@ void SetCalibrationOptions(Options& o, const std::optional<std::string>& calibra
   CheckRange("percentile", percentile, 0, 100);
   o.percentile = percentile;
   o.per_channel = per_channel;
+  o.reduce_range = reduce_range;
   o.progress = progress;
 }
 
@@ -111,8 +113,7 @@ nb::dict Quantize(const std::string& model, const std::string& output, const std
   QuantizeOptions o;
   o.model = model;
   o.output = output;
-  SetCalibrationOptions(o, calibration, eval, stats, method, percentile, per_channel, progress);
-  o.reduce_range = reduce_range;
+  SetCalibrationOptions(o, calibration, eval, stats, method, percentile, per_channel, reduce_range, progress);
   o.dynamic = dynamic;
   o.quantize_activation_matmul = quantize_activation_matmul;
   o.exclude = NameList(exclude);
@@ -135,13 +136,13 @@ nb::object Compare(const std::string& model_a, const std::optional<std::string>&
                    const std::optional<std::string>& data, double cosine_threshold,
                    const std::optional<std::string>& calibration, const Names& tensors, bool sensitivity,
                    const std::optional<std::string>& eval, const std::string& method, double percentile,
-                   bool per_channel, const std::optional<std::string>& stats, bool progress) {
+                   bool per_channel, bool reduce_range, const std::optional<std::string>& stats, bool progress) {
   std::string json;
   if (sensitivity) {
     if (model_b) throw StatusError(Status::InvalidArgument("sensitivity=True takes one model (no model_b)"));
     SensitivityCommandOptions so;
     so.model = model_a;
-    SetCalibrationOptions(so, calibration, eval, stats, method, percentile, per_channel, progress);
+    SetCalibrationOptions(so, calibration, eval, stats, method, percentile, per_channel, reduce_range, progress);
     std::ostringstream out;
     Status st;
     {
@@ -183,8 +184,8 @@ void RegisterTools(nb::module_& m) {
         nb::arg("data").none() = nb::none(), nb::kw_only(), nb::arg("cosine_threshold") = 0.99,
         nb::arg("calibration").none() = nb::none(), nb::arg("tensors").none() = nb::none(),
         nb::arg("sensitivity") = false, nb::arg("eval").none() = nb::none(), nb::arg("method") = "minmax",
-        nb::arg("percentile") = 99.99, nb::arg("per_channel") = false, nb::arg("stats").none() = nb::none(),
-        nb::arg("progress") = false,
+        nb::arg("percentile") = 99.99, nb::arg("per_channel") = false, nb::arg("reduce_range") = false,
+        nb::arg("stats").none() = nb::none(), nb::arg("progress") = false,
         "Per-tensor comparison of two models on the same inputs (`inferloop compare`), or with sensitivity=True "
         "the per-layer quantization sensitivity of model_a; returns the CLI's --json report as a dict.");
 }

@@ -15,7 +15,7 @@ Runner AddCompareCommand(CLI::App& app) {
   struct Args {
     std::string model_a, model_b, data, json, calibration, tensors;
     double cosine_threshold = 0.99;
-    bool sensitivity = false, per_channel = false, no_progress = false;
+    bool sensitivity = false, per_channel = false, reduce_range = false, no_progress = false;
     std::string eval, method = "minmax", stats;
     double percentile = 99.99;
   };
@@ -45,6 +45,7 @@ Runner AddCompareCommand(CLI::App& app) {
       ->default_val("minmax");
   cmd->add_option("--percentile", args->percentile, "With --sensitivity --method percentile")->default_val(99.99);
   cmd->add_flag("--per-channel", args->per_channel, "With --sensitivity: weights per output channel");
+  cmd->add_flag("--reduce-range", args->reduce_range, "With --sensitivity: 7-bit weights, as quantize --reduce-range");
   cmd->add_option("--stats", args->stats, "With --sensitivity: calibration statistics file (reused when it matches)");
   cmd->add_flag("--no-progress", args->no_progress, "With --sensitivity: no progress bar");
   return [args]() {
@@ -67,6 +68,7 @@ Runner AddCompareCommand(CLI::App& app) {
       so.method = *m;
       so.percentile = args->percentile;
       so.per_channel = args->per_channel;
+      so.reduce_range = args->reduce_range;
       so.progress = !args->no_progress;
       Status s = RunSensitivityCommand(so, std::cout);
       if (!s.ok()) {

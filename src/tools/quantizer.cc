@@ -313,9 +313,10 @@ Status RunSensitivityCommand(const SensitivityCommandOptions& o, std::ostream& o
   RangeCache ranges(stats, o.method, o.percentile);
   QdqOptions q;
   q.per_channel = o.per_channel;
+  q.reduce_range = o.reduce_range;
   q.quantize_activation_matmul = o.quantize_activation_matmul;
   out << "sensitivity (" << CalibrationMethodName(o.method) << ", weights " << (o.per_channel ? "per channel" : "per tensor")
-      << "): each layer quantized alone, ranked by the metric lost\n";
+      << (o.reduce_range ? ", 7-bit" : "") << "): each layer quantized alone, ranked by the metric lost\n";
   out.flush();
   IL_ASSIGN_OR_RETURN(auto sens, MeasureSensitivity(fp32, ranges.Lookup(), q, *eval, o.progress));
   out << FormatSensitivity(sens, *eval);

@@ -64,6 +64,7 @@ struct SensitivityCommandOptions {
   CalibrationMethod method = CalibrationMethod::kMinMax;
   double percentile = 99.99;
   bool per_channel = false;
+  bool reduce_range = false;  // 7-bit weights (qdq_writer.h kReducedWeightLevel)
   bool quantize_activation_matmul = false;
   bool progress = true;
 };

@@ -360,6 +360,12 @@ class TestQuantizeCompare(unittest.TestCase):
                               eval=self.path("eval"))
         self.assertEqual(s["layers"][0]["layer"], "conv2")
         self.assertEqual(s["fp32_metric"], 100)
+        # 7-bit weights: the same ranking's head, other numbers (one bit less of weight precision).
+        s7 = inferloop.compare(self.path("cnn_outlier.onnx"), sensitivity=True, calibration=self.path("calibration"),
+                               eval=self.path("eval"), reduce_range=True)
+        self.assertEqual(s7["layers"][0]["layer"], "conv2")
+        cos = {x["layer"]: x["cosine"] for x in s["layers"]}
+        self.assertTrue(any(x["cosine"] != cos[x["layer"]] for x in s7["layers"]), s7["layers"])
         c = lambda *p: os.path.join(self.c, *p)  # noqa: E731
         cases = [
             ((c("ref.onnx"), c("same.onnx")), {}, "needs model_a, model_b and data"),
