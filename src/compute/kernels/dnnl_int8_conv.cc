@@ -32,7 +32,6 @@ struct QConvPlan {
   dnnl::primitive prim_corr;
   memory::desc scratch_corr_md, corr_md;
   std::vector<float> scales;     // the output scale of each output channel
-  std::vector<int8_t> w_by_tap;  // W as [KH][KW][C][M / G]: tap (kh, kw), input channel c -> its group's outputs
   int64_t N = 0, C = 0, H = 0, W = 0, M = 0, G = 1, OH = 0, OW = 0, KH = 0, KW = 0;
   int64_t stride[2] = {1, 1}, dil[2] = {1, 1}, pad[2] = {0, 0};
 };
@@ -42,7 +41,22 @@ class QConvKernel final : public Kernel {
   QConvKernel(nn::WindowAttrs attrs, Activation act, bool nhwc, QParam x, std::vector<float> w_scale, OutQuant out, Tensor w,
               Tensor bias)
       : attrs_(std::move(attrs)), act_(act), nhwc_(nhwc), x_(x), w_scale_(std::move(w_scale)), out_(out), w_(std::move(w)),
-        bias_(std::move(bias)) {}
+        bias_(std::move(bias)) {
+    const int64_t G = attrs_.group, M = w_.dim(0), cg = w_.dim(1), KH = w_.dim(2), KW = w_.dim(3);
+    if (!UseWindowSplit(x_.type, w_) || G < 1 || M % G != 0) return;
+    // W as [KH][KW][C][M / G] for the window split's correction: tap (kh, kw) and input channel c
+    // -> the weights of c's group's outputs, contiguous.
+    const int64_t C = cg * G, mg = M / G;
+    w_by_tap_.resize(static_cast<size_t>(w_.size()));
+    const int8_t* wp = w_.data<int8_t>();  // [M, C / G, KH, KW]
+    for (int64_t kh = 0; kh < KH; ++kh)
+      for (int64_t kw = 0; kw < KW; ++kw)
+        for (int64_t ci = 0; ci < C; ++ci)
+          for (int64_t j = 0; j < mg; ++j) {
+            const int64_t m = (ci / cg) * mg + j;
+            w_by_tap_[((kh * KW + kw) * C + ci) * mg + j] = wp[((m * cg + ci % cg) * KH + kh) * KW + kw];
+          }
+  }
 
   Status Compute(KernelContext& ctx) const override {
     IL_ASSIGN_OR_RETURN(const Tensor* x, ctx.RequireInput(0));
@@ -196,7 +210,7 @@ class QConvKernel final : public Kernel {
           for (const auto& by_group : terms) {
             const auto& t = by_group[static_cast<size_t>(g)];
             if (!t.empty())
-              simd::AddScaledS8Batch(c + j0, p.w_by_tap.data() + j0, p.scales.data() + g * mg + j0, t.data(),
+              simd::AddScaledS8Batch(c + j0, w_by_tap_.data() + j0, p.scales.data() + g * mg + j0, t.data(),
                                      static_cast<int64_t>(t.size()), len);
           }
         }
@@ -227,7 +241,7 @@ class QConvKernel final : public Kernel {
     const memory::dims strides = {g.strides[0], g.strides[1]}, dil = {g.dilations[0] - 1, g.dilations[1] - 1},
                        pl = {g.pad_begin[0], g.pad_begin[1]}, pr = {g.pad_end[0], g.pad_end[1]};
     const auto fwd = dnnl::prop_kind::forward_inference;
-    plan->window = window_ok && UseWindowSplit(x_.type, w_);
+    plan->window = window_ok && !w_by_tap_.empty();
     if (!Int8ProductsExact(w_) && !plan->window) {
       plan->f32 = true;
       const tag t = nhwc_ ? tag::nhwc : tag::nchw;
@@ -274,16 +288,6 @@ class QConvKernel final : public Kernel {
       for (int d = 0; d < 2; ++d) plan->stride[d] = g.strides[d], plan->dil[d] = g.dilations[d], plan->pad[d] = g.pad_begin[d];
       plan->scales.resize(static_cast<size_t>(M));
       for (int64_t m = 0; m < M; ++m) plan->scales[m] = scales.size() == 1 ? scales[0] : scales[m];
-      const int64_t mg = M / G, cg = C / G;
-      plan->w_by_tap.resize(static_cast<size_t>(w_.size()));
-      const int8_t* wp = w_.data<int8_t>();  // [M, C / G, KH, KW]
-      for (int64_t kh = 0; kh < plan->KH; ++kh)
-        for (int64_t kw = 0; kw < plan->KW; ++kw)
-          for (int64_t ci = 0; ci < C; ++ci)
-            for (int64_t j = 0; j < mg; ++j) {
-              const int64_t m = (ci / cg) * mg + j;
-              plan->w_by_tap[((kh * plan->KW + kw) * C + ci) * mg + j] = wp[((m * cg + ci % cg) * plan->KH + kh) * plan->KW + kw];
-            }
     }
     plan->src_md = pd.src_desc();
     plan->dst_md = pd.dst_desc();
@@ -308,6 +312,7 @@ class QConvKernel final : public Kernel {
   std::vector<float> w_scale_;
   OutQuant out_;
   Tensor w_, bias_;
+  std::vector<int8_t> w_by_tap_;  // the window split's copy of W (constructor), shared by every plan
   mutable ShapeCache<QConvPlan> plans_;
 };
 
