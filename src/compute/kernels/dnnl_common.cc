@@ -106,7 +106,7 @@ struct ScratchSlot {
 }  // namespace
 
 void* ThreadScratch(int slot, size_t bytes) {
-  thread_local ScratchSlot slots[6];
+  thread_local ScratchSlot slots[5];
   ScratchSlot& s = slots[slot];
   if (bytes == 0) bytes = 64;
   if (s.bytes < bytes) {

@@ -56,7 +56,7 @@ dnnl::stream& ThreadStream();
 // Counts one run of a kernel's own fast path in PrimitiveExecutions (dnnl_kernels.h).
 void CountFastPathExecution();
 
-// Per calling thread, a 64-byte-aligned buffer of at least `bytes`, one per slot (0..5); grows
+// Per calling thread, a 64-byte-aligned buffer of at least `bytes`, one per slot (0..4); grows
 // and is kept. Valid until the same thread asks for the same slot again.
 void* ThreadScratch(int slot, size_t bytes);
 

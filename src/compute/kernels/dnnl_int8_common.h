@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "compute/kernels/dnnl_common.h"
+#include "compute/simd/int8_loops.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
@@ -123,13 +124,23 @@ struct WindowOutlier {
   int64_t index;     // into x
   int32_t residual;  // x - shift - win, nonzero
 };
-// The width of the column slices the correction is added in: at most 256 (a slice of the weights
-// then stays in cache while the terms pick its rows), at least 16, and at least `threads` slices.
-int64_t CorrectionSlice(int64_t columns, int threads);
 // Writes win into y (n values) and the values of x outside the window, in index order, into
 // *outliers (cleared first), on the threads claimed by `threads`.
 void SplitWindow(const uint8_t* x, uint8_t* y, int64_t n, int32_t shift, const ThreadScope& threads,
                  std::vector<WindowOutlier>* outliers);
+// SplitWindow of the u8 tensor x into this thread's scratch (slot 1), which it returns (nullptr
+// when out of memory).
+const uint8_t* WindowOf(const Tensor& x, int32_t shift, const ThreadScope& threads, std::vector<WindowOutlier>* outliers);
+// This thread's scratch for the correction (slot 4), n floats set to 0 (nullptr when out of memory).
+float* ZeroedCorrection(int64_t n, const ThreadScope& threads);
+// Adds the terms of every list, in list order, to the correction: c[t.y_offset + j] +=
+// (t.r * w[t.w_offset + j]) * scales[j] for j < columns. In column slices of at most 256 (a slice
+// of the weights stays in cache while the terms pick its rows), in parallel (no two threads write
+// one element; each element gets its terms in order whatever the number of threads).
+void AddCorrectionTerms(float* c, const int8_t* w, const float* scales, int64_t columns,
+                        const std::vector<const std::vector<simd::ScaledS8Term>*>& lists, const ThreadScope& threads);
+// `scales` (one, or one per column) as one per column.
+std::vector<float> PerColumnScales(const std::vector<float>& scales, int64_t columns);
 
 // ---------------------------------------------------------------------------------------------
 // The float32 fallback's conversions (dnnl_int8_qparams.cc)

@@ -8,7 +8,6 @@
 #include "base/status_macros.h"
 #include "compute/kernels/dnnl_int8_common.h"
 #include "compute/kernels/nn_common.h"
-#include "compute/simd/int8_loops.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
@@ -90,16 +89,12 @@ class QConvKernel final : public Kernel {
     const memory::desc* scratch_md = &plan->scratch_md;
     MemArg corr;
     if (plan->window) {
-      void* win = ThreadScratch(1, static_cast<size_t>(x->size()));
-      if (win == nullptr) return Status::ResourceExhausted("QConv: out of memory for the input's window");
       std::vector<WindowOutlier> outliers;
-      SplitWindow(x->data<uint8_t>(), static_cast<uint8_t*>(win), x->size(), plan->shift, threads, &outliers);
-      x_data = win;
+      x_data = WindowOf(*x, plan->shift, threads, &outliers);
+      if (x_data == nullptr) return Status::ResourceExhausted("QConv: out of memory for the input's window");
       if (!outliers.empty()) {
-        const size_t ny = static_cast<size_t>(plan->N * plan->OH * plan->OW * plan->M);
-        float* c = static_cast<float*>(ThreadScratch(4, ny * sizeof(float)));
+        float* c = ZeroedCorrection(plan->N * plan->OH * plan->OW * plan->M, threads);
         if (c == nullptr) return Status::ResourceExhausted("QConv: out of memory for the correction");
-        threads.ParallelFor(static_cast<int64_t>(ny), 1 << 16, [&](int64_t b, int64_t e) { std::fill(c + b, c + e, 0.f); });
         AddCorrections(*plan, outliers, threads, c);
         corr = MemArg(plan->corr_md, c);
         prim = &plan->prim_corr;
@@ -161,10 +156,10 @@ class QConvKernel final : public Kernel {
     return Status::Ok();
   }
 
-  // Adds each outlier's products to the correction c ([N, OH, OW, M], scaled like the
+  // Adds each outlier's products to the zeroed correction c ([N, OH, OW, M], scaled like the
   // accumulator): x's value at (n, h, w, ci) meets tap (kh, kw) of output (oh, ow) where
   // oh * stride - pad + kh * dilation = h (and likewise for w). The terms (outlier, tap) are
-  // listed once, then added in one call per thread.
+  // listed once (runs of outliers in parallel), then added by AddCorrectionTerms.
   void AddCorrections(const QConvPlan& p, const std::vector<WindowOutlier>& outliers, const ThreadScope& threads, float* c) const {
     const int64_t mg = p.M / p.G, cg = p.C / p.G;
     // terms[part][g]: the terms of the part-th run of outliers (in order) in group g.
@@ -199,22 +194,11 @@ class QConvKernel final : public Kernel {
         }
       }
     });
-    // Slices of each group's output channels, in parallel (no two write one element), each over
-    // all terms (a slice of the weights stays in cache); each element gets its terms in outlier
-    // order whatever the number of threads.
-    const int64_t slice = CorrectionSlice(mg, threads.threads());
+    // Each group's output channels, its terms in outlier order.
     for (int64_t g = 0; g < p.G; ++g) {
-      threads.ParallelFor((mg + slice - 1) / slice, 1, [&](int64_t b, int64_t e) {
-        for (int64_t s = b; s < e; ++s) {
-          const int64_t j0 = s * slice, len = std::min(slice, mg - j0);
-          for (const auto& by_group : terms) {
-            const auto& t = by_group[static_cast<size_t>(g)];
-            if (!t.empty())
-              simd::AddScaledS8Batch(c + j0, w_by_tap_.data() + j0, p.scales.data() + g * mg + j0, t.data(),
-                                     static_cast<int64_t>(t.size()), len);
-          }
-        }
-      });
+      std::vector<const std::vector<simd::ScaledS8Term>*> lists;
+      for (const auto& by_group : terms) lists.push_back(&by_group[static_cast<size_t>(g)]);
+      AddCorrectionTerms(c, w_by_tap_.data(), p.scales.data() + g * mg, mg, lists, threads);
     }
   }
 
@@ -286,8 +270,7 @@ class QConvKernel final : public Kernel {
       plan->N = N, plan->C = C, plan->H = H, plan->W = W, plan->M = M, plan->G = G, plan->OH = g.out[0], plan->OW = g.out[1];
       plan->KH = kernel[0], plan->KW = kernel[1];
       for (int d = 0; d < 2; ++d) plan->stride[d] = g.strides[d], plan->dil[d] = g.dilations[d], plan->pad[d] = g.pad_begin[d];
-      plan->scales.resize(static_cast<size_t>(M));
-      for (int64_t m = 0; m < M; ++m) plan->scales[m] = scales.size() == 1 ? scales[0] : scales[m];
+      plan->scales = PerColumnScales(scales, M);
     }
     plan->src_md = pd.src_desc();
     plan->dst_md = pd.dst_desc();

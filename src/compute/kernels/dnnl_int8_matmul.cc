@@ -7,7 +7,6 @@
 
 #include "base/status_macros.h"
 #include "compute/kernels/dnnl_int8_common.h"
-#include "compute/simd/int8_loops.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
@@ -15,24 +14,18 @@ namespace int8 {
 
 namespace {
 
-// Sets c ([M, N]) to the window split's correction of A x B (dnnl_int8_common.h): for each
-// outlier A[m, k] = r, c[m, :] += r * B[k, :] * scales[:], in outlier order. In column slices,
-// in parallel (no two write one element), each over all terms: a slice of B stays in cache
-// while the terms pick its rows.
-void AddMatMulCorrection(const std::vector<WindowOutlier>& outliers, const Tensor& b, const float* scales, int64_t M,
-                         const ThreadScope& threads, float* c) {
+// The window split's correction of A x B (dnnl_int8_common.h) in this thread's scratch, or nullptr
+// when out of memory: for each outlier A[m, k] = r, c[m, :] += r * B[k, :] * scales[:].
+float* MatMulCorrection(const std::vector<WindowOutlier>& outliers, const Tensor& b, const float* scales, int64_t M,
+                        const ThreadScope& threads) {
   const int64_t K = b.dim(0), N = b.dim(1);
-  threads.ParallelFor(M * N, 1 << 16, [&](int64_t lo, int64_t hi) { std::fill(c + lo, c + hi, 0.f); });
+  float* c = ZeroedCorrection(M * N, threads);
+  if (c == nullptr) return nullptr;
   std::vector<simd::ScaledS8Term> terms(outliers.size());
   for (size_t i = 0; i < outliers.size(); ++i)
     terms[i] = {(outliers[i].index / K) * N, (outliers[i].index % K) * N, static_cast<float>(outliers[i].residual)};
-  const int64_t slice = CorrectionSlice(N, threads.threads());
-  threads.ParallelFor((N + slice - 1) / slice, 1, [&](int64_t lo, int64_t hi) {
-    for (int64_t t = lo; t < hi; ++t) {
-      const int64_t n0 = t * slice, len = std::min(slice, N - n0);
-      simd::AddScaledS8Batch(c + n0, b.data<int8_t>() + n0, scales + n0, terms.data(), static_cast<int64_t>(terms.size()), len);
-    }
-  });
+  AddCorrectionTerms(c, b.data<int8_t>(), scales, N, {&terms}, threads);
+  return c;
 }
 
 struct QMatMulPlan {
@@ -123,15 +116,12 @@ class QMatMulKernel final : public Kernel {
       int post_bias_index = plan->post_bias_index;
       MemArg corr;
       if (plan->window) {
-        void* win = ThreadScratch(1, static_cast<size_t>(a->size()));
         std::vector<WindowOutlier> outliers;
-        if (win == nullptr) return Status::ResourceExhausted("QMatMul: out of memory for the input's window");
-        SplitWindow(a->data<uint8_t>(), static_cast<uint8_t*>(win), a->size(), plan->shift, threads, &outliers);
-        src_data = win;
+        src_data = WindowOf(*a, plan->shift, threads, &outliers);
+        if (src_data == nullptr) return Status::ResourceExhausted("QMatMul: out of memory for the input's window");
         if (!outliers.empty()) {
-          float* c = static_cast<float*>(ThreadScratch(4, static_cast<size_t>(M * N) * sizeof(float)));
+          float* c = MatMulCorrection(outliers, b_, plan->scales.data(), M, threads);
           if (c == nullptr) return Status::ResourceExhausted("QMatMul: out of memory for the correction");
-          AddMatMulCorrection(outliers, b_, plan->scales.data(), M, threads, c);
           corr = MemArg(plan->corr_md, c);
           prim = &plan->prim_corr;
           scratch_md = &plan->scratch_corr_md;
@@ -237,8 +227,7 @@ class QMatMulKernel final : public Kernel {
       RejectReference(pdc);
       // Both must take the weights in one layout (they share the packed copy).
       if (pdc.weights_desc() != pd.weights_desc()) throw dnnl::error(dnnl_unimplemented, "window split: weight layouts differ");
-      plan->scales.resize(static_cast<size_t>(N));
-      for (int64_t n = 0; n < N; ++n) plan->scales[n] = scales.size() == 1 ? scales[0] : scales[n];
+      plan->scales = PerColumnScales(scales, N);
     }
     plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
     dnnl::memory user_w(user_wei, Engine(), const_cast<void*>(b_.raw_data()));
@@ -358,15 +347,13 @@ class DynamicQMatMulKernel final : public Kernel {
     std::vector<WindowOutlier> outliers;
     if (plan->window) {
       const int32_t shift = WindowShift(q.zp);
-      void* win = ThreadScratch(1, static_cast<size_t>(a->size()));
+      const uint8_t* win = WindowOf(*a, shift, threads, &outliers);
       if (win == nullptr) return Status::ResourceExhausted("DynamicQMatMul: out of memory for the input's window");
-      SplitWindow(a->data<uint8_t>(), static_cast<uint8_t*>(win), a->size(), shift, threads, &outliers);
       src = MemArg(plan->src_md, win);
       q.zp -= shift;
       if (!outliers.empty()) {
-        float* c = static_cast<float*>(ThreadScratch(4, static_cast<size_t>(M * N) * sizeof(float)));
+        float* c = MatMulCorrection(outliers, b_, plan->b_scales.data(), M, threads);
         if (c == nullptr) return Status::ResourceExhausted("DynamicQMatMul: out of memory for the correction");
-        AddMatMulCorrection(outliers, b_, plan->b_scales.data(), M, threads, c);
         corr = MemArg(plan->corr_md, c);
         args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, corr.get());
         prim = &plan->prim_corr;
@@ -450,8 +437,7 @@ class DynamicQMatMulKernel final : public Kernel {
       RejectReference(pd);
       RejectReference(pdc);
       if (pdc.weights_desc() != pd.weights_desc()) throw dnnl::error(dnnl_unimplemented, "window split: weight layouts differ");
-      plan->b_scales.resize(static_cast<size_t>(N));
-      for (int64_t n = 0; n < N; ++n) plan->b_scales[n] = b_scale_.size() == 1 ? b_scale_[0] : b_scale_[n];
+      plan->b_scales = PerColumnScales(b_scale_, N);
     }
     plan->wei = std::make_shared<dnnl::memory>(pd.weights_desc(), Engine());
     dnnl::memory uw(user_wei, Engine(), const_cast<void*>(b_.raw_data()));

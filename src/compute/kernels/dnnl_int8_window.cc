@@ -16,12 +16,13 @@ bool UseWindowSplit(DataType x_type, const Tensor& w) {
 
 int32_t WindowShift(int32_t zp) { return std::clamp(zp - 64, 0, 127); }
 
+namespace {
+
+// The width of the correction's column slices: at most 256, at least 16, at least `threads` slices.
 int64_t CorrectionSlice(int64_t columns, int threads) {
   const int64_t slices = std::max<int64_t>({int64_t{1}, threads, (columns + 255) / 256});
   return std::max<int64_t>(16, ((columns + slices - 1) / slices + 15) / 16 * 16);
 }
-
-namespace {
 
 // The outliers of x[0, n) (indices from `base`), appended to *out: blocks of 4 KiB are clamped
 // (vectorized, counting the values outside); a block with some is scanned 8 bytes at a time,
@@ -66,6 +67,36 @@ void SplitWindow(const uint8_t* x, uint8_t* y, int64_t n, int32_t shift, const T
     }
   });
   for (const auto& f : found) outliers->insert(outliers->end(), f.begin(), f.end());
+}
+
+const uint8_t* WindowOf(const Tensor& x, int32_t shift, const ThreadScope& threads, std::vector<WindowOutlier>* outliers) {
+  auto* win = static_cast<uint8_t*>(ThreadScratch(1, static_cast<size_t>(x.size())));
+  if (win != nullptr) SplitWindow(x.data<uint8_t>(), win, x.size(), shift, threads, outliers);
+  return win;
+}
+
+float* ZeroedCorrection(int64_t n, const ThreadScope& threads) {
+  auto* c = static_cast<float*>(ThreadScratch(4, static_cast<size_t>(n) * sizeof(float)));
+  if (c != nullptr) threads.ParallelFor(n, 1 << 16, [&](int64_t b, int64_t e) { std::fill(c + b, c + e, 0.f); });
+  return c;
+}
+
+void AddCorrectionTerms(float* c, const int8_t* w, const float* scales, int64_t columns,
+                        const std::vector<const std::vector<simd::ScaledS8Term>*>& lists, const ThreadScope& threads) {
+  const int64_t slice = CorrectionSlice(columns, threads.threads());
+  threads.ParallelFor((columns + slice - 1) / slice, 1, [&](int64_t b, int64_t e) {
+    for (int64_t s = b; s < e; ++s) {
+      const int64_t j0 = s * slice, len = std::min(slice, columns - j0);
+      for (const auto* terms : lists)
+        if (!terms->empty())
+          simd::AddScaledS8Batch(c + j0, w + j0, scales + j0, terms->data(), static_cast<int64_t>(terms->size()), len);
+    }
+  });
+}
+
+std::vector<float> PerColumnScales(const std::vector<float>& scales, int64_t columns) {
+  if (scales.size() != 1) return scales;
+  return std::vector<float>(static_cast<size_t>(columns), scales[0]);
 }
 
 }  // namespace int8

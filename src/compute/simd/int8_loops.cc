@@ -16,8 +16,6 @@ void SumInto(int32_t* acc, const T* x, int64_t n);
 template <Isa kIsa>
 int64_t ClampToWindow(const uint8_t* x, uint8_t* y, int64_t n, int32_t shift);
 template <Isa kIsa>
-void AddScaledS8(float* y, const int8_t* w, const float* s, float r, int64_t n);
-template <Isa kIsa>
 void AddScaledS8Batch(float* y, const int8_t* w, const float* s, const ScaledS8Term* terms, int64_t count, int64_t n);
 }  // namespace int8_impl
 
@@ -44,10 +42,6 @@ int64_t ClampToWindow(const uint8_t* x, uint8_t* y, int64_t n, int32_t shift) {
     CallForActiveIsa([&](auto isa) { outside += int8_impl::ClampToWindow<decltype(isa)::value>(x + b, y + b, len, shift); });
   }
   return outside;
-}
-
-void AddScaledS8(float* y, const int8_t* w, const float* s, float r, int64_t n) {
-  CallForActiveIsa([&](auto isa) { int8_impl::AddScaledS8<decltype(isa)::value>(y, w, s, r, n); });
 }
 
 void AddScaledS8Batch(float* y, const int8_t* w, const float* s, const ScaledS8Term* terms, int64_t count, int64_t n) {

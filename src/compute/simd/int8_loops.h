@@ -25,16 +25,14 @@ void SumInto(int32_t* acc, const T* x, int64_t n);
 // returns how many x[i] lie outside it (QConv / QMatMul without VNNI: dnnl_int8_window.cc).
 int64_t ClampToWindow(const uint8_t* x, uint8_t* y, int64_t n, int32_t shift);
 
-// y[i] += (r * w[i]) * s[i] (the exact int8 path's correction of one outlier).
-void AddScaledS8(float* y, const int8_t* w, const float* s, float r, int64_t n);
-
 // One term of AddScaledS8Batch: y + y_offset, w + w_offset, r.
 struct ScaledS8Term {
   int64_t y_offset;
   int64_t w_offset;
   float r;
 };
-// AddScaledS8(y + t.y_offset, w + t.w_offset, s, t.r, n) for each of the `count` terms, in order.
+// For each of the `count` terms t, in order: y[t.y_offset + i] += (t.r * w[t.w_offset + i]) * s[i]
+// for i < n (the exact int8 path's correction, dnnl_int8_window.cc).
 void AddScaledS8Batch(float* y, const int8_t* w, const float* s, const ScaledS8Term* terms, int64_t count, int64_t n);
 
 }  // namespace simd

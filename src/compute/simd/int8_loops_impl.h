@@ -101,6 +101,5 @@ void AddScaledS8Batch(float* y, const int8_t* w, const float* s, const ScaledS8T
   template void inferloop::simd::int8_impl::SumInto<isa, uint8_t>(int32_t*, const uint8_t*, int64_t); \
   template void inferloop::simd::int8_impl::SumInto<isa, int8_t>(int32_t*, const int8_t*, int64_t); \
   template int64_t inferloop::simd::int8_impl::ClampToWindow<isa>(const uint8_t*, uint8_t*, int64_t, int32_t); \
-  template void inferloop::simd::int8_impl::AddScaledS8<isa>(float*, const int8_t*, const float*, float, int64_t); \
   template void inferloop::simd::int8_impl::AddScaledS8Batch<isa>(float*, const int8_t*, const float*,             \
                                                                   const inferloop::simd::ScaledS8Term*, int64_t, int64_t);
