@@ -79,8 +79,7 @@ Result<QdqResult> WriteDynamicQuantModel(const Model& fp32, const DynamicQuantOp
     const Tensor* b = inits.at(n.inputs[1]);
     const Attribute* tb = n.FindAttribute("transB");
     Tensor bkn = gemm && tb && tb->i != 0 ? Transposed(*b) : *b;  // [K,N]
-    IL_ASSIGN_OR_RETURN(WeightQuant wq, QuantizeWeightSymmetric(bkn, opts.per_channel ? 1 : -1,
-                                                                  opts.reduce_range ? kReducedWeightLevel : 127));
+    IL_ASSIGN_OR_RETURN(WeightQuant wq, QuantizeWeightSymmetric(bkn, opts.per_channel ? 1 : -1, WeightLevel(opts.reduce_range)));
     const std::string base = NodeId(n);
     const std::string bq = make(n.inputs[1] + "_quantized"), bs = make(n.inputs[1] + "_scale"),
                       bz = make(n.inputs[1] + "_zero_point");

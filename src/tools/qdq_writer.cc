@@ -456,7 +456,7 @@ Result<QdqResult> WriteQdqModel(const Model& fp32, const RangeLookup& ranges, co
   res.model = fp32;
   const QdqGraphFacts facts = ReadGraphFacts(fp32, opts);
   const QdqSelection sel = SelectQuantizedNodes(facts, ranges, res);
-  QdqRewriter rewriter(facts, sel, per_channel, opts.reduce_range ? kReducedWeightLevel : 127);
+  QdqRewriter rewriter(facts, sel, per_channel, WeightLevel(opts.reduce_range));
   res.qdq_tensors = rewriter.AddActivationPairs();
   IL_RETURN_IF_ERROR(rewriter.RewriteNodes());
   rewriter.MoveInto(res.model.graph);

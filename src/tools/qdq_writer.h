@@ -73,6 +73,8 @@ struct WeightQuant {
 // 7-bit weights (reduce_range, as ONNX Runtime's quantizer writes them): on CPUs without VNNI the
 // int8 kernels multiply them with no saturation to guard against (docs/QUANTIZATION.md).
 constexpr int kReducedWeightLevel = 64;
+// The weights' max_level: kReducedWeightLevel with reduce_range, else 127.
+constexpr int WeightLevel(bool reduce_range) { return reduce_range ? kReducedWeightLevel : 127; }
 Result<WeightQuant> QuantizeWeightSymmetric(const Tensor& w, int axis, int max_level = 127);
 
 // Errors: an --exclude / only name no node has, an opset below 10, non-float weights.
