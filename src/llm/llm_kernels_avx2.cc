@@ -137,13 +137,19 @@ struct Q6KSums {
 // Measured (bench/llm_matmul.cc, 5632 x 2048, one thread, INFERLOOP_ISA=avx2 on a shared, noisy
 // Xeon, best of 5) against the per-row dots on the file's layout: 256 tokens 79 ms against 470
 // (Q4_0) and 168 against 352 (Q8_0); one token 0.44 against 1.2 ms (Q4_0), 0.63 against 1.05 (Q8_0).
-// Decode (M <= 2) runs both halves in one pass over the weights, with no software prefetch: the
-// half-at-a-time passes read each line twice and were memory-bound far below the bandwidth
-// (65536 x 2048, one token, one AMD EPYC core, 4 alternating runs: Q8_0 7.9-10.7 ms -> 4.8-5.1,
-// Q4_0 4.5-6.1 -> 2.5-3.2).
+// Decode (M <= 2) runs both halves in one pass over the weights: the half-at-a-time passes read
+// each line twice and were memory-bound far below the bandwidth (65536 x 2048, one token, one AMD
+// EPYC core, 4 alternating runs: Q8_0 7.9-10.7 ms -> 4.8-5.1, Q4_0 4.5-6.1 -> 2.5-3.2). That pass
+// asks for the block kDecodePrefetchBytes ahead of the one it reads (software prefetch): on an AMD
+// EPYC Zen 3 (AVX2 only, 2 CPUs), `inferloop generate` of the TinyLlama-shaped random models, 2
+// threads, 64 tokens, 3 alternating runs each: Q4_0 41.5-44.2 tok/s without, 48.1-56.0 with 1536
+// bytes and 46.0-51.0 with 2048; Q8_0 23.7-25.1 without, 26.0-28.5 (1536) and 27.4-27.6 (2048);
+// 1024 to 4096 all gained. (The K-quant decode passes gained nothing from the same prefetch:
+// Q4_K_M 34.4-37.8 tok/s without, 32.0-35.7 with, so they have none.)
 template <bool kQ4>
 struct Avx2G16 {
   static constexpr int kBlockBytes = kQ4 ? 32 + 256 : 32 + 512;
+  static constexpr int kDecodePrefetchBytes = 2048;
   static constexpr int kOffset = kQ4 ? 8 : 0;
   static constexpr int kMaxM = 5;
   // Rows [8 h0, 8 h0 + 8 kH) of the group (kH = 1: one half; 2: both halves in one pass over the
@@ -157,6 +163,11 @@ struct Avx2G16 {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
+      if constexpr (kH == 2) {
+        for (int l = 0; l < kBlockBytes; l += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(blk + kDecodePrefetchBytes + l), _MM_HINT_T0);
+        }
+      }
       __m256i c[kH][M];
       #pragma GCC unroll 2
       for (int hh = 0; hh < kH; ++hh) {
