@@ -279,6 +279,7 @@ inline int32_t Load4(const int8_t* p) {
 //   extended; Half(p): the part's fp16 values as floats; Cvt, Fma(a, b, c), FnMadd(a, b, c) =
 //   c - a * b, Mul, SetF, ZeroF; Store(y, v, valid): the first `valid` lanes;
 //   kQ4SubBlocksPerPass: Q4_K sub-blocks summed in one pass over their column vectors (1 or 2);
+//   kDecodePrefetch: see PrefetchNextEighth;
 //   kFloatsInMemory: see FloatsInMemory.
 
 // One activation row as the K-quant group tiles read it: values, super-block scales, and 16-bit
@@ -315,15 +316,34 @@ inline void FloatsInMemory(typename O::F* f) {
   if constexpr (O::kFloatsInMemory) asm volatile("" : : "r"(f) : "memory");
 }
 
+// Decode at one token streams each super-block from memory once, in eight steps. When
+// O::kDecodePrefetch, step l also asks for the same eighth of the next super-block (software
+// prefetch, a few lines per step rather than the whole block at once), which the hardware
+// prefetcher alone did not bring in time. AVX2 on an AMD EPYC Zen 3 (bench_llm_matmul 65536 x 2048,
+// one token, one core, 3 alternating runs): Q4_K 5.6-5.8 ms -> 4.2-4.2, Q6_K 8.3-8.4 -> 5.8-6.0
+// (half a block ahead: 4.6 / 6.1-6.3; two blocks: 4.1-4.3 / 5.9-6.2). Asking for the whole next
+// block at the start of a super-block gained nothing (below). AVX-512 has none: not measured there.
+template <class O, int kBlockBytes>
+inline void PrefetchNextEighth(const uint8_t* blk, int l) {
+  if constexpr (O::kDecodePrefetch) {
+    constexpr int kEighth = (kBlockBytes + 7) / 8;
+    #pragma GCC unroll 8
+    for (int k = 0; k < kEighth; k += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(blk + kBlockBytes + kEighth * l + k), _MM_HINT_T0);
+    }
+  }
+}
+
 // Parts<M, kP>: parts [part0, part0 + kP) of a group (R = 16 / O::kParts rows each) x M tokens,
 // the parts taken in turn within each super-block, so that with kP = O::kParts one pass reads the
 // weights once. Decode (M <= 2) streams the weights from memory and runs that way: on AVX2 a pass
 // per part read every line twice (65536 x 2048 at 1 token, one AMD EPYC core, bench_llm_matmul,
 // 4 alternating runs: Q4_K 5.0-7.3 ms -> 3.8-6.5, Q6_K 7.3-9.9 -> 4.1-7.2). At one token a part
 // is read in the vectors' order (llm_kernels.h: a super-block is one sequential stream, which the
-// hardware prefetcher follows); several tokens take a sub-block at a time from the caches. No
-// software prefetch: prefetching the next super-block measured no better (AVX-512 Q4_K 2.29-3.06
-// ms without against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8).
+// hardware prefetcher follows); several tokens take a sub-block at a time from the caches.
+// Prefetching the whole next super-block at the start of each measured no better (AVX-512 Q4_K
+// 2.29-3.06 ms without against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8); an eighth of it
+// per step does on AVX2 (PrefetchNextEighth).
 template <class O>
 struct G16Q4KSubBlocks {
   static constexpr int kBlockBytes = 2368;
@@ -358,6 +378,7 @@ struct G16Q4KSubBlocks {
           for (int s = 0; s < 8; ++s) a[s] = O::ZeroI();
           #pragma GCC unroll 1
           for (int l = 0; l < 8; ++l) {
+            if (p == 0) PrefetchNextEighth<O, kBlockBytes>(blk, l);
             #pragma GCC unroll 4
             for (int c4 = 0; c4 < 4; ++c4) {
               const I v = O::Load(blk + 320 + 64 * (4 * l + c4) + vo);
@@ -498,6 +519,7 @@ struct G16Q6KSubBlocks {
           for (int k = 0; k < 8; ++k) a[k] = O::ZeroI();
           #pragma GCC unroll 1
           for (int l = 0; l < 8; ++l) {
+            if (p == 0) PrefetchNextEighth<O, kBlockBytes>(blk, l);
             const uint8_t* step = blk + 288 + 384 * l + vo;
             [&]<int... J>(std::integer_sequence<int, J...>) {
               ((a[J] = O::AddProducts(a[J], Values<J % 4>(step + 64 * (J / 4), step + 128 + 64 * (J / 2), m4, m30),
