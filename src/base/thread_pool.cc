@@ -80,6 +80,18 @@ ThreadPool::ThreadPool(int num_threads) : threads_(num_threads <= 0 ? DefaultThr
 ThreadPool::~ThreadPool() = default;
 int ThreadPool::num_threads() const { return threads_; }
 
+void ThreadPool::NoteStall(std::chrono::steady_clock::time_point now) {
+  const int64_t until = std::chrono::duration_cast<std::chrono::nanoseconds>((now + kContendedFor).time_since_epoch()).count();
+  int64_t seen = contended_until_ns_.load(std::memory_order_relaxed);
+  while (seen < until && !contended_until_ns_.compare_exchange_weak(seen, until, std::memory_order_relaxed)) {
+  }
+}
+
+bool ThreadPool::Contended(std::chrono::steady_clock::time_point now) const {
+  const int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  return t < contended_until_ns_.load(std::memory_order_relaxed);
+}
+
 bool ThreadPool::InParallelRegion() { return tls_chunk_depth > 0 || omp_in_parallel(); }
 
 ThreadPool::Reservation::Reservation(ThreadPool* pool, int want) : pool_(pool) {

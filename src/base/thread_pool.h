@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -40,6 +41,17 @@ class ThreadPool {
 
   // True while the calling thread is running a chunk of some pool (nested calls run inline).
   static bool InParallelRegion();
+
+  // Contention. On a machine whose CPUs other processes keep busy, a parallel region waits for
+  // its woken workers to get a core: a scheduler slice (about 2 ms on 2 CPUs next to two busy
+  // loops) where the work itself takes tens of microseconds. A caller that saw such a stall
+  // (dnnl_common.h LooksStalled) calls NoteStall; for kContendedFor after the last one, the
+  // pool reports Contended and callers keep work that is small for that wait on their own thread
+  // (ThreadScope). Then they try the workers again: one stall per kContendedFor at most while the
+  // contention lasts, none once it is gone. Thread-safe.
+  static constexpr std::chrono::milliseconds kContendedFor{500};
+  void NoteStall(std::chrono::steady_clock::time_point now);
+  bool Contended(std::chrono::steady_clock::time_point now) const;
 
   // For code that runs its own OpenMP regions (oneDNN primitives): claims up to `want` of the
   // pool's threads for as long as the Reservation lives, so that concurrent callers together
@@ -74,6 +86,7 @@ class ThreadPool {
 
   int threads_ = 1;
   std::atomic<int> busy_{0};  // threads in use by all callers' teams right now
+  std::atomic<int64_t> contended_until_ns_{0};  // steady_clock, ns since its epoch; 0: never
 };
 
 // The process-wide pool with `num_threads` threads (<= 0: DefaultThreadCount()). Sessions asking

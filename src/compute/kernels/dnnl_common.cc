@@ -117,14 +117,26 @@ void* ThreadScratch(int slot, size_t bytes) {
   return s.data.get();
 }
 
-ThreadScope::ThreadScope(const KernelContext& ctx, int64_t macs) {
+ThreadScope::ThreadScope(const KernelContext& ctx, int64_t macs) : macs_(macs) {
   ThreadPool* pool = ctx.thread_pool();
-  const bool worth_it = macs < 0 || macs >= kParallelMinMacs;
-  if (pool != nullptr && pool->num_threads() > 1 && worth_it && !ThreadPool::InParallelRegion()) {
-    reservation_.emplace(pool, pool->num_threads());
-    threads_ = reservation_->threads();
+  if (pool != nullptr && pool->num_threads() > 1 && !ThreadPool::InParallelRegion()) {
+    const bool contended = macs >= 0 && macs < kContendedMinMacs && pool->Contended(std::chrono::steady_clock::now());
+    const bool worth_it = macs < 0 || (macs >= kParallelMinMacs && !contended);
+    if (worth_it) {
+      reservation_.emplace(pool, pool->num_threads());
+      threads_ = reservation_->threads();
+      pool_ = pool;
+    }
   }
   omp_set_num_threads(threads_);
+}
+
+void ThreadScope::NoteWall(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end) const {
+  if (pool_ != nullptr && LooksStalled(macs_, end - start)) pool_->NoteStall(end);
+}
+
+bool LooksStalled(int64_t macs, std::chrono::nanoseconds wall) {
+  return wall >= std::chrono::microseconds(500) && macs >= 0 && macs < wall.count();
 }
 
 dnnl::memory::format_tag PlainTag(int rank) {

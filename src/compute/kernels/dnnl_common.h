@@ -16,6 +16,7 @@
 // of a call are oneDNN's own bookkeeping inside dnnl_primitive_execute / dnnl_memory_create.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -66,14 +67,33 @@ void* ThreadScratch(int slot, size_t bytes);
 // kParallelMinMacs: waking a second thread costs more than it saves on so little work, and on a
 // machine shared with busy processes much more (the woken thread waits for a core: DLRM's
 // 53k-MAC Gemm at batch 8 took 0.2 ms at 2 threads next to two busy loops, 0.01 ms on one).
+//
+// While the pool is Contended (ThreadPool::NoteStall), calls under kContendedMinMacs run on one
+// thread: the wait for a core costs milliseconds, so only work of that size is worth a worker.
+// Run() times the oneDNN work of a parallel scope with known `macs` and reports a stall to the
+// pool. AMD EPYC Zen 3 (2 CPUs, AVX2), the zoo's DLRM at batch 8, 2 threads, next to two busy
+// loops (bench/busy_neighbours.py): p50 2.2 ms in two of three rounds before (its two Gemms of
+// 1.05M multiply-adds waited for a core every run), against ONNX Runtime's 0.15.
 class ThreadScope {
  public:
   // About 10-20 us of one core's work.
   static constexpr int64_t kParallelMinMacs = int64_t{1} << 20;
+  // About 2 ms of one core's work: the wait for a core on a contended machine.
+  static constexpr int64_t kContendedMinMacs = int64_t{1} << 26;
   explicit ThreadScope(const KernelContext& ctx, int64_t macs = -1);
   ThreadScope(const ThreadScope&) = delete;
   ThreadScope& operator=(const ThreadScope&) = delete;
   int threads() const { return threads_; }
+  // Runs fn() (a Status-returning call of the oneDNN work this scope's threads do) and returns
+  // its Status; when it ran on several threads and LooksStalled, tells the pool.
+  template <typename Fn>
+  Status Run(Fn&& fn) const {
+    if (threads_ <= 1 || macs_ <= 0) return fn();
+    const auto start = std::chrono::steady_clock::now();
+    Status st = fn();
+    NoteWall(start, std::chrono::steady_clock::now());
+    return st;
+  }
   // ParallelFor on the claimed threads (inline when one), for a kernel's own loops.
   template <typename Fn>
   void ParallelFor(int64_t n, int64_t grain, Fn&& fn) const {
@@ -82,9 +102,18 @@ class ThreadScope {
   }
 
  private:
+  void NoteWall(std::chrono::steady_clock::time_point start, std::chrono::steady_clock::time_point end) const;
   std::optional<ThreadPool::Reservation> reservation_;
+  ThreadPool* pool_ = nullptr;
+  int64_t macs_ = -1;
   int threads_ = 1;
 };
+
+// Whether `macs` multiply-adds that took `wall` on several threads waited for a core rather
+// than computed: at least 500 us, and under one multiply-add per nanosecond (a float matrix-vector
+// product streaming its weights at 4 GB/s does more; DLRM's 1.05M-MAC Gemm took 2.2 ms when its
+// worker waited, 0.04 ms when not).
+bool LooksStalled(int64_t macs, std::chrono::nanoseconds wall);
 
 inline dnnl::memory::dims Dims(const Shape& s) { return dnnl::memory::dims(s.begin(), s.end()); }
 

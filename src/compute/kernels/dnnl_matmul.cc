@@ -125,7 +125,9 @@ class MMKernel final : public Kernel {
     }
     if (plan->scalar_only) return Scalar(ctx);
     if (!y.defined()) { IL_ASSIGN_OR_RETURN(y, ctx.AllocateUninit(DataType::kFloat, plan->out_shape)); }
-    IL_RETURN_IF_ERROR(RunPlan(*plan, a->data<float>(), b->data<float>(), plan->c_used ? c->data<float>() : nullptr, y.data<float>()));
+    IL_RETURN_IF_ERROR(threads.Run([&] {
+      return RunPlan(*plan, a->data<float>(), b->data<float>(), plan->c_used ? c->data<float>() : nullptr, y.data<float>());
+    }));
     ctx.SetOutput(0, std::move(y));
     return Status::Ok();
   }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -148,6 +149,25 @@ TEST(RtThreadPool, DefaultThreadCountIsAtLeastOne) {
   EXPECT_GE(DefaultThreadCount(), 1);
   ThreadPool pool(0);
   EXPECT_EQ(pool.num_threads(), DefaultThreadCount());
+}
+
+// A stall makes the pool Contended for kContendedFor after it (the latest stall counts), and
+// only then: a quiet pool never is.
+TEST(ThreadPool, ContendedForAWhileAfterTheLastStall) {
+  ThreadPool pool(2);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(pool.Contended(t0));
+  pool.NoteStall(t0);
+  EXPECT_TRUE(pool.Contended(t0));
+  EXPECT_TRUE(pool.Contended(t0 + ThreadPool::kContendedFor - std::chrono::milliseconds(1)));
+  EXPECT_FALSE(pool.Contended(t0 + ThreadPool::kContendedFor));
+  // A later stall extends it; an earlier one reported late does not shorten it.
+  pool.NoteStall(t0 + std::chrono::milliseconds(300));
+  pool.NoteStall(t0);
+  EXPECT_TRUE(pool.Contended(t0 + ThreadPool::kContendedFor + std::chrono::milliseconds(299)));
+  EXPECT_FALSE(pool.Contended(t0 + ThreadPool::kContendedFor + std::chrono::milliseconds(300)));
+  ThreadPool other(2);  // per pool
+  EXPECT_FALSE(other.Contended(t0));
 }
 
 }  // namespace

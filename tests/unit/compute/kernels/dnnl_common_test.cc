@@ -3,11 +3,14 @@
 // copies (GetHalf) and bf16 packings (Precision modes). INFERLOOP_ISA capping oneDNN's ISA.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 
 #include "base/float_types.h"
+#include "base/thread_pool.h"
 #include "compute/kernels/dnnl_common.h"
 
 namespace inferloop {
@@ -180,6 +183,78 @@ TEST(DnnlIsaCap, InferloopIsaLowersOneDnn) {
   ExpectCap("avx2", nullptr, dnnl::cpu_isa::avx2);
   ExpectCap("scalar", nullptr, dnnl::cpu_isa::sse41);
   ExpectCap("avx512", "AVX2", dnnl::cpu_isa::avx2);  // the user's oneDNN cap wins
+}
+
+// Only the pool matters to ThreadScope; the rest of the context is never called.
+class PoolOnlyContext : public KernelContext {
+ public:
+  explicit PoolOnlyContext(ThreadPool* pool) : pool_(pool) {}
+  int num_inputs() const override { return 0; }
+  const Value* input_value(int) const override { return nullptr; }
+  int num_outputs() const override { return 0; }
+  bool output_wanted(int) const override { return false; }
+  void SetOutput(int, Value) override {}
+  Result<Tensor> Allocate(DataType, Shape) override { return Status::Unimplemented("not in this test"); }
+  ThreadPool* thread_pool() const override { return pool_; }
+  Result<std::vector<Value>> RunSubgraph(const Subgraph&, std::vector<Value>) override {
+    return Status::Unimplemented("not in this test");
+  }
+  const Node& node() const override { return node_; }
+
+ private:
+  ThreadPool* pool_;
+  Node node_;
+};
+
+TEST(DnnlThreadScope, StallsLookLikeWaitingNotComputing) {
+  using std::chrono::microseconds;
+  using dnnl_kernels::LooksStalled;
+  // DLRM's Gemm at batch 8 waiting for a core, and the same computing.
+  EXPECT_TRUE(LooksStalled(1 << 20, microseconds(2200)));
+  EXPECT_FALSE(LooksStalled(1 << 20, microseconds(40)));
+  // Short calls are never a stall, however slow for their work.
+  EXPECT_FALSE(LooksStalled(1000, microseconds(499)));
+  // Long calls that did their work at one multiply-add per nanosecond or more are not either
+  // (a big convolution, a matrix-vector product streaming its weights).
+  EXPECT_FALSE(LooksStalled(int64_t{1} << 30, microseconds(100000)));
+  EXPECT_FALSE(LooksStalled(16 << 20, microseconds(4000)));
+  EXPECT_TRUE(LooksStalled(2 << 20, microseconds(4000)));
+  EXPECT_FALSE(LooksStalled(-1, microseconds(100000)));  // work not known
+}
+
+TEST(DnnlThreadScope, AContendedPoolKeepsSmallWorkOnTheCallersThread) {
+  using dnnl_kernels::ThreadScope;
+  ThreadPool pool(2);
+  PoolOnlyContext ctx(&pool);
+  const int64_t small = ThreadScope::kParallelMinMacs * 2, big = ThreadScope::kContendedMinMacs;
+  EXPECT_EQ(ThreadScope(ctx, small).threads(), 2);
+  EXPECT_EQ(ThreadScope(ctx, ThreadScope::kParallelMinMacs - 1).threads(), 1);
+  // Run reports a stall of a parallel scope to its pool ...
+  {
+    ThreadScope scope(ctx, small);
+    ASSERT_EQ(scope.threads(), 2);
+    const Status st = scope.Run([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));  // 2M multiply-adds in 3 ms
+      return Status::Ok();
+    });
+    EXPECT_TRUE(st.ok());
+  }
+  EXPECT_TRUE(pool.Contended(std::chrono::steady_clock::now()));
+  // ... and then small work runs on one thread, work worth the wait still on two, work of
+  // unknown size as before.
+  EXPECT_EQ(ThreadScope(ctx, small).threads(), 1);
+  EXPECT_EQ(ThreadScope(ctx, big).threads(), 2);
+  EXPECT_EQ(ThreadScope(ctx, -1).threads(), 2);
+  // Run passes the Status through.
+  EXPECT_EQ(ThreadScope(ctx, big).Run([] { return Status::Internal("x"); }).code(), StatusCode::kInternal);
+  // A scope on one thread does not report: a slow one-thread call is no stall.
+  ThreadPool quiet(2);
+  PoolOnlyContext qctx(&quiet);
+  EXPECT_TRUE(ThreadScope(qctx, 10).Run([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return Status::Ok();
+  }).ok());
+  EXPECT_FALSE(quiet.Contended(std::chrono::steady_clock::now()));
 }
 
 }  // namespace
