@@ -97,7 +97,7 @@ class QMatMulKernel final : public Kernel {
         bias = MemArg(plan->bias_md, plan->bias_f32->data());
         args.Add(DNNL_ARG_BIAS, bias.get());
       }
-      IL_RETURN_IF_ERROR(Execute(plan->prim, plan->scratch_md, args, "QMatMul"));
+      IL_RETURN_IF_ERROR(threads.Run([&] { return Execute(plan->prim, plan->scratch_md, args, "QMatMul"); }));
       if (deq_out_) {  // round to the 8-bit grid and back, then the post bias
         void* q8 = ThreadScratch(1, static_cast<size_t>(y.size()));
         if (!q8) return Status::ResourceExhausted("QMatMul: out of memory for the 8-bit result");
@@ -144,7 +144,7 @@ class QMatMulKernel final : public Kernel {
         pb = MemArg(plan->post_bias_md, post_bias_.raw_data());
         args.Add(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_bias_index) | DNNL_ARG_SRC_1, pb.get());
       }
-      IL_RETURN_IF_ERROR(Execute(*prim, *scratch_md, args, "QMatMul"));
+      IL_RETURN_IF_ERROR(threads.Run([&] { return Execute(*prim, *scratch_md, args, "QMatMul"); }));
     }
     ctx.SetOutput(0, std::move(y));
     return Status::Ok();
@@ -380,7 +380,7 @@ class DynamicQMatMulKernel final : public Kernel {
       bias = MemArg(plan->bias_md, bias_.raw_data());
       args.Add(plan->f32 ? DNNL_ARG_BIAS : (DNNL_ARG_ATTR_MULTIPLE_POST_OP(first_post_op + 1) | DNNL_ARG_SRC_1), bias.get());
     }
-    IL_RETURN_IF_ERROR(Execute(*prim, *scratch_md, args, "DynamicQMatMul"));
+    IL_RETURN_IF_ERROR(threads.Run([&] { return Execute(*prim, *scratch_md, args, "DynamicQMatMul"); }));
     ctx.SetOutput(0, std::move(y));
     return Status::Ok();
   }
