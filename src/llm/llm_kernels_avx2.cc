@@ -163,11 +163,7 @@ struct Avx2G16 {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
-      if constexpr (kH == 2) {
-        for (int l = 0; l < kBlockBytes; l += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(blk + kDecodePrefetchBytes + l), _MM_HINT_T0);
-        }
-      }
+      if constexpr (kH == 2) PrefetchBytes<kBlockBytes>(blk + kDecodePrefetchBytes);
       __m256i c[kH][M];
       #pragma GCC unroll 2
       for (int hh = 0; hh < kH; ++hh) {

@@ -323,15 +323,17 @@ inline void FloatsInMemory(typename O::F* f) {
 // one token, one core, 3 alternating runs): Q4_K 5.6-5.8 ms -> 4.2-4.2, Q6_K 8.3-8.4 -> 5.8-6.0
 // (half a block ahead: 4.6 / 6.1-6.3; two blocks: 4.1-4.3 / 5.9-6.2). Asking for the whole next
 // block at the start of a super-block gained nothing (below). AVX-512 has none: not measured there.
+// Asks for the kBytes at p (software prefetch into the L1 cache), one request per 64-byte line.
+template <int kBytes>
+inline void PrefetchBytes(const uint8_t* p) {
+  #pragma GCC unroll 16
+  for (int k = 0; k < kBytes; k += 64) _mm_prefetch(reinterpret_cast<const char*>(p + k), _MM_HINT_T0);
+}
+
 template <class O, int kBlockBytes>
 inline void PrefetchNextEighth(const uint8_t* blk, int l) {
-  if constexpr (O::kDecodePrefetch) {
-    constexpr int kEighth = (kBlockBytes + 7) / 8;
-    #pragma GCC unroll 8
-    for (int k = 0; k < kEighth; k += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(blk + kBlockBytes + kEighth * l + k), _MM_HINT_T0);
-    }
-  }
+  constexpr int kEighth = (kBlockBytes + 7) / 8;
+  if constexpr (O::kDecodePrefetch) PrefetchBytes<kEighth>(blk + kBlockBytes + kEighth * l);
 }
 
 // Parts<M, kP>: parts [part0, part0 + kP) of a group (R = 16 / O::kParts rows each) x M tokens,
