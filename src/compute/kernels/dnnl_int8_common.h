@@ -118,6 +118,18 @@ bool Int8ProductsExact(const Tensor& w);
 // True when QConv / QMatMul / DynamicQMatMul take the window split: no VNNI / AMX, a u8 input,
 // weights beyond +-64.
 bool UseWindowSplit(DataType x_type, const Tensor& w);
+// A kernel's plan: make(true) (the window split where it applies); when oneDNN refuses that
+// (dnnl::error) and `split_applies` (UseWindowSplit), make(false), the float32 path instead.
+// Other errors, and any from make(false), propagate.
+template <typename Make>
+auto PlanWithWindowFallback(bool split_applies, Make&& make) -> decltype(make(true)) {
+  try {
+    return make(true);
+  } catch (const dnnl::error&) {
+    if (!split_applies) throw;
+    return make(false);
+  }
+}
 // The window's start for zero point zp: zp - 64 within [0, 127] (the window centred on zp).
 int32_t WindowShift(int32_t zp);
 struct WindowOutlier {

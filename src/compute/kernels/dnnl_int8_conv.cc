@@ -69,13 +69,8 @@ class QConvKernel final : public Kernel {
     std::shared_ptr<const QConvPlan> plan = plans_.Find(key);
     if (!plan) {
       try {
-        Result<std::shared_ptr<const QConvPlan>> made = Status::Internal("no plan");
-        try {
-          made = MakePlan(ctx, *x, /*window_ok=*/true);
-        } catch (const dnnl::error&) {
-          if (!UseWindowSplit(x_.type, w_)) throw;
-          made = MakePlan(ctx, *x, /*window_ok=*/false);  // the float32 path instead
-        }
+        Result<std::shared_ptr<const QConvPlan>> made =
+            PlanWithWindowFallback(UseWindowSplit(x_.type, w_), [&](bool window_ok) { return MakePlan(ctx, *x, window_ok); });
         if (!made.ok()) return made.status();
         plan = plans_.Insert(key, std::move(*made));
       } catch (const dnnl::error& e) {

@@ -72,12 +72,8 @@ class QMatMulKernel final : public Kernel {
     std::shared_ptr<const QMatMulPlan> plan = plans_.Find(key);
     if (!plan) {
       try {
-        try {
-          plan = plans_.Insert(key, MakePlan(M, /*window_ok=*/true));
-        } catch (const dnnl::error&) {
-          if (!UseWindowSplit(a_.type, b_)) throw;
-          plan = plans_.Insert(key, MakePlan(M, /*window_ok=*/false));  // the float32 path instead
-        }
+        plan = plans_.Insert(key, PlanWithWindowFallback(UseWindowSplit(a_.type, b_),
+                                                         [&](bool window_ok) { return MakePlan(M, window_ok); }));
       } catch (const dnnl::error& e) {
         return Status::Unimplemented(ctx.node().Describe() + ": oneDNN has no int8 matmul for this case: " + e.what());
       }
@@ -324,12 +320,8 @@ class DynamicQMatMulKernel final : public Kernel {
     std::shared_ptr<const DynPlan> plan = plans_.Find(key);
     if (!plan) {
       try {
-        try {
-          plan = plans_.Insert(key, MakePlan(M, a->dtype(), /*window_ok=*/true));
-        } catch (const dnnl::error&) {
-          if (!UseWindowSplit(a->dtype(), b_)) throw;
-          plan = plans_.Insert(key, MakePlan(M, a->dtype(), /*window_ok=*/false));  // the float32 path instead
-        }
+        plan = plans_.Insert(key, PlanWithWindowFallback(UseWindowSplit(a->dtype(), b_),
+                                                         [&](bool window_ok) { return MakePlan(M, a->dtype(), window_ok); }));
       } catch (const dnnl::error& e) {
         return Status::Unimplemented(ctx.node().Describe() + ": oneDNN has no int8 matmul for this case: " + e.what());
       }
