@@ -120,8 +120,9 @@ void* ThreadScratch(int slot, size_t bytes) {
 ThreadScope::ThreadScope(const KernelContext& ctx, int64_t macs) : macs_(macs) {
   ThreadPool* pool = ctx.thread_pool();
   if (pool != nullptr && pool->num_threads() > 1 && !ThreadPool::InParallelRegion()) {
-    const bool contended = macs >= 0 && macs < kContendedMinMacs && pool->Contended(std::chrono::steady_clock::now());
-    const bool worth_it = macs < 0 || (macs >= kParallelMinMacs && !contended);
+    // The clock is read only for the products the pool's contention decides.
+    const bool worth_it = macs < 0 || (macs >= kParallelMinMacs &&
+                                       (macs >= kContendedMinMacs || !pool->Contended(std::chrono::steady_clock::now())));
     if (worth_it) {
       reservation_.emplace(pool, pool->num_threads());
       threads_ = reservation_->threads();
