@@ -245,7 +245,7 @@ struct Avx2G16 {
 struct KOps {
   static constexpr int kParts = 2;
   static constexpr bool kFloatsInMemory = true;
-  static constexpr bool kDecodePrefetch = true;  // llm_kernels_impl.h PrefetchNextEighth
+  static constexpr bool kDecodePrefetch = true;  // llm_kernels_impl.h PrefetchEighthAhead
   static constexpr int kQ4SubBlocksPerPass = 1;
   static constexpr int kQ6Columns = 2;  // 2 columns of 2 * 63 * 127 pairs: at most 32004
   using I = __m256i;

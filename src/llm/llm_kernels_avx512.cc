@@ -319,7 +319,7 @@ struct Q6KSums {
 struct KOps {
   static constexpr int kParts = 1;
   static constexpr bool kFloatsInMemory = false;
-  static constexpr bool kDecodePrefetch = false;  // llm_kernels_impl.h PrefetchNextEighth
+  static constexpr bool kDecodePrefetch = true;  // llm_kernels_impl.h PrefetchEighthAhead
   static constexpr int kQ4SubBlocksPerPass = 2;
   static constexpr int kQ6Columns = 4;
   using I = __m512i;

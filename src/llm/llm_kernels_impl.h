@@ -279,7 +279,7 @@ inline int32_t Load4(const int8_t* p) {
 //   extended; Half(p): the part's fp16 values as floats; Cvt, Fma(a, b, c), FnMadd(a, b, c) =
 //   c - a * b, Mul, SetF, ZeroF; Store(y, v, valid): the first `valid` lanes;
 //   kQ4SubBlocksPerPass: Q4_K sub-blocks summed in one pass over their column vectors (1 or 2);
-//   kDecodePrefetch: see PrefetchNextEighth;
+//   kDecodePrefetch: see PrefetchEighthAhead;
 //   kFloatsInMemory: see FloatsInMemory.
 
 // One activation row as the K-quant group tiles read it: values, super-block scales, and 16-bit
@@ -317,12 +317,21 @@ inline void FloatsInMemory(typename O::F* f) {
 }
 
 // Decode at one token streams each super-block from memory once, in eight steps. When
-// O::kDecodePrefetch, step l also asks for the same eighth of the next super-block (software
-// prefetch, a few lines per step rather than the whole block at once), which the hardware
-// prefetcher alone did not bring in time. AVX2 on an AMD EPYC Zen 3 (bench_llm_matmul 65536 x 2048,
-// one token, one core, 3 alternating runs): Q4_K 5.6-5.8 ms -> 4.2-4.2, Q6_K 8.3-8.4 -> 5.8-6.0
-// (half a block ahead: 4.6 / 6.1-6.3; two blocks: 4.1-4.3 / 5.9-6.2). Asking for the whole next
-// block at the start of a super-block gained nothing (below). AVX-512 has none: not measured there.
+// O::kDecodePrefetch, step l also asks for the same eighth of the super-block
+// kDecodePrefetchBlocks ahead (software prefetch, a few lines per step rather than a whole block
+// at once), which the hardware prefetcher alone did not bring in time. bench_llm_matmul, one
+// token, one core, alternating runs of builds without / one block ahead / two blocks ahead:
+// - AMD EPYC Zen 3, AVX2, 65536 x 2048: Q4_K 5.6-5.8 ms -> 4.2 / 4.1-4.3, Q6_K 8.3-8.4 -> 5.8-6.0
+//   / 5.9-6.2 (half a block ahead: 4.6 / 6.1-6.3); a second session, 5 alternating runs of one
+//   against two blocks ahead: Q4_K 4.29-4.60 (median 4.53) / 4.37-4.97 (4.71), Q6_K 6.02-6.46
+//   (6.11) / 5.33-6.37 (5.76);
+// - Intel Xeon with AMX (16 cores, 300 MiB L3, 14.5 GB/s from one core), 262144 x 2048 (past the
+//   L3), 2 rounds: AVX-512 Q4_K 36.2-37.0 ms -> 25.5-25.6 / 23.5-24.3, Q6_K 50.1-51.6 -> 34.2-41.7
+//   / 36.6-41.2; AVX2 Q4_K 38.0-40.2 -> 24.5-25.6 / 25.1, Q6_K 61.6-71.7 -> 36.8-38.3 / 34.1-35.5.
+//   65536 x 2048 (in that L3), 3 rounds: AVX-512 Q6_K 10.1-10.5 -> 3.6-6.4 / 3.7-4.3.
+// Two blocks ahead on both paths. Asking for the whole next block at the start of a super-block
+// gained nothing (below). Results do not change: a prefetch changes no arithmetic.
+constexpr int kDecodePrefetchBlocks = 2;
 // Asks for the kBytes at p (software prefetch into the L1 cache), one request per 64-byte line.
 template <int kBytes>
 inline void PrefetchBytes(const uint8_t* p) {
@@ -331,9 +340,9 @@ inline void PrefetchBytes(const uint8_t* p) {
 }
 
 template <class O, int kBlockBytes>
-inline void PrefetchNextEighth(const uint8_t* blk, int l) {
+inline void PrefetchEighthAhead(const uint8_t* blk, int l) {
   constexpr int kEighth = (kBlockBytes + 7) / 8;
-  if constexpr (O::kDecodePrefetch) PrefetchBytes<kEighth>(blk + kBlockBytes + kEighth * l);
+  if constexpr (O::kDecodePrefetch) PrefetchBytes<kEighth>(blk + kDecodePrefetchBlocks * kBlockBytes + kEighth * l);
 }
 
 // Parts<M, kP>: parts [part0, part0 + kP) of a group (R = 16 / O::kParts rows each) x M tokens,
@@ -344,8 +353,8 @@ inline void PrefetchNextEighth(const uint8_t* blk, int l) {
 // is read in the vectors' order (llm_kernels.h: a super-block is one sequential stream, which the
 // hardware prefetcher follows); several tokens take a sub-block at a time from the caches.
 // Prefetching the whole next super-block at the start of each measured no better (AVX-512 Q4_K
-// 2.29-3.06 ms without against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8); an eighth of it
-// per step does on AVX2 (PrefetchNextEighth).
+// 2.29-3.06 ms without against 2.72-3.80 with it, Q6_K 3.2-4.5 against 5.2-5.8); an eighth of a
+// block per step does (PrefetchEighthAhead).
 template <class O>
 struct G16Q4KSubBlocks {
   static constexpr int kBlockBytes = 2368;
@@ -380,7 +389,7 @@ struct G16Q4KSubBlocks {
           for (int s = 0; s < 8; ++s) a[s] = O::ZeroI();
           #pragma GCC unroll 1
           for (int l = 0; l < 8; ++l) {
-            if (p == 0) PrefetchNextEighth<O, kBlockBytes>(blk, l);
+            if (p == 0) PrefetchEighthAhead<O, kBlockBytes>(blk, l);
             #pragma GCC unroll 4
             for (int c4 = 0; c4 < 4; ++c4) {
               const I v = O::Load(blk + 320 + 64 * (4 * l + c4) + vo);
@@ -521,7 +530,7 @@ struct G16Q6KSubBlocks {
           for (int k = 0; k < 8; ++k) a[k] = O::ZeroI();
           #pragma GCC unroll 1
           for (int l = 0; l < 8; ++l) {
-            if (p == 0) PrefetchNextEighth<O, kBlockBytes>(blk, l);
+            if (p == 0) PrefetchEighthAhead<O, kBlockBytes>(blk, l);
             const uint8_t* step = blk + 288 + 384 * l + vo;
             [&]<int... J>(std::integer_sequence<int, J...>) {
               ((a[J] = O::AddProducts(a[J], Values<J % 4>(step + 64 * (J / 4), step + 128 + 64 * (J / 2), m4, m30),
