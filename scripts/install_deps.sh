@@ -8,6 +8,7 @@ PACKAGES=(
   libcli11-dev
   libgtest-dev
   rapidjson-dev                 # KServe v2 REST JSON codec (src/frontends)
+  libsimdjson-dev               # simdjson: the REST request decoder's fast path (src/frontends/v2_json_fast_decode.cc)
   libboost1.81-dev              # Boost.Beast/Asio: the KServe v2 REST server (src/frontends)
   libgrpc++-dev protobuf-compiler-grpc  # KServe v2 gRPC service stubs
   libssl-dev                    # OpenSSL: SHA-256 + constant-time compare of API keys (api_keys.cc), TLS (tls.cc)

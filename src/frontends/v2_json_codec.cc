@@ -20,6 +20,7 @@
 #include "base/float_types.h"
 #include "base/status_macros.h"
 #include "frontends/v2_datatype.h"
+#include "frontends/v2_json_fast_decode.h"
 #include "frontends/v2_tensor_data.h"
 
 namespace inferloop::frontends {
@@ -529,6 +530,9 @@ Result<InferRequest> DecodeJsonInferRequest(std::string_view body, size_t json_h
   }
   std::string_view json = has_binary_section ? body.substr(0, json_header_length) : body;
   std::string_view binary = has_binary_section ? body.substr(json_header_length) : std::string_view();
+  if (options.fast_path && !has_binary_section) {
+    if (auto request = TryDecodeJsonInferRequestFast(json, options)) return std::move(*request);
+  }
   IL_RETURN_IF_ERROR(CheckNestingDepth(json));
   // The DOM's first 16 KiB come from the stack: rapidjson's default pool takes a 64 KiB heap
   // chunk per document, whose malloc/free (and glibc's consolidation of it) cost more than

@@ -20,6 +20,10 @@ struct JsonDecodeOptions {
   // Largest tensor (declared shape x element size) a request may declare; checked before any
   // allocation. Larger: ResourceExhausted.
   size_t max_tensor_bytes = size_t{1} << 30;
+  // Try the fast path first (v2_json_fast_decode.h: simdjson on the common form of a request,
+  // the full decoder for anything else; same results). false: the full decoder alone (tests
+  // compare the two).
+  bool fast_path = true;
 };
 
 // Decodes an infer request body. json_header_length: the Inference-Header-Content-Length value,

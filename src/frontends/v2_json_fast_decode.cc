@@ -1,0 +1,291 @@
+#include "frontends/v2_json_fast_decode.h"
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "base/float_types.h"
+#include "frontends/v2_datatype.h"
+#include "frontends/v2_tensor_data.h"
+
+namespace inferloop::frontends {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+// The parser keeps its buffers between documents (iterate() allocates only when a document is
+// larger than any before), and simdjson reads up to SIMDJSON_PADDING bytes past the text, so the
+// text is copied into a padded buffer that is kept too. One per thread: the io threads decode
+// requests concurrently and a parser serves one document at a time. Bounded by
+// kMaxFastJsonBytes.
+struct FastJsonScratch {
+  od::parser parser;
+  std::string padded;
+};
+
+FastJsonScratch& ThreadScratch() {
+  thread_local FastJsonScratch scratch;
+  return scratch;
+}
+
+// A string value without escapes or control characters (the full decoder's checks are then
+// simdjson's UTF-8 validation of the whole text); nullopt for anything else.
+std::optional<std::string_view> PlainString(od::value v) {
+  const std::string_view tok = v.raw_json_token();
+  if (tok.size() < 2 || tok[0] != '"') return std::nullopt;
+  const size_t close = tok.find('"', 1);
+  if (close == std::string_view::npos) return std::nullopt;
+  const std::string_view s = tok.substr(1, close - 1);
+  for (char c : s) {
+    if (c == '\\' || static_cast<unsigned char>(c) < 0x20) return std::nullopt;
+  }
+  od::raw_json_string raw;
+  if (v.get_raw_json_string().get(raw) != simdjson::SUCCESS) return std::nullopt;
+  return s;
+}
+
+// The full decoder reads an integral token (no '.', 'e' or 'E') as an int64 (leading '-') or a
+// uint64 and converts that; other numbers are correctly rounded doubles.
+bool IntegralToken(od::value v, bool* negative) {
+  const std::string_view tok = v.raw_json_token();
+  *negative = !tok.empty() && tok[0] == '-';
+  for (char c : tok) {
+    if (c == '.' || c == 'e' || c == 'E') return false;
+  }
+  return true;
+}
+
+template <typename T>
+bool ReadInt(od::value v, T* out) {
+  if constexpr (std::is_same_v<T, uint64_t>) {
+    return v.get_uint64().get(*out) == simdjson::SUCCESS;
+  } else {
+    int64_t x;
+    if (v.get_int64().get(x) != simdjson::SUCCESS) return false;
+    if (x < static_cast<int64_t>(std::numeric_limits<T>::min())) return false;
+    if constexpr (!std::is_same_v<T, int64_t>) {
+      if (x > static_cast<int64_t>(std::numeric_limits<T>::max())) return false;
+    }
+    *out = static_cast<T>(x);
+    return true;
+  }
+}
+
+bool ReadDouble(od::value v, double* out) {
+  bool negative = false;
+  if (IntegralToken(v, &negative)) {
+    if (negative) {
+      int64_t x;
+      if (v.get_int64().get(x) != simdjson::SUCCESS) return false;
+      *out = static_cast<double>(x);
+    } else {
+      uint64_t x;
+      if (v.get_uint64().get(x) != simdjson::SUCCESS) return false;
+      *out = static_cast<double>(x);
+    }
+    return true;
+  }
+  return v.get_double().get(*out) == simdjson::SUCCESS;
+}
+
+// Fills the `count` elements of t from a flat array of numbers; false unless it holds exactly
+// that many, each a number the full decoder takes for t's datatype.
+template <typename T>
+bool ReadElements(od::array a, Tensor& t, int64_t count) {
+  T* data = t.data<T>();
+  int64_t i = 0;
+  for (auto element : a) {
+    od::value v;
+    if (element.get(v) != simdjson::SUCCESS || i == count) return false;
+    if constexpr (std::is_integral_v<T>) {
+      if (!ReadInt(v, data + i)) return false;
+    } else {
+      double d;
+      if (!ReadDouble(v, &d)) return false;
+      data[i] = static_cast<T>(d);
+    }
+    ++i;
+  }
+  return i == count;
+}
+
+bool ReadHalfElements(od::array a, Tensor& t, int64_t count, uint16_t (*convert)(double)) {
+  uint16_t* data = t.data<uint16_t>();
+  int64_t i = 0;
+  for (auto element : a) {
+    od::value v;
+    double d;
+    if (element.get(v) != simdjson::SUCCESS || i == count || !ReadDouble(v, &d)) return false;
+    data[i++] = convert(d);
+  }
+  return i == count;
+}
+
+bool ReadData(od::value v, Tensor& t, int64_t count) {
+  od::array a;
+  if (v.get_array().get(a) != simdjson::SUCCESS) return false;  // a scalar "data": the full decoder
+  switch (t.dtype()) {
+    case DataType::kUInt8: return ReadElements<uint8_t>(a, t, count);
+    case DataType::kUInt16: return ReadElements<uint16_t>(a, t, count);
+    case DataType::kUInt32: return ReadElements<uint32_t>(a, t, count);
+    case DataType::kUInt64: return ReadElements<uint64_t>(a, t, count);
+    case DataType::kInt8: return ReadElements<int8_t>(a, t, count);
+    case DataType::kInt16: return ReadElements<int16_t>(a, t, count);
+    case DataType::kInt32: return ReadElements<int32_t>(a, t, count);
+    case DataType::kInt64: return ReadElements<int64_t>(a, t, count);
+    case DataType::kFloat: return ReadElements<float>(a, t, count);
+    case DataType::kDouble: return ReadElements<double>(a, t, count);
+    case DataType::kFloat16: return ReadHalfElements(a, t, count, DoubleToHalf);
+    case DataType::kBFloat16: return ReadHalfElements(a, t, count, DoubleToBFloat16);
+    default: return false;  // BOOL, BYTES: the full decoder
+  }
+}
+
+bool ReadShape(od::value v, Shape* shape) {
+  od::array a;
+  if (v.get_array().get(a) != simdjson::SUCCESS) return false;
+  for (auto element : a) {
+    int64_t d;
+    if (element.get_int64().get(d) != simdjson::SUCCESS) return false;
+    shape->push_back(d);
+  }
+  return true;
+}
+
+std::optional<InferInput> ReadInput(od::value v, const JsonDecodeOptions& options) {
+  od::object o;
+  if (v.get_object().get(o) != simdjson::SUCCESS) return std::nullopt;
+  InferInput in;
+  bool have_name = false, have_dtype = false, have_shape = false, have_data = false;
+  DataType dtype = DataType::kFloat;
+  Shape shape;
+  for (auto field : o) {
+    std::string_view key;
+    od::value value;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS || field.value().get(value) != simdjson::SUCCESS) {
+      return std::nullopt;
+    }
+    if (key == "name" && !have_name) {
+      auto s = PlainString(value);
+      if (!s) return std::nullopt;
+      in.name.assign(*s);
+      have_name = true;
+    } else if (key == "datatype" && !have_dtype) {
+      auto s = PlainString(value);
+      if (!s) return std::nullopt;
+      auto dt = DataTypeFromV2Name(*s);
+      if (!dt.ok()) return std::nullopt;
+      dtype = *dt;
+      have_dtype = true;
+    } else if (key == "shape" && !have_shape) {
+      if (!ReadShape(value, &shape)) return std::nullopt;
+      have_shape = true;
+    } else if (key == "data" && !have_data && have_name && have_dtype && have_shape) {
+      auto count = CheckDeclaredShape("input '" + in.name + "'", dtype, shape, options.max_tensor_bytes);
+      if (!count.ok()) return std::nullopt;
+      auto t = Tensor::Create(dtype, shape, SIZE_MAX);
+      if (!t.ok() || !ReadData(value, *t, *count)) return std::nullopt;
+      in.tensor = std::move(*t);
+      have_data = true;
+    } else {
+      return std::nullopt;  // parameters, binary data, another key, a repeated one, data first
+    }
+  }
+  if (!have_data) return std::nullopt;
+  return in;
+}
+
+bool ReadInputs(od::value v, const JsonDecodeOptions& options, std::vector<InferInput>* inputs) {
+  od::array a;
+  if (v.get_array().get(a) != simdjson::SUCCESS) return false;
+  inputs->reserve(4);  // one allocation for most requests (the array's length is not known yet)
+  for (auto element : a) {
+    od::value e;
+    if (element.get(e) != simdjson::SUCCESS) return false;
+    auto in = ReadInput(e, options);
+    if (!in) return false;
+    for (const auto& other : *inputs) {
+      if (other.name == in->name) return false;
+    }
+    inputs->push_back(std::move(*in));
+  }
+  return true;
+}
+
+bool ReadOutputs(od::value v, std::vector<RequestedOutput>* outputs) {
+  od::array a;
+  if (v.get_array().get(a) != simdjson::SUCCESS) return false;
+  for (auto element : a) {
+    od::object o;
+    if (element.get_object().get(o) != simdjson::SUCCESS) return false;
+    RequestedOutput out;
+    bool have_name = false;
+    for (auto field : o) {
+      std::string_view key;
+      od::value value;
+      if (field.unescaped_key().get(key) != simdjson::SUCCESS || field.value().get(value) != simdjson::SUCCESS ||
+          key != "name" || have_name) {
+        return false;
+      }
+      auto s = PlainString(value);
+      if (!s) return false;
+      out.name.assign(*s);
+      have_name = true;
+    }
+    if (!have_name) return false;
+    for (const auto& other : *outputs) {
+      if (other.name == out.name) return false;
+    }
+    outputs->push_back(std::move(out));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<InferRequest> TryDecodeJsonInferRequestFast(std::string_view json, const JsonDecodeOptions& options) {
+  if (json.size() > kMaxFastJsonBytes) return std::nullopt;
+  FastJsonScratch& scratch = ThreadScratch();
+  scratch.padded.assign(json);
+  scratch.padded.resize(json.size() + simdjson::SIMDJSON_PADDING, ' ');
+  od::document doc;
+  if (scratch.parser.iterate(scratch.padded.data(), json.size(), scratch.padded.size()).get(doc) != simdjson::SUCCESS) {
+    return std::nullopt;
+  }
+  od::object root;
+  if (doc.get_object().get(root) != simdjson::SUCCESS) return std::nullopt;
+  InferRequest req;
+  bool have_id = false, have_inputs = false, have_outputs = false;
+  for (auto field : root) {
+    std::string_view key;
+    od::value value;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS || field.value().get(value) != simdjson::SUCCESS) {
+      return std::nullopt;
+    }
+    if (key == "id" && !have_id) {
+      auto s = PlainString(value);
+      if (!s) return std::nullopt;
+      req.id.assign(*s);
+      have_id = true;
+    } else if (key == "inputs" && !have_inputs) {
+      if (!ReadInputs(value, options, &req.inputs)) return std::nullopt;
+      have_inputs = true;
+    } else if (key == "outputs" && !have_outputs) {
+      if (!ReadOutputs(value, &req.outputs)) return std::nullopt;
+      have_outputs = true;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!have_inputs) return std::nullopt;
+  // At the end of the text, nothing after the object (simdjson 3.0's document has no at_end():
+  // its current location past the last token is OUT_OF_BOUNDS).
+  if (doc.current_location().error() != simdjson::OUT_OF_BOUNDS) return std::nullopt;
+  return req;
+}
+
+}  // namespace inferloop::frontends
