@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <sstream>
 
 #include "base/status_macros.h"
 #include "base/uninitialized_tensor.h"
@@ -62,12 +62,18 @@ size_t DataTypeSize(DataType t) {
 
 bool IsKnownDataType(int32_t t) { return t >= 1 && t <= 26; }
 
+// Appends with std::to_chars, not an ostringstream: the serving path builds a batch key from
+// every request's shapes (batch_assembly.cc), and a stream's construction (its locale) cost more
+// than the rest of that key (perf on serve_bench's simple requests).
 std::string ShapeToString(const Shape& s) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < s.size(); ++i) os << (i ? "," : "") << s[i];
-  os << ']';
-  return os.str();
+  std::string out = "[";
+  char buf[24];
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';
+    out.append(buf, std::to_chars(buf, buf + sizeof buf, s[i]).ptr);
+  }
+  out += ']';
+  return out;
 }
 
 int64_t ShapeElementCount(const Shape& s) {

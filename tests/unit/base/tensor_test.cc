@@ -100,4 +100,12 @@ TEST(FloatTypes, Float8E4M3FN) {
   EXPECT_EQ(SmallFloatToFloat(DataType::kFloat4E2M1, FloatToSmallFloat(DataType::kFloat4E2M1, 2.9f)), 3.0f);
 }
 
+TEST(Tensor, ShapeToStringWritesDimsInBrackets) {
+  EXPECT_EQ(ShapeToString(Shape{}), "[]");
+  EXPECT_EQ(ShapeToString(Shape{1, 16}), "[1,16]");
+  EXPECT_EQ(ShapeToString(Shape{-1, 0, 3}), "[-1,0,3]");
+  EXPECT_EQ(ShapeToString(Shape{INT64_MIN, INT64_MAX}), "[-9223372036854775808,9223372036854775807]");
+  EXPECT_EQ(ShapeToString(Shape{1, 2, 3, 4, 5, 6, 7, 8, 9}), "[1,2,3,4,5,6,7,8,9]");  // past the inline rank
+}
+
 }  // namespace inferloop
