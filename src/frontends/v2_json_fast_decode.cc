@@ -48,6 +48,22 @@ std::optional<std::string_view> PlainString(od::value v) {
   return s;
 }
 
+// A string value's text into *out, once (*have set): false for a repeated key or a string that
+// is not plain.
+bool TakePlainString(od::value v, bool* have, std::string* out) {
+  if (*have) return false;
+  auto s = PlainString(v);
+  if (!s) return false;
+  out->assign(*s);
+  *have = true;
+  return true;
+}
+
+// An object member's key and value; false on an error.
+bool KeyAndValue(simdjson::simdjson_result<od::field> field, std::string_view* key, od::value* value) {
+  return field.unescaped_key().get(*key) == simdjson::SUCCESS && field.value().get(*value) == simdjson::SUCCESS;
+}
+
 // The full decoder reads an integral token (no '.', 'e' or 'E') as an int64 (leading '-') or a
 // uint64 and converts that; other numbers are correctly rounded doubles.
 bool IntegralToken(od::value v, bool* negative) {
@@ -166,14 +182,9 @@ std::optional<InferInput> ReadInput(od::value v, const JsonDecodeOptions& option
   for (auto field : o) {
     std::string_view key;
     od::value value;
-    if (field.unescaped_key().get(key) != simdjson::SUCCESS || field.value().get(value) != simdjson::SUCCESS) {
-      return std::nullopt;
-    }
-    if (key == "name" && !have_name) {
-      auto s = PlainString(value);
-      if (!s) return std::nullopt;
-      in.name.assign(*s);
-      have_name = true;
+    if (!KeyAndValue(field, &key, &value)) return std::nullopt;
+    if (key == "name") {
+      if (!TakePlainString(value, &have_name, &in.name)) return std::nullopt;
     } else if (key == "datatype" && !have_dtype) {
       auto s = PlainString(value);
       if (!s) return std::nullopt;
@@ -227,14 +238,9 @@ bool ReadOutputs(od::value v, std::vector<RequestedOutput>* outputs) {
     for (auto field : o) {
       std::string_view key;
       od::value value;
-      if (field.unescaped_key().get(key) != simdjson::SUCCESS || field.value().get(value) != simdjson::SUCCESS ||
-          key != "name" || have_name) {
+      if (!KeyAndValue(field, &key, &value) || key != "name" || !TakePlainString(value, &have_name, &out.name)) {
         return false;
       }
-      auto s = PlainString(value);
-      if (!s) return false;
-      out.name.assign(*s);
-      have_name = true;
     }
     if (!have_name) return false;
     for (const auto& other : *outputs) {
@@ -263,14 +269,9 @@ std::optional<InferRequest> TryDecodeJsonInferRequestFast(std::string_view json,
   for (auto field : root) {
     std::string_view key;
     od::value value;
-    if (field.unescaped_key().get(key) != simdjson::SUCCESS || field.value().get(value) != simdjson::SUCCESS) {
-      return std::nullopt;
-    }
-    if (key == "id" && !have_id) {
-      auto s = PlainString(value);
-      if (!s) return std::nullopt;
-      req.id.assign(*s);
-      have_id = true;
+    if (!KeyAndValue(field, &key, &value)) return std::nullopt;
+    if (key == "id") {
+      if (!TakePlainString(value, &have_id, &req.id)) return std::nullopt;
     } else if (key == "inputs" && !have_inputs) {
       if (!ReadInputs(value, options, &req.inputs)) return std::nullopt;
       have_inputs = true;
