@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -165,6 +167,67 @@ TEST(V2JsonFastDecode, DeclinesEverythingElseAndTheDefaultDecodeIsTheFullDecoder
   long_body.insert(1, kMaxFastJsonBytes, ' ');
   EXPECT_FALSE(TryDecodeJsonInferRequestFast(long_body, {}).has_value());
   ExpectSameOutcome(long_body);
+}
+
+// simdjson 3.0.1 misreads decimals of more than 19 digits ("0.22222222222222222222" gave
+// 0.0377...): the fast path leaves them to the full decoder (leading zeros count) and takes the
+// shorter ones, whose values are strtod's.
+TEST(V2JsonFastDecode, DecimalsOfMoreThan19DigitsGoToTheFullDecoder) {
+  for (const std::string num : {"0.22222222222222222222", "-0.0222222222222222222222", "0.022222222222222222222",
+                                "0.0000000000000000000001234", "1.00000000000000000001", "0.2222222222222222222"}) {
+    const std::string body = R"({"inputs": [{"name": "x", "datatype": "FP64", "shape": [1], "data": [)" + num + "]}]}";
+    EXPECT_FALSE(TryDecodeJsonInferRequestFast(body, {}).has_value()) << num;
+    ExpectSameOutcome(body);
+    EXPECT_EQ(DecodeJsonInferRequest(body, 0)->inputs[0].tensor.data<double>()[0], std::strtod(num.c_str(), nullptr));
+  }
+  for (const std::string num : {"0.222222222222222222", "2.222222222222222222", "0.100000000000000001",
+                                "1234567890.12345678", "4.9e-324", "2.4703282292062328e-324", "1.7976931348623157e308"}) {
+    const std::string body = R"({"inputs": [{"name": "x", "datatype": "FP64", "shape": [1], "data": [)" + num + "]}]}";
+    auto fast = TryDecodeJsonInferRequestFast(body, {});
+    ASSERT_TRUE(fast.has_value()) << num;
+    EXPECT_EQ(fast->inputs[0].tensor.data<double>()[0], std::strtod(num.c_str(), nullptr)) << num;
+    ExpectSameOutcome(body);
+  }
+}
+
+// Random decimals of up to 19 digits (leading zeros counted; signs, exponents up to +-300) into
+// FP64 and FP32: the fast path takes every body and gives the full decoder's bits for each
+// number.
+TEST(V2JsonFastDecode, RandomDecimalsDecodeToTheFullDecodersBits) {
+  std::mt19937 rng(44);
+  auto digits = [&](int n) {
+    std::string d;
+    for (int i = 0; i < n; ++i) d += static_cast<char>('0' + rng() % 10);
+    return d;
+  };
+  for (const char* dtype : {"FP64", "FP32"}) {
+    for (int body_index = 0; body_index < 20; ++body_index) {
+      std::string data;
+      constexpr int kCount = 500;
+      for (int i = 0; i < kCount; ++i) {
+        std::string num = rng() % 4 == 0 ? "-" : "";
+        const int form = static_cast<int>(rng() % 3);
+        if (form == 0) {
+          num += "0." + digits(1 + rng() % 18);  // "0.ddd": at most 19 digits
+        } else if (form == 1) {
+          const int zeros = static_cast<int>(rng() % 6);  // "0.000ddd"
+          num += "0." + std::string(zeros, '0') + "1" + digits(rng() % (18 - zeros));
+        } else {
+          const int whole = 1 + static_cast<int>(rng() % 5);  // "dd.ddd"
+          num += std::to_string(1 + rng() % 9) + digits(whole - 1) + "." + digits(1 + rng() % (19 - whole));
+        }
+        if (rng() % 3 == 0) num += (rng() % 2 ? "e-" : "E+") + std::to_string(rng() % 300);
+        data += (i ? ", " : "") + num;
+      }
+      const std::string body = std::string(R"({"inputs": [{"name": "x", "datatype": ")") + dtype + R"(", "shape": [)" +
+                               std::to_string(kCount) + R"(], "data": [)" + data + "]}]}";
+      auto fast = TryDecodeJsonInferRequestFast(body, {});
+      ASSERT_TRUE(fast.has_value()) << body.substr(0, 300);
+      auto full = DecodeJsonInferRequest(body, 0, FullOnly());
+      ASSERT_TRUE(full.ok()) << full.status().ToString();
+      ExpectSameRequest(*fast, *full);
+    }
+  }
 }
 
 TEST(V2JsonFastDecode, EveryTruncationHasTheFullDecodersOutcome) {
