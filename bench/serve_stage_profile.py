@@ -77,13 +77,21 @@ def classify(sample, patterns):
     return "other:" + leaf_fn[:60]
 
 
-def stage_counts(perf_script_text):
+def stage_counts(perf_script_text, detail=None):
+    """Samples per stage; and for stage `detail`, samples per (leaf function, caller frames)."""
     patterns = [(n, re.compile(p)) for n, p in STAGES]
-    counts, sample = collections.Counter(), []
+    counts, details, sample = collections.Counter(), collections.Counter(), []
+
+    def take(sample):
+        stage = classify(sample, patterns)
+        counts[stage] += 1
+        if stage == detail:
+            details[" <- ".join(fn[:70] for fn, _ in sample[:4])] += 1
+
     for line in perf_script_text.splitlines():
         if line and not line[0].isspace():
             if sample:
-                counts[classify(sample, patterns)] += 1
+                take(sample)
             sample = []
             continue
         parts = line.strip().split(" ", 1)
@@ -92,8 +100,8 @@ def stage_counts(perf_script_text):
         m = re.match(r"(.*) \((.*)\)$", parts[1])
         sample.append((m.group(1), m.group(2)) if m else (parts[1], ""))
     if sample:
-        counts[classify(sample, patterns)] += 1
-    return counts
+        take(sample)
+    return counts, details
 
 
 def cpu_ticks(pid):
@@ -115,6 +123,7 @@ def main():
     ap.add_argument("--model", default="simple", help="simple (default), or dlrm_batched / dlrm_unbatched of a serve_bench repository")
     ap.add_argument("--seconds", type=int, default=4)
     ap.add_argument("--port", type=int, default=18090)
+    ap.add_argument("--detail", help="a stage whose samples to list by their innermost frames")
     a = ap.parse_args()
     body = SIMPLE_BODY if a.model == "simple" else DLRM_BODY
     with tempfile.TemporaryDirectory() as tmp:
@@ -148,7 +157,7 @@ def main():
             server.send_signal(signal.SIGTERM)
             server.wait(timeout=30)
         script = subprocess.run(["perf", "script", "-i", data], capture_output=True, text=True, errors="replace").stdout
-    counts = stage_counts(script)
+    counts, details = stage_counts(script, a.detail)
     total = sum(counts.values())
     print(f"{a.model}: {us_per_request:.1f} us of server CPU per request (unprofiled run, {n} requests); "
           f"{total} perf samples of the profiled run\n")
@@ -160,6 +169,10 @@ def main():
             continue
         print(f"| {stage} | {100 * count / total:.1f}% | {us_per_request * count / total:.1f} |")
     print(f"| other (each under 0.4%) | {100 * small / total:.1f}% | {us_per_request * small / total:.1f} |")
+    if a.detail:
+        print(f"\n{a.detail}, by innermost frames (share of all samples):")
+        for frames, count in details.most_common(25):
+            print(f"{100 * count / total:5.2f}%  {frames}")
 
 
 if __name__ == "__main__":
