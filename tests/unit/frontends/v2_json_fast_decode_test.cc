@@ -78,7 +78,8 @@ TEST(V2JsonFastDecode, TakesTheCommonFormAsTheFullDecoderDoes) {
       R"({"name": "u64", "datatype": "UINT64", "shape": [1], "data": [18446744073709551615]},)"
       R"({"name": "empty", "datatype": "FP32", "shape": [0, 3], "data": []}],)"
       R"( "outputs": [{"name": "OUTPUT0"}, {"name": "OUTPUT1"}]})";
-  for (const std::string body : {std::string(kSimple), mixed, std::string(R"({"inputs": []})")}) {
+  for (const std::string body : {std::string(kSimple), mixed, std::string(R"({"inputs": []})"),
+                                 "\n\t " + std::string(kSimple) + " \r\n"}) {  // whitespace around, as curl -d @file sends
     auto fast = TryDecodeJsonInferRequestFast(body, {});
     ASSERT_TRUE(fast.has_value()) << body;
     auto full = DecodeJsonInferRequest(body, 0, FullOnly());
