@@ -715,8 +715,32 @@ class Session : public std::enable_shared_from_this<Session> {
                       });
   }
 
-  // Appends `res` as sent on the wire (Beast's serializer: the same bytes as http::write).
+  // Appends `res` as sent on the wire: the same bytes as Beast's serializer (http::write). A
+  // response that is not chunked goes out as Beast lays it out (status line, each field as
+  // "name: value", a blank line, the body) written here directly: Beast's serializer took about
+  // 0.8 us of simple's 31 us of server CPU per request (bench/serve_stage_profile.py).
   bool AppendSerialized(Response& res) {
+    const unsigned version = res.version();
+    const unsigned code = res.result_int();
+    if (!res.chunked() && (version == 10 || version == 11) && code >= 100 && code <= 999) {
+      char line[13] = {'H', 'T', 'T', 'P', '/', '1', '.', static_cast<char>('0' + version % 10), ' ',
+                       static_cast<char>('0' + code / 100 % 10), static_cast<char>('0' + code / 10 % 10),
+                       static_cast<char>('0' + code % 10), ' '};
+      out_.append(line, sizeof line);
+      const beast::string_view reason = res.reason();
+      out_.append(reason.data(), reason.size());
+      out_ += "\r\n";
+      for (const auto& field : res) {
+        const beast::string_view name = field.name_string(), value = field.value();
+        out_.append(name.data(), name.size());
+        out_ += ": ";
+        out_.append(value.data(), value.size());
+        out_ += "\r\n";
+      }
+      out_ += "\r\n";
+      out_ += res.body();
+      return true;
+    }
     http::response_serializer<http::string_body, Fields> sr(res);
     beast::error_code ec;
     while (!sr.is_done()) {

@@ -478,6 +478,53 @@ TEST(HttpServer, ClientStatusCodesAndReasons) {
   EXPECT_EQ(c.Roundtrip(MakeHttpRequest("GET", "/42")).status, 500);
 }
 
+// The bytes on the wire, read raw until the server closes: a status line, "Name: value" fields,
+// a blank line and exactly Content-Length bytes of body (the server writes small answers itself,
+// not through Beast's serializer), for HTTP/1.1 and 1.0 and a reason of its own.
+TEST(HttpServer, AnswerBytesAreStatusLineFieldsBlankLineAndBody) {
+  auto server = StartServer([](HttpRequest request, HttpResponder respond) {
+    HttpResponse r = Text("body of " + request.target, request.target == "/499" ? 499 : 200);
+    r.headers.emplace_back("X-Test", "a: b");
+    respond(std::move(r));
+  });
+  ASSERT_TRUE(server);
+  struct Case {
+    std::string request, status_line, body;
+  };
+  const Case cases[] = {
+      {"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", "HTTP/1.1 200 OK", "body of /x"},
+      {"GET /old HTTP/1.0\r\n\r\n", "HTTP/1.0 200 OK", "body of /old"},
+      {"GET /499 HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", "HTTP/1.1 499 Client Closed Request",
+       "body of /499"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.request);
+    TestConnection conn(server->port());
+    ASSERT_TRUE(conn.Send(c.request));
+    std::string raw = conn.ReadUntilClosed();
+    const size_t head_end = raw.find("\r\n\r\n");
+    ASSERT_NE(head_end, std::string::npos) << raw;
+    EXPECT_EQ(raw.substr(head_end + 4), c.body);  // nothing after the body
+    std::string head = raw.substr(0, head_end + 2);
+    ASSERT_EQ(head.substr(0, c.status_line.size() + 2), c.status_line + "\r\n") << raw;
+    head.erase(0, c.status_line.size() + 2);
+    bool saw_length = false, saw_test = false;
+    for (size_t pos = 0; pos < head.size();) {
+      const size_t eol = head.find("\r\n", pos);
+      ASSERT_NE(eol, std::string::npos);
+      const std::string line = head.substr(pos, eol - pos);
+      const size_t colon = line.find(": ");
+      ASSERT_NE(colon, std::string::npos) << line;
+      ASSERT_GT(colon, 0u) << line;
+      saw_length = saw_length || line == "Content-Length: " + std::to_string(c.body.size());
+      saw_test = saw_test || line == "X-Test: a: b";
+      pos = eol + 2;
+    }
+    EXPECT_TRUE(saw_length) << raw;
+    EXPECT_TRUE(saw_test) << raw;
+  }
+}
+
 TEST(HttpServer, ClientClosingWhileARequestIsInFlightSetsCancelled) {
   HeldRequests held;
   auto server = StartServer(held.Handler());

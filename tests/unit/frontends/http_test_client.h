@@ -175,6 +175,14 @@ class TestConnection {
     return false;
   }
 
+  // Every byte the server sends until it closes the connection (or the I/O timeout passes), as
+  // received: after whatever Read() left buffered.
+  std::string ReadUntilClosed() {
+    while (Fill()) {
+    }
+    return std::exchange(buffer_, std::string());
+  }
+
   void Close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
