@@ -118,34 +118,25 @@ bool ReadDouble(od::value v, double* out) {
 }
 
 // Fills the `count` elements of t from a flat array of numbers; false unless it holds exactly
-// that many, each a number the full decoder takes for t's datatype.
-template <typename T>
+// that many, each a number the full decoder takes for t's datatype. Integer types take integers
+// in their range; the others a double, stored through kFromDouble (FP16 / BF16: the full
+// decoder's DoubleToHalf / DoubleToBFloat16) or a cast when it is null.
+template <typename T, auto kFromDouble = nullptr>
 bool ReadElements(od::array a, Tensor& t, int64_t count) {
   T* data = t.data<T>();
   int64_t i = 0;
   for (auto element : a) {
     od::value v;
     if (element.get(v) != simdjson::SUCCESS || i == count) return false;
-    if constexpr (std::is_integral_v<T>) {
+    if constexpr (std::is_integral_v<T> && kFromDouble == nullptr) {
       if (!ReadInt(v, data + i)) return false;
     } else {
       double d;
       if (!ReadDouble(v, &d)) return false;
-      data[i] = static_cast<T>(d);
+      if constexpr (kFromDouble == nullptr) data[i] = static_cast<T>(d);
+      else data[i] = kFromDouble(d);
     }
     ++i;
-  }
-  return i == count;
-}
-
-bool ReadHalfElements(od::array a, Tensor& t, int64_t count, uint16_t (*convert)(double)) {
-  uint16_t* data = t.data<uint16_t>();
-  int64_t i = 0;
-  for (auto element : a) {
-    od::value v;
-    double d;
-    if (element.get(v) != simdjson::SUCCESS || i == count || !ReadDouble(v, &d)) return false;
-    data[i++] = convert(d);
   }
   return i == count;
 }
@@ -164,8 +155,8 @@ bool ReadData(od::value v, Tensor& t, int64_t count) {
     case DataType::kInt64: return ReadElements<int64_t>(a, t, count);
     case DataType::kFloat: return ReadElements<float>(a, t, count);
     case DataType::kDouble: return ReadElements<double>(a, t, count);
-    case DataType::kFloat16: return ReadHalfElements(a, t, count, DoubleToHalf);
-    case DataType::kBFloat16: return ReadHalfElements(a, t, count, DoubleToBFloat16);
+    case DataType::kFloat16: return ReadElements<uint16_t, DoubleToHalf>(a, t, count);
+    case DataType::kBFloat16: return ReadElements<uint16_t, DoubleToBFloat16>(a, t, count);
     default: return false;  // BOOL, BYTES: the full decoder
   }
 }
@@ -205,7 +196,8 @@ std::optional<InferInput> ReadInput(od::value v, const JsonDecodeOptions& option
       if (!ReadShape(value, &shape)) return std::nullopt;
       have_shape = true;
     } else if (key == "data" && !have_data && have_name && have_dtype && have_shape) {
-      auto count = CheckDeclaredShape("input '" + in.name + "'", dtype, shape, options.max_tensor_bytes);
+      // The message names what it checks; here it is dropped (the full decoder words the error).
+      auto count = CheckDeclaredShape(in.name, dtype, shape, options.max_tensor_bytes);
       if (!count.ok()) return std::nullopt;
       auto t = Tensor::Create(dtype, shape, SIZE_MAX);
       if (!t.ok() || !ReadData(value, *t, *count)) return std::nullopt;
