@@ -144,8 +144,9 @@ struct Q6KSums {
 // EPYC Zen 3 (AVX2 only, 2 CPUs), `inferloop generate` of the TinyLlama-shaped random models, 2
 // threads, 64 tokens, 3 alternating runs each: Q4_0 41.5-44.2 tok/s without, 48.1-56.0 with 1536
 // bytes and 46.0-51.0 with 2048; Q8_0 23.7-25.1 without, 26.0-28.5 (1536) and 27.4-27.6 (2048);
-// 1024 to 4096 all gained. (The K-quant decode passes gained nothing from the same prefetch:
-// Q4_K_M 34.4-37.8 tok/s without, 32.0-35.7 with, so they have none.)
+// 1024 to 4096 all gained. (The K-quant decode passes gained nothing from a whole block ahead at
+// a time, Q4_K_M 34.4-37.8 tok/s without, 32.0-35.7 with: they ask for an eighth of a block per
+// step instead, llm_kernels_impl.h PrefetchEighthAhead.)
 template <bool kQ4>
 struct Avx2G16 {
   static constexpr int kBlockBytes = kQ4 ? 32 + 256 : 32 + 512;
@@ -163,7 +164,7 @@ struct Avx2G16 {
     const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
-      if constexpr (kH == 2) PrefetchBytes<kBlockBytes>(blk + kDecodePrefetchBytes);
+      if constexpr (kH == 2) PrefetchBytes(blk + kDecodePrefetchBytes, kBlockBytes);
       __m256i c[kH][M];
       #pragma GCC unroll 2
       for (int hh = 0; hh < kH; ++hh) {

@@ -195,7 +195,7 @@ struct VnniG16 {
     for (int64_t b = 0; b < nb; ++b) {
       const uint8_t* blk = gp + b * kBlockBytes;
       if constexpr (M <= 8) {  // few tokens (decode) stream the weights from memory: ask ahead
-        for (int o = 0; o < kBlockBytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + 8 * kBlockBytes + o), _MM_HINT_T0);
+        PrefetchBytes(blk + 8 * kBlockBytes, kBlockBytes);
       }
       const uint8_t* vals = blk + 32;
       __m512i c[M];

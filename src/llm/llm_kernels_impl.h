@@ -60,10 +60,14 @@ inline __m128i Q4KScalesMins(const uint8_t* p) {
 // and the hardware prefetcher alone left the K-quant dots waiting on memory (measured: about 1.4x
 // the single-thread decode speed on a TinyLlama-shaped Q4_K_M file). Prefetches never fault, so
 // running past the end of the matrix is harmless.
-constexpr int kPrefetchAhead = 2048;
-inline void PrefetchBlock(const uint8_t* blk, int bytes) {
-  for (int o = 0; o < bytes; o += 64) _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchAhead + o), _MM_HINT_T0);
+// Asks for the `bytes` at p (software prefetch into the L1 cache), one request per 64-byte line;
+// unrolled where `bytes` is a constant (the group tiles' decode passes).
+inline void PrefetchBytes(const uint8_t* p, int bytes) {
+  #pragma GCC unroll 16
+  for (int k = 0; k < bytes; k += 64) _mm_prefetch(reinterpret_cast<const char*>(p + k), _MM_HINT_T0);
 }
+constexpr int kPrefetchAhead = 2048;
+inline void PrefetchBlock(const uint8_t* blk, int bytes) { PrefetchBytes(blk + kPrefetchAhead, bytes); }
 
 // One Q4_K super-block's float terms for activation row x (block b), in llama.cpp's order: the
 // eight int32 lanes of scaled sums `sumi` into acc, and the mins - 8 int16 `mn16` against the
@@ -332,17 +336,10 @@ inline void FloatsInMemory(typename O::F* f) {
 // Two blocks ahead on both paths. Asking for the whole next block at the start of a super-block
 // gained nothing (below). Results do not change: a prefetch changes no arithmetic.
 constexpr int kDecodePrefetchBlocks = 2;
-// Asks for the kBytes at p (software prefetch into the L1 cache), one request per 64-byte line.
-template <int kBytes>
-inline void PrefetchBytes(const uint8_t* p) {
-  #pragma GCC unroll 16
-  for (int k = 0; k < kBytes; k += 64) _mm_prefetch(reinterpret_cast<const char*>(p + k), _MM_HINT_T0);
-}
-
 template <class O, int kBlockBytes>
 inline void PrefetchEighthAhead(const uint8_t* blk, int l) {
   constexpr int kEighth = (kBlockBytes + 7) / 8;
-  if constexpr (O::kDecodePrefetch) PrefetchBytes<kEighth>(blk + kDecodePrefetchBlocks * kBlockBytes + kEighth * l);
+  if constexpr (O::kDecodePrefetch) PrefetchBytes(blk + kDecodePrefetchBlocks * kBlockBytes + kEighth * l, kEighth);
 }
 
 // Parts<M, kP>: parts [part0, part0 + kP) of a group (R = 16 / O::kParts rows each) x M tokens,
