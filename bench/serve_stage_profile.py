@@ -18,6 +18,7 @@ The stage patterns are symbol-name regexes (STAGES below): a stage is only as ex
 """
 import argparse
 import collections
+import json
 import os
 import re
 import signal
@@ -28,6 +29,8 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_bench import cpu_seconds, dlrm_body, simple_body  # noqa: E402  (serve_bench's requests and CPU reading)
 
 STAGES = [
     ("json_decode", r"DecodeJsonInferRequest|TryDecodeJsonInferRequestFast|simdjson::|rapidjson::GenericReader|ParseInput|"
@@ -47,14 +50,6 @@ STAGES = [
 ALLOCATOR = re.compile(r"malloc|_int_free|cfree|\bfree\b|operator new|operator delete|unlink_chunk|_int_memalign|tcache|"
                        r"pool_resource|memalign")
 SYSCALL = re.compile(r"__x64_sys_(\w+)|(exit_to_user_mode_loop|irqentry|asm_sysvec|asm_common_interrupt|schedule)")
-
-SIMPLE_BODY = ('{"inputs": [{"name": "INPUT0", "datatype": "INT32", "shape": [1, 16], "data": [0, 1, 2, 3, 4, 5, 6, 7, 8, '
-               '9, 10, 11, 12, 13, 14, 15]}, {"name": "INPUT1", "datatype": "INT32", "shape": [1, 16], "data": [1, 1, 1, '
-               '1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]}]}')
-DLRM_BODY = ('{"inputs": [{"name": "dense", "datatype": "FP32", "shape": [1, 13], "data": [0.6888, 0.5159, -0.1589, '
-             '-0.4822, 0.0225, -0.1901, 0.5676, -0.3934, -0.0468, 0.1668, 0.8162, 0.0094, -0.4363]}, {"name": "sparse", '
-             '"datatype": "INT64", "shape": [1, 8], "data": [99064, 6214, 81050, 8208, 69804, 9861, 59124, 1203]}]}')
-
 
 def classify(sample, patterns):
     """The stage of one perf sample (a list of (function, dso) frames, innermost first)."""
@@ -104,12 +99,6 @@ def stage_counts(perf_script_text, detail=None):
     return counts, details
 
 
-def cpu_ticks(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return int(fields[11]) + int(fields[12])
-
-
 def wrk(port, model, lua, seconds):
     out = subprocess.run(["wrk", "-t2", "-c64", f"-d{seconds}s", "-s", lua, f"http://127.0.0.1:{port}/v2/models/{model}/infer"],
                          capture_output=True, text=True, check=True).stdout
@@ -125,12 +114,12 @@ def main():
     ap.add_argument("--port", type=int, default=18090)
     ap.add_argument("--detail", help="a stage whose samples to list by their innermost frames")
     a = ap.parse_args()
-    body = SIMPLE_BODY if a.model == "simple" else DLRM_BODY
+    body = simple_body() if a.model == "simple" else dlrm_body()
     with tempfile.TemporaryDirectory() as tmp:
         lua = os.path.join(tmp, "body.lua")
         with open(lua, "w") as f:
             f.write('wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\nwrk.body = ' +
-                    '"' + body.replace('"', '\\"') + '"\n')
+                    json.dumps(body) + "\n")
         server = subprocess.Popen([a.inferloop, "serve", "--model-repository", a.repository, "--http-port", str(a.port),
                                    "--grpc-port", "-1", "--metrics-port", "0", "--threads", "1"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -144,9 +133,9 @@ def main():
             else:
                 sys.exit("the server did not become ready")
             wrk(a.port, a.model, lua, 2)  # warm
-            t0 = cpu_ticks(server.pid)
+            t0 = cpu_seconds([server.pid])
             n = wrk(a.port, a.model, lua, a.seconds)
-            us_per_request = (cpu_ticks(server.pid) - t0) / os.sysconf("SC_CLK_TCK") * 1e6 / n
+            us_per_request = (cpu_seconds([server.pid]) - t0) * 1e6 / n
             data = os.path.join(tmp, "perf.data")
             perf = subprocess.Popen(["perf", "record", "-F", "2000", "-g", "--call-graph", "dwarf,16384", "-o", data,
                                      "-p", str(server.pid), "--", "sleep", str(a.seconds)],
