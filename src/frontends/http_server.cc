@@ -82,6 +82,17 @@ constexpr size_t kGatherBodyBytes = 64 * 1024;
 // At most this many answers in one send.
 constexpr size_t kMaxGathered = 64;
 
+// "HTTP/1.0 " or "HTTP/1.1 " (version 10 or else), the 3-digit status, the reason and CRLF: the
+// status line of the answers this server writes itself (gathered and streamed).
+void AppendStatusLine(std::string& out, unsigned version, unsigned status, std::string_view reason) {
+  out += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  const char code[4] = {static_cast<char>('0' + status / 100 % 10), static_cast<char>('0' + status / 10 % 10),
+                        static_cast<char>('0' + status % 10), ' '};
+  out.append(code, sizeof code);
+  out += reason;
+  out += "\r\n";
+}
+
 HttpResponse ErrorResponse(int status, std::string_view message) {
   HttpResponse r;
   r.status = status;
@@ -301,8 +312,9 @@ class Session : public std::enable_shared_from_this<Session> {
     slot->streaming = true;
     int status = head.status;
     if (status < 100 || status > 999) status = 500;
-    std::string h = (slot->version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ") + std::to_string(status) + " " +
-                    std::string(http::obsolete_reason(static_cast<http::status>(status))) + "\r\n";
+    std::string h;
+    const beast::string_view reason = http::obsolete_reason(static_cast<http::status>(status));
+    AppendStatusLine(h, slot->version, static_cast<unsigned>(status), std::string_view(reason.data(), reason.size()));
     if (!core_.options.server_name.empty()) h += "Server: " + core_.options.server_name + "\r\n";
     if (head.content_type != nullptr) h += std::string("Content-Type: ") + head.content_type + "\r\n";
     for (auto& [name, value] : head.headers) h += name + ": " + value + "\r\n";
@@ -723,13 +735,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const unsigned version = res.version();
     const unsigned code = res.result_int();
     if (!res.chunked() && (version == 10 || version == 11) && code >= 100 && code <= 999) {
-      char line[13] = {'H', 'T', 'T', 'P', '/', '1', '.', static_cast<char>('0' + version % 10), ' ',
-                       static_cast<char>('0' + code / 100 % 10), static_cast<char>('0' + code / 10 % 10),
-                       static_cast<char>('0' + code % 10), ' '};
-      out_.append(line, sizeof line);
       const beast::string_view reason = res.reason();
-      out_.append(reason.data(), reason.size());
-      out_ += "\r\n";
+      AppendStatusLine(out_, version, code, std::string_view(reason.data(), reason.size()));
       for (const auto& field : res) {
         const beast::string_view name = field.name_string(), value = field.value();
         out_.append(name.data(), name.size());
