@@ -8,6 +8,7 @@
 # The serve end-to-end tests (tests/e2e) use the project venv, made here by scripts/setup_venv.sh.
 # Ends with a line "skipped: NAME (reason)" for every skipped test (a missing prerequisite, or a
 # GTEST_SKIP: gtest_discover_tests makes each gtest its own ctest that reports skipped), then one
+# line "failed: NAME (how) [dir]" for every failed test or fuzzer, then one
 # line "summary: N passed, N failed, N skipped" over all ctest runs.
 # Env: INFERLOOP_FUZZ_RUNS (default 300000), INFERLOOP_FUZZ_SECONDS (cap, default 60),
 #      INFERLOOP_SKIP_ASAN=1, INFERLOOP_SKIP_FUZZ=1, INFERLOOP_SKIP_LLAMA_CPP=1 (do not build
@@ -35,6 +36,7 @@ fi
 
 total_pass=0; total_fail=0; total_skip=0; status=0
 skipped_lines=()
+failed_lines=()
 # The reason a skipped ctest gave, from its output in DIR/Testing/Temporary/LastTest.log: the line
 # after gtest's "file:line: Skipped", a "SKIPPED: ..." line (the conformance script), or unittest's
 # "... skipped 'reason'" (the e2e scripts).
@@ -66,6 +68,14 @@ run_ctest() {  # dir, extra ctest args...
     local skipped
     skipped=$(grep -cE '^[[:space:]]+[0-9]+ - .+ \(Skipped\)$' "$log")
     local name
+    # ctest's own list of the failed ones (after "The following tests FAILED:", as
+    # "  12 - name (Failed)", "(Timeout)", "(SEGFAULT)", ...), repeated at the very end so that a
+    # log cut to its tail still names them.
+    while IFS= read -r name; do
+      failed_lines+=("failed: $name [$dir]")
+    done < <(awk '/^The following tests FAILED:$/ { on = 1; next }
+                  on && /^[[:space:]]+[0-9]+ - / { sub(/^[[:space:]]+[0-9]+ - /, ""); print; next }
+                  { on = 0 }' "$log")
     while IFS= read -r name; do
       skipped_lines+=("skipped: $name [$dir] ($(skip_reason "$dir" "$name"))")
     done < <(grep -E '^[[:space:]]+[0-9]+ - .+ \(Skipped\)$' "$log" | sed -E 's/^[[:space:]]+[0-9]+ - (.+) \(Skipped\)$/\1/')
@@ -135,6 +145,7 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
     else
       tail -50 build-asan/$name.log
       echo "fuzz ${name}: FAILED (crash, leak or timeout; the reproducer is in build-asan/)"
+      failed_lines+=("failed: fuzz ${name} [build-asan]")
       total_fail=$((total_fail + 1)); status=1
     fi
     rm -rf "$corpus"
@@ -142,5 +153,6 @@ if [ "${INFERLOOP_SKIP_FUZZ:-0}" != 1 ]; then
 fi
 
 for line in ${skipped_lines[@]+"${skipped_lines[@]}"}; do echo "$line"; done
+for line in ${failed_lines[@]+"${failed_lines[@]}"}; do echo "$line"; done
 echo "summary: $total_pass passed, $total_fail failed, $total_skip skipped"
 exit $status

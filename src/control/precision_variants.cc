@@ -212,7 +212,7 @@ Result<std::vector<VariantReport>> PreparePrecisionVariants(serve::ServedModelVe
     VariantReport r;
     r.name = name;
     progress("adaptive: preparing " + name);
-    const int64_t rss_before = serve::ResidentMemoryBytes();
+    const int64_t heap_before = serve::HeapBytesInUse();
     SessionOptions so = p.session;
     Result<std::unique_ptr<Session>> session = Status::Unimplemented("unknown variant");
     // fp32 is never here: listed, it is the most precise, so the version's own session (variant 0).
@@ -231,7 +231,7 @@ Result<std::vector<VariantReport>> PreparePrecisionVariants(serve::ServedModelVe
       reports.push_back(std::move(r));
       continue;
     }
-    r.memory_bytes = std::max<int64_t>(0, serve::ResidentMemoryBytes() - rss_before);
+    r.memory_bytes = std::max<int64_t>(0, serve::HeapBytesInUse() - heap_before);
     if (!eval.evaluator) {
       r.skipped_reason = eval.missing;
       reports.push_back(std::move(r));

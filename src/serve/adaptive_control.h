@@ -22,7 +22,7 @@ struct VariantReport {
   bool accuracy_measured = false;
   double accuracy_drop = 0;    // percentage points of `metric` against fp32 (when measured)
   std::string metric;          // "top-1 accuracy" (labels) or "top-1 agreement with fp32"
-  int64_t memory_bytes = 0;    // resident bytes its session added at load
+  int64_t memory_bytes = 0;    // heap bytes its session kept at load
   std::vector<std::pair<int, double>> latency_ms;  // batch size -> median ms of one run, measured at load
 };
 

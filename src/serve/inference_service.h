@@ -56,7 +56,7 @@ struct ModelMetadata {
   std::string platform;               // "onnxruntime_onnx" (what Triton says for ONNX models)
   std::vector<TensorMetadata> inputs;
   std::vector<TensorMetadata> outputs;
-  int64_t memory_bytes = 0;  // resident memory the version(s) hold: weights, arenas, caches
+  int64_t memory_bytes = 0;  // memory the version(s) hold: weights, arenas, caches
 };
 
 // One entry of the repository index (model repository extension).

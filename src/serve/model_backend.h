@@ -123,7 +123,7 @@ class ModelVersion : public std::enable_shared_from_this<ModelVersion> {
 
   virtual ModelMetadata Metadata() const = 0;
   virtual ModelStatistics Statistics() const = 0;
-  // Resident memory this version holds (measured around its load, plus what it allocated since).
+  // Memory this version holds (what its load kept, plus what it allocated since: arenas, caches).
   virtual int64_t MemoryBytes() const = 0;
   virtual bool Ready() const = 0;
   virtual std::string NotReadyReason() const = 0;

@@ -1,20 +1,28 @@
 #include "serve/process_memory.h"
 
 #include <malloc.h>
-#include <unistd.h>
 
-#include <cstdio>
+#if defined(__SANITIZE_ADDRESS__)
+#define IL_ASAN_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IL_ASAN_HEAP 1
+#endif
+#endif
+#ifdef IL_ASAN_HEAP
+#include <sanitizer/allocator_interface.h>
+#endif
 
 namespace inferloop::serve {
 
-int64_t ResidentMemoryBytes() {
-  std::FILE* f = std::fopen("/proc/self/statm", "r");
-  if (!f) return 0;
-  long long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%lld %lld", &size, &resident);
-  std::fclose(f);
-  if (n != 2) return 0;
-  return static_cast<int64_t>(resident) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+int64_t HeapBytesInUse() {
+#ifdef IL_ASAN_HEAP
+  // AddressSanitizer serves malloc from its own allocator, which glibc's counters do not see.
+  return static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+#else
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<int64_t>(m.uordblks + m.hblkhd);
+#endif
 }
 
 void ReleaseFreeMemoryToSystem() { malloc_trim(0); }

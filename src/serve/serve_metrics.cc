@@ -199,7 +199,7 @@ ServeMetrics::ServeMetrics() : impl_(std::make_unique<Impl>()) {
   impl_->inflight = r.AddGauge("inferloop_inflight_requests", "Requests admitted and not yet answered, server-wide.").value();
   impl_->model_ready = r.AddGauge("inferloop_model_ready", "1 when a serving model version takes requests, else 0.", mv).value();
   impl_->model_memory =
-      r.AddGauge("inferloop_model_memory_bytes", "Resident memory a model version holds (weights, plans, arenas).", mv)
+      r.AddGauge("inferloop_model_memory_bytes", "Memory a model version holds: the heap its load kept (weights, plans) and its arenas.", mv)
           .value();
   impl_->refused = r.AddCounter("inferloop_requests_refused_total",
                                 "Requests refused before reaching a model's queue (admission limits, unknown model, "

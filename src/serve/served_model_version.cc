@@ -107,7 +107,7 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
   auto progress = [&](const std::string& what) {
     if (options.progress) options.progress(what);
   };
-  const int64_t rss_before = ResidentMemoryBytes();
+  const int64_t heap_before = HeapBytesInUse();
   auto v = std::make_shared<ServedModelVersion>(model_name, version);
   v->model_dir_ = model_dir;
   progress("creating session");
@@ -192,7 +192,7 @@ Result<std::shared_ptr<ServedModelVersion>> ServedModelVersion::Load(const std::
       bo, [self](int instance, Batch batch) { self->ExecuteQueuedBatch(instance, std::move(batch)); }, v->observer_.get());
   if (configured_instances < bo.instance_count)
     v->batcher_->SetTuning(bo.preferred_batch_sizes, bo.max_queue_delay, configured_instances);
-  v->load_rss_bytes_ = std::max<int64_t>(0, ResidentMemoryBytes() - rss_before);
+  v->load_heap_bytes_ = std::max<int64_t>(0, HeapBytesInUse() - heap_before);
   progress("ready");
   return v;
 }
@@ -507,7 +507,7 @@ ModelStatistics ServedModelVersion::Statistics() const {
 }
 
 int64_t ServedModelVersion::MemoryBytes() const {
-  int64_t bytes = load_rss_bytes_;
+  int64_t bytes = load_heap_bytes_;
   if (session_) bytes += static_cast<int64_t>(session_->memory_stats().arena_bytes_held);
   for (size_t i = 1; i < variants_.size(); ++i)
     bytes += variants_[i].memory_bytes + static_cast<int64_t>(variants_[i].session->memory_stats().arena_bytes_held);

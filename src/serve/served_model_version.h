@@ -86,8 +86,8 @@ class ServedModelVersion final : public ModelVersion {
   Precision precision() const { return session_->precision(); }
   ModelMetadata Metadata() const override;
   ModelStatistics Statistics() const override;
-  // Bytes of resident memory this version added when it loaded (measured around the load,
-  // which the manager serializes), plus what its arenas hold now.
+  // Heap bytes this version's load kept (HeapBytesInUse around the load, which the manager
+  // serializes: weights, packed weights, plans), plus what its arenas hold now.
   int64_t MemoryBytes() const override;
   // Ready: loaded, not draining, circuit breaker closed.
   bool Ready() const override;
@@ -191,7 +191,7 @@ class ServedModelVersion final : public ModelVersion {
   std::unique_ptr<Observer> observer_;
   std::unique_ptr<DynamicBatcher> batcher_;
   std::unique_ptr<Stats> stats_;
-  int64_t load_rss_bytes_ = 0;
+  int64_t load_heap_bytes_ = 0;  // heap bytes the load kept (HeapBytesInUse before and after)
   std::shared_ptr<std::atomic<int>> inline_slots_;
   std::atomic<int64_t> mean_execution_ns_{INT64_MAX};  // moving average of batch execution time
   bool cpu_share_on_ = false;
