@@ -224,7 +224,9 @@ std::vector<std::string> FilesIn(const std::string& dir) {
   std::error_code ec;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code ec2;
-    if (it->is_regular_file(ec2)) names.push_back(it->path().filename().string());
+    std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.') continue;  // hidden: a copy in progress (rsync's .name.XXXXXX)
+    if (it->is_regular_file(ec2)) names.push_back(std::move(name));
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -87,7 +87,10 @@ Result<std::vector<ModelLayout>> ScanModelRepository(const std::string& reposito
 // Scans one model folder (`model_dir`, whose last component is the model's name).
 ModelLayout ScanModelFolder(const std::string& model_dir, const ModelFileRule& rule = nullptr);
 
-// Names of the regular files directly in `dir`, sorted ([] when it cannot be listed).
+// Names of the regular files directly in `dir`, sorted ([] when it cannot be listed). Hidden
+// files (names starting with '.') are left out: deploy tools write a file under a hidden name and
+// rename it when complete (rsync's ".model.onnx.XXXXXX"), so one appearing or growing is not a
+// change of the version (polling would reload the old files while the copy is under way).
 std::vector<std::string> FilesIn(const std::string& dir);
 
 // The versions `policy` serves among `available` (any order), ascending. Errors: a specific

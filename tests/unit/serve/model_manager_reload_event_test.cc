@@ -147,5 +147,45 @@ TEST(ModelManagerReloadEvent, TheLoadedVersionServesWhenTheEventIsLogged) {
   fs::remove_all(repo);
 }
 
+// A deploy copies a new file under a hidden name, then renames it over the served one (as
+// rsync and tests/e2e/test_llm_reload.py do). The hidden file is not a change: counted as one,
+// a poll during the copy reloaded the old file as "the new version" (logged as a reload, old
+// answers), which test_llm_reload saw under ASan.
+TEST(ModelManagerReloadEvent, AHiddenFileInAVersionFolderIsNotAChange) {
+  const fs::path repo = fs::temp_directory_path() / ("il_reload_hidden_" + std::to_string(::getpid()));
+  fs::remove_all(repo);
+  Touch(repo / "m" / "1" / "model.fake");
+  auto registry = std::make_shared<BackendRegistry>();
+  registry->Add(std::make_shared<FakeBackend>());
+  ModelManagerOptions o;
+  o.repository = repo.string();
+  o.backends = registry;
+  o.mode = ModelControlMode::kExplicit;
+  o.startup_models = {"m"};
+  auto created = ModelManager::Create(std::move(o));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  std::unique_ptr<ModelManager> manager = std::move(created).value();
+  ASSERT_TRUE(manager->LoadStartupModels().ok());
+  auto reload = [&] {
+    std::promise<Status> done;
+    manager->Load("m", [&](Status s) { done.set_value(std::move(s)); });
+    auto f = done.get_future();
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    ASSERT_TRUE(f.get().ok());
+  };
+  const std::shared_ptr<ModelVersion> first = manager->Find("m", "").value();
+
+  std::ofstream(repo / "m" / "1" / ".model.fake.tmp") << "half a new fil";
+  reload();
+  EXPECT_EQ(manager->Find("m", "").value(), first) << "reloaded for a hidden file";
+
+  std::ofstream(repo / "m" / "1" / ".model.fake.tmp") << "a whole new file";
+  fs::rename(repo / "m" / "1" / ".model.fake.tmp", repo / "m" / "1" / "model.fake");
+  reload();
+  EXPECT_NE(manager->Find("m", "").value(), first) << "the renamed file is a change";
+  manager.reset();
+  fs::remove_all(repo);
+}
+
 }  // namespace
 }  // namespace inferloop::serve
