@@ -102,6 +102,19 @@ void Touch(const fs::path& p) {
   std::ofstream(p) << "fake";
 }
 
+// A manager of `repo` in explicit mode with model "m" at start-up, of the fake kind alone.
+Result<std::unique_ptr<ModelManager>> MakeManager(const fs::path& repo, EventLog* log) {
+  auto registry = std::make_shared<BackendRegistry>();
+  registry->Add(std::make_shared<FakeBackend>());
+  ModelManagerOptions o;
+  o.repository = repo.string();
+  o.backends = registry;
+  o.mode = ModelControlMode::kExplicit;
+  o.startup_models = {"m"};
+  o.log = log;
+  return ModelManager::Create(std::move(o));
+}
+
 TEST(ModelManagerReloadEvent, TheLoadedVersionServesWhenTheEventIsLogged) {
   const fs::path repo = fs::temp_directory_path() / ("il_reload_event_" + std::to_string(::getpid()));
   fs::remove_all(repo);
@@ -115,15 +128,7 @@ TEST(ModelManagerReloadEvent, TheLoadedVersionServesWhenTheEventIsLogged) {
   setvbuf(stream, nullptr, _IOLBF, 0);  // one write per line
   {
     EventLog log(stream);
-    auto registry = std::make_shared<BackendRegistry>();
-    registry->Add(std::make_shared<FakeBackend>());
-    ModelManagerOptions o;
-    o.repository = repo.string();
-    o.backends = registry;
-    o.mode = ModelControlMode::kExplicit;
-    o.startup_models = {"m"};
-    o.log = &log;
-    auto created = ModelManager::Create(std::move(o));
+    auto created = MakeManager(repo, &log);
     ASSERT_TRUE(created.ok()) << created.status().ToString();
     std::unique_ptr<ModelManager> manager = std::move(created).value();
     checker.manager = manager.get();
@@ -155,14 +160,7 @@ TEST(ModelManagerReloadEvent, AHiddenFileInAVersionFolderIsNotAChange) {
   const fs::path repo = fs::temp_directory_path() / ("il_reload_hidden_" + std::to_string(::getpid()));
   fs::remove_all(repo);
   Touch(repo / "m" / "1" / "model.fake");
-  auto registry = std::make_shared<BackendRegistry>();
-  registry->Add(std::make_shared<FakeBackend>());
-  ModelManagerOptions o;
-  o.repository = repo.string();
-  o.backends = registry;
-  o.mode = ModelControlMode::kExplicit;
-  o.startup_models = {"m"};
-  auto created = ModelManager::Create(std::move(o));
+  auto created = MakeManager(repo, nullptr);
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   std::unique_ptr<ModelManager> manager = std::move(created).value();
   ASSERT_TRUE(manager->LoadStartupModels().ok());
