@@ -9,7 +9,7 @@
 #include "base/status_macros.h"
 #include "graph/onnx_loader.h"
 #include "runtime/session_internal.h"
-#include "serve/process_memory.h"
+#include "base/process_memory.h"
 #include "tools/quant_data.h"
 #include "tools/quant_eval.h"
 #include "tools/quantizer.h"
@@ -212,7 +212,7 @@ Result<std::vector<VariantReport>> PreparePrecisionVariants(serve::ServedModelVe
     VariantReport r;
     r.name = name;
     progress("adaptive: preparing " + name);
-    const int64_t heap_before = serve::HeapBytesInUse();
+    const int64_t heap_before = HeapBytesInUse();
     SessionOptions so = p.session;
     Result<std::unique_ptr<Session>> session = Status::Unimplemented("unknown variant");
     // fp32 is never here: listed, it is the most precise, so the version's own session (variant 0).
@@ -231,7 +231,7 @@ Result<std::vector<VariantReport>> PreparePrecisionVariants(serve::ServedModelVe
       reports.push_back(std::move(r));
       continue;
     }
-    r.memory_bytes = std::max<int64_t>(0, serve::HeapBytesInUse() - heap_before);
+    r.memory_bytes = std::max<int64_t>(0, HeapBytesInUse() - heap_before);
     if (!eval.evaluator) {
       r.skipped_reason = eval.missing;
       reports.push_back(std::move(r));

@@ -1,7 +1,5 @@
 #include "inferloop/session.h"
 
-#include <malloc.h>
-
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +8,7 @@
 #include <mutex>
 #include <set>
 
+#include "base/process_memory.h"
 #include "base/status_macros.h"
 #include "compute/kernel_registry.h"
 #include "graph/onnx_loader.h"
@@ -535,7 +534,7 @@ void Session::Trim() const {
     impl_->idle_states.clear();
   }
   impl_->shape_plans->Clear();
-  malloc_trim(0);
+  ReleaseFreeMemoryToSystem();
 }
 
 }  // namespace inferloop

@@ -10,7 +10,7 @@
 #include "serve/adaptive_config.h"
 #include "serve/cached_model_version.h"
 #include "serve/model_repository_layout.h"
-#include "serve/process_memory.h"
+#include "base/process_memory.h"
 
 namespace inferloop::serve {
 namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 
 #include "serve/model_config_completion.h"
 #include "serve/model_warmup.h"
-#include "serve/process_memory.h"
+#include "base/process_memory.h"
 #include "serve/request_validation.h"
 
 namespace inferloop::serve {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "backends/classification/classification_backend.h"
+#include "base/process_memory.h"
 #include "base/thread_pool.h"
 #include "backends/detection/nms_backend.h"
 #include "backends/dicom/dicom_series_backend.h"
@@ -195,7 +196,8 @@ Status Server::Start() {
                                   {"fair_share_slots", fair_share_slots_ > 0 ? std::to_string(fair_share_slots_) : "off"},
                                   // Intra-op threads per model (--threads, or 0 resolved from the affinity mask
                                   // and the cgroup CPU quota): what a Kubernetes CPU limit became.
-                                  {"threads", std::to_string(threads > 0 ? threads : DefaultThreadCount())}});
+                                  {"threads", std::to_string(threads > 0 ? threads : DefaultThreadCount())},
+                                  {"allocator", HeapAllocatorName()}});
 
   Status loaded = inference_->LoadStartupModels();
   if (options_.idle.enabled()) {
