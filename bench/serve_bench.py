@@ -17,6 +17,11 @@ raw_syscalls:sys_enter and context-switches), counted in a second, shorter wrk r
 timed one: perf attached to a process slows its every system call and context switch (measured on
 a 2-CPU EPYC Zen 3: simple 36.7 -> 46.6 us of server CPU per request, nginx 17.7 -> 22.9 us), so
 the timed run's requests/s, CPU and latency are taken with no perf attached; "n/a" without perf.
+Also wrk's own CPU time per request (it runs on the same CPUs) and how busy the CPUs were (server
++ wrk CPU time over the run's wall time times the CPUs). The DLRM line adds the ratio of server +
+wrk CPU per request, unbatched over batched: the throughput ratio batching would give if both
+runs kept every CPU busy, which a run leaving CPUs idle (the unbatched one waits on hand-offs)
+can exceed.
 
 Rounds alternate the contenders (A, B, A, B, ...); the table shows each one's median.
 
@@ -49,6 +54,7 @@ import http.client
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -130,8 +136,14 @@ def wrk(url, body, connections, duration, workdir, threads=2, server_pids=()):
         return int(re.search(r"(\d+) requests in", text).group(1))
 
     cpu_before = cpu_seconds(server_pids)
+    client_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall_before = time.monotonic()
     out = run(duration)
+    wall = time.monotonic() - wall_before
+    client_after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = cpu_seconds(server_pids) - cpu_before
+    # wrk's own CPU time (a finished child's user + system time), on the same CPUs as the server.
+    client = (client_after.ru_utime - client_before.ru_utime) + (client_after.ru_stime - client_before.ru_stime)
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     requests = completed(out)
     # The counted run: perf attached, not timed (see the module comment).
@@ -152,6 +164,8 @@ def wrk(url, body, connections, duration, workdir, threads=2, server_pids=()):
         return v / 1000 if unit == "us" else v * 1000 if unit == "s" else v
 
     return {"rps": rps, "requests": requests, "cpu_us": cpu * 1e6 / requests if requests and server_pids else float("nan"),
+            "client_us": client * 1e6 / requests if requests else float("nan"),
+            "busy": (cpu + client) / (wall * (os.cpu_count() or 1)) if server_pids else float("nan"),
             "syscalls": syscalls / counted if counted and syscalls is not None else float("nan"),
             "switches": switches / counted if counted and switches is not None else float("nan"),
             "p50_ms": pct(50), "p99_ms": pct(99), "non2xx": int(non2xx.group(1)) if non2xx else 0,
@@ -463,16 +477,21 @@ def main():
             v = med(name, key)
             return "n/a" if v != v else f"{v:.{digits}f}"  # NaN: not measured
 
-        print("| contender | req/s | server CPU us/request | syscalls/request | context switches/request | p50 ms | "
-              "p99 ms | non-2xx |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| contender | req/s | server CPU us/request | wrk CPU us/request | CPUs busy | syscalls/request | "
+              "context switches/request | p50 ms | p99 ms | non-2xx |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for name in results:
-            print(f"| {name} | {med(name, 'rps'):.0f} | {med(name, 'cpu_us'):.1f} | {fig(name, 'syscalls', 2)} | "
+            print(f"| {name} | {med(name, 'rps'):.0f} | {med(name, 'cpu_us'):.1f} | {med(name, 'client_us'):.1f} | "
+                  f"{100 * med(name, 'busy'):.0f}% | {fig(name, 'syscalls', 2)} | "
                   f"{fig(name, 'switches', 2)} | {med(name, 'p50_ms'):.2f} | {med(name, 'p99_ms'):.2f} | "
                   f"{sum(x['non2xx'] for x in results[name])} |")
         if dlrm_models:
+            def total(name):
+                return med(name, "cpu_us") + med(name, "client_us")
             print(f"\nDLRM dynamic batching on / off: {med('dlrm_batched', 'rps') / med('dlrm_unbatched', 'rps'):.2f}x "
-                  f"throughput (aim >= 3x)")
+                  f"throughput (aim >= 3x); server + wrk CPU per request {total('dlrm_batched'):.1f} / "
+                  f"{total('dlrm_unbatched'):.1f} us: {total('dlrm_unbatched') / total('dlrm_batched'):.2f}x, the "
+                  f"ratio with both keeping every CPU busy")
         if anchor:
             print(f"simple, this build / the anchor ({a.anchor_inferloop}): server CPU per request "
                   f"{med('simple', 'cpu_us'):.1f} / {med('simple (anchor)', 'cpu_us'):.1f} us = "
