@@ -20,6 +20,7 @@ PACKAGES=(
   libdnnl-dev                   # oneDNN: Conv/MatMul/Gemm/pooling primitives
   libicu-dev                    # ICU: Unicode classes for the LLM tokenizers' BPE pre-tokenizers
   libxxhash-dev                 # xxHash: response/prefix cache keys and cache file checksums
+  locales                       # tests: de_DE locale data for the number readers' locale tests (tests/unit/comma_decimal_locale.h)
   libgoogle-perftools-dev       # tcmalloc_minimal: the inferloop binary's malloc (CMakeLists.txt INFERLOOP_TCMALLOC)
   librocksdb-dev                # bench only: bench/response_cache_rocksdb_bench.cc measures the response cache's disk tier against RocksDB
   universal-ctags               # scripts/check_structure.py: function extents for the length budget

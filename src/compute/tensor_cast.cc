@@ -10,6 +10,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "base/c_locale_number.h"
 #include "base/float_types.h"
 #include "base/status_macros.h"
 
@@ -221,7 +222,7 @@ bool ParseNumber(std::string_view text, ParsedNumber& out) {
   if (r.ptr != last || (r.ec != std::errc() && r.ec != std::errc::result_out_of_range)) return false;
   if (r.ec == std::errc::result_out_of_range) {
     std::string copy(body);
-    d = std::strtod(copy.c_str(), nullptr);  // +-HUGE_VAL or a (sub)normal underflow
+    d = StrtodC(copy.c_str(), nullptr);  // +-HUGE_VAL or a (sub)normal underflow
   }
   out.kind = ParsedNumber::kDouble;
   out.d = neg ? -d : d;

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/c_locale_number.h"
+
 namespace inferloop {
 
 namespace {
@@ -71,7 +73,7 @@ double AutotuneBudgetSeconds() {
     const char* v = std::getenv("INFERLOOP_AUTOTUNE_BUDGET_S");
     if (v == nullptr || *v == '\0') return 20.0;
     char* end = nullptr;
-    const double d = std::strtod(v, &end);
+    const double d = StrtodC(v, &end);
     return end != v && d >= 0 ? d : 20.0;
   }();
   return budget;

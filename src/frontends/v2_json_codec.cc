@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/c_locale_number.h"
 #include "base/float_types.h"
 #include "base/status_macros.h"
 #include "frontends/v2_datatype.h"
@@ -194,7 +195,7 @@ class NumberConvertingHandler {
         if (r.ec == std::errc() && r.ptr == end) return doc_.Uint64(v);
       }
     }
-    return doc_.Double(std::strtod(std::string(text).c_str(), nullptr));  // "Infinity", "NaN" included
+    return doc_.Double(StrtodC(std::string(text).c_str(), nullptr));  // "Infinity", "NaN" included
   }
 
  private:

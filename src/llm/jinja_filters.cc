@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "base/c_locale_number.h"
 #include "base/status_macros.h"
 #include "llm/jinja_builtins.h"
 
@@ -284,7 +285,7 @@ Result<Value> ToInt(const Value& v, const Args& a) {
     errno = 0;
     const long long i = std::strtoll(s.c_str(), &end, 10);
     if (end != s.c_str() && *end == '\0' && errno == 0) return Value::Int(i);
-    const double d = std::strtod(s.c_str(), &end);
+    const double d = StrtodC(s.c_str(), &end);
     if (end != s.c_str() && *end == '\0' && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::Int(static_cast<int64_t>(d));
   }
   return fallback;
@@ -295,7 +296,7 @@ Result<Value> ToFloat(const Value& v, const Args& a) {
   if (v.is_number()) return Value::Float(v.float_value());
   if (v.is_string()) {
     char* end = nullptr;
-    const double d = std::strtod(v.str().c_str(), &end);
+    const double d = StrtodC(v.str().c_str(), &end);
     if (end != v.str().c_str() && *end == '\0') return Value::Float(d);
   }
   return def ? *def : Value::Float(0);

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "base/c_locale_number.h"
 #include "llm/jinja_value.h"
 
 namespace inferloop::llm::jinja {
@@ -285,7 +286,7 @@ class Lexer {
     }
     Token t{is_float ? Token::Type::kFloat : Token::Type::kInt, text, 0, 0, line_};
     if (is_float) {
-      t.float_value = std::strtod(text.c_str(), nullptr);
+      t.float_value = StrtodC(text.c_str(), nullptr);
     } else {
       errno = 0;
       t.int_value = std::strtoll(text.c_str(), nullptr, 10);

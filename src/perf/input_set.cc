@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "base/c_locale_number.h"
+
 namespace inferloop::perf {
 
 std::string SampleDistribution::ToString() const {
@@ -39,7 +41,7 @@ Result<SampleDistribution> ParseSampleDistribution(const std::string& text) {
     std::string s = text.substr(5);
     char* end = nullptr;
     errno = 0;
-    double v = s.empty() ? 0 : std::strtod(s.c_str(), &end);
+    double v = s.empty() ? 0 : StrtodC(s.c_str(), &end);
     if (s.empty() || errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v))
       return Status::InvalidArgument("--input-distribution '" + text + "': '" + s + "' is not a number; " + forms);
     if (v <= 0)

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "base/c_locale_number.h"
+
 namespace inferloop::perf {
 namespace {
 
@@ -13,7 +15,7 @@ Result<double> ParseNumber(const std::string& s, const std::string& whole) {
   if (s.empty()) return Status::InvalidArgument("range '" + whole + "': empty number");
   char* end = nullptr;
   errno = 0;
-  double v = std::strtod(s.c_str(), &end);
+  double v = StrtodC(s.c_str(), &end);
   if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v))
     return Status::InvalidArgument("range '" + whole + "': '" + s + "' is not a number");
   return v;

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/c_locale_number.h"
 #include "base/status_macros.h"
 
 namespace inferloop::serve {
@@ -350,7 +351,7 @@ std::string ProcessMetricsExposition() {
   // here index = number - 3.
   auto field = [&](size_t number) -> double {
     size_t i = number - 3;
-    return i < f.size() ? std::strtod(f[i].c_str(), nullptr) : 0.0;
+    return i < f.size() ? StrtodC(f[i].c_str(), nullptr) : 0.0;
   };
   if (f.size() >= 22 && ticks > 0) {
     Header(&out, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.", "counter");

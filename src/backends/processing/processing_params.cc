@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "base/c_locale_number.h"
+
 namespace inferloop::backends {
 namespace {
 
@@ -11,7 +13,7 @@ bool ToNumber(const std::string& s, double* out) {
   if (s.empty()) return false;
   char* end = nullptr;
   errno = 0;
-  const double v = std::strtod(s.c_str(), &end);
+  const double v = StrtodC(s.c_str(), &end);
   if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return false;
   *out = v;
   return true;

@@ -9,6 +9,7 @@
 
 #include "llm/chat_template.h"
 #include "llm/jinja.h"
+#include "unit/comma_decimal_locale.h"
 
 namespace inferloop::llm {
 namespace {
@@ -64,6 +65,15 @@ TEST(JinjaTest, LimitsStopHostileTemplates) {
   auto big = jinja::Template::Parse("{{ 'x' * 101 }}");
   ASSERT_TRUE(big.ok());
   EXPECT_EQ((*big)->Render(Ctx({}), limits).status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(JinjaTest, FloatLiteralsAndTheFloatFilterIgnoreTheProcessLocale) {
+  // A host program with a ',' decimal point (LC_NUMERIC) must not change what a template means.
+  inferloop::testing::CommaDecimalLocale locale;
+  ASSERT_TRUE(locale.ok()) << locale.why();
+  auto r = jinja::RenderTemplate("{{ 1.5 * 2 }}|{{ '2.25' | float }}|{{ 0.5 + 0.25 }}", Ctx({}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, "3.0|2.25|0.75");
 }
 
 TEST(JinjaTest, PythonFloatReprAndJson) {
