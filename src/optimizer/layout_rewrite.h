@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -23,11 +24,11 @@ class LayoutRewrite {
     // Node n can read a value in the layout (once the pass has rewritten it).
     bool (*reader_takes_layout)(const Node& n);
     // The node writing `out`, the layout copy of plain value `in`.
-    Node (*to_layout)(const std::string& in, const std::string& out);
+    std::function<Node(const std::string& in, const std::string& out)> to_layout;
     // The node writing plain value `out` from its layout copy `in` (`tag` as given to Emit).
-    Node (*to_plain)(const std::string& in, const std::string& out, int64_t tag);
+    std::function<Node(const std::string& in, const std::string& out, int64_t tag)> to_plain;
   };
-  // A value's copy in the layout, and what the pass tagged it with (NCHW16c: the channels).
+  // A value's copy in the layout, and what the pass tagged it with (NCHWc layouts: the channels).
   struct LayoutValue {
     std::string name;
     int64_t tag = 0;

@@ -1,7 +1,7 @@
-// NchwcLayout: keeps chains of 2-D convolutions channel-blocked (NCHW16c, docs/DNNL_KERNELS.md)
-// instead of converting every convolution's input and output between NCHW and oneDNN's blocked
-// layout. A float32 Conv / FusedConv with a constant rank-4 W becomes FusedConv with layout
-// "NCHW16c" (output blocked; its input blocked when its producer's is, else plain, so a network's
+// NchwcLayout: keeps chains of 2-D convolutions channel-blocked (NCHW16c, or NCHW8c where the
+// convolutions run on AVX2: graph/channel_block.h, docs/DNNL_KERNELS.md) instead of converting
+// every convolution's input and output between NCHW and oneDNN's blocked layout. A float32 Conv /
+// FusedConv with a constant rank-4 W becomes FusedConv with layout "NCHW16c" / "NCHW8c" (output blocked; its input blocked when its producer's is, else plain, so a network's
 // first convolution needs no reorder) when its input is already blocked or every reader of its
 // output can take a blocked tensor. Pools on a blocked input become the com.inferloop pools with
 // that layout; Relu / Clip / Add / Mul / Sigmoid / LeakyRelu / HardSwish / HardSigmoid / Tanh
@@ -11,13 +11,18 @@
 // a blocked value, every graph output and every value read from a subgraph gets the plain tensor
 // back from a ReorderFromNchwc under the value's original name.
 //
-// Which convolutions: only 2-D ones whose output channels pad to a multiple of 16 with at most a
-// third more (64 -> 64, 24 -> 32; not 8 -> 16). Measured (1 thread, p50 ms, inferloop bench):
+// The block is dnnl_kernels::PreferredChannelBlock(): oneDNN's AVX2 convolutions take 8-channel
+// blocks only, so a 16-blocked chain there reordered every convolution's input and output
+// (ResNet-50, batch 8, 2 threads, INFERLOOP_ISA=avx2 on a Zen 4: 44 of 358 ms in 122 reorders).
+// Which convolutions: only 2-D ones whose output channels pad to a multiple of the block with at
+// most a third more (block 16: 64 -> 64, 24 -> 32; not 8 -> 16). Measured (1 thread, p50 ms, inferloop bench):
 // ResNet-50 59.1 -> 54.3 and MobileNetV2 8.8 -> 5.8 blocked; the 3-D U-Net of the zoo (8 to 32
 // channels, ConvTranspose and Concat between its convolutions) went 89 -> 107-130, so 3-D
 // convolutions and small channel counts stay NCHW. Runs once, after the fusions (optimizer.cc).
 #include <set>
 
+#include "compute/kernels/dnnl_kernels.h"
+#include "graph/channel_block.h"
 #include "optimizer/fusion_util.h"
 #include "optimizer/layout_rewrite.h"
 #include "optimizer/passes.h"
@@ -25,7 +30,6 @@
 namespace inferloop {
 namespace {
 
-constexpr int64_t kBlock = 16;
 const std::set<std::string>& ElementwiseOps() {
   static const std::set<std::string> ops = {"Relu", "Clip", "Add", "Mul", "Sigmoid", "LeakyRelu", "HardSwish", "HardSigmoid", "Tanh"};
   return ops;
@@ -52,18 +56,22 @@ bool TakesNchwc(const Node& n) {
   return IsConv(n) || BlockablePool(n) || (n.domain.empty() && ElementwiseOps().count(n.op_type));
 }
 
-Node ToNchwc(const std::string& in, const std::string& out) {
-  return MakeNode("ReorderToNchwc", kInferloopDomain, {in}, {out}, in + "_to_nchwc");
+Node ToNchwc(const std::string& in, const std::string& out, int64_t block) {
+  Node r = MakeNode("ReorderToNchwc", kInferloopDomain, {in}, {out}, in + "_to_nchwc");
+  SetAttr(r, "layout", ChannelBlockedLayoutName(block));
+  return r;
 }
 
-Node FromNchwc(const std::string& in, const std::string& out, int64_t channels) {
+Node FromNchwc(const std::string& in, const std::string& out, int64_t channels, int64_t block) {
   Node r = MakeNode("ReorderFromNchwc", kInferloopDomain, {in}, {out}, out + "_from_nchwc");
   SetAttr(r, "channels", channels);
+  SetAttr(r, "layout", ChannelBlockedLayoutName(block));
   return r;
 }
 
 class NchwcLayout : public GraphPass {
  public:
+  explicit NchwcLayout(int64_t block) : block_(block > 0 ? block : dnnl_kernels::PreferredChannelBlock()) {}
   std::string name() const override { return "NchwcLayout"; }
 
   Result<int> Apply(Model& model, const PassContext& ctx) const override {
@@ -72,6 +80,8 @@ class NchwcLayout : public GraphPass {
                            "GlobalMaxPool"})
       if (!ed.HasKernel(kInferloopDomain, op, 1)) return 0;
     Graph& g = model.graph;
+    const int64_t block = block_;
+    const std::string layout_name = ChannelBlockedLayoutName(block);
 
     // Conv output channels (W dims[0]) when node i may become a blocked FusedConv; 0 otherwise.
     auto conv_channels = [&](const Node& n) -> int64_t {
@@ -80,19 +90,23 @@ class NchwcLayout : public GraphPass {
       const Tensor* w = ed.Constant(n.inputs[1]);
       if (!w || w->dtype() != DataType::kFloat || w->rank() != 4 || !ed.IsFloat32(n.inputs[0])) return 0;
       const int64_t m = w->dim(0);
-      const int64_t padded = (m + kBlock - 1) / kBlock * kBlock;
+      const int64_t padded = (m + block - 1) / block * block;
       if (m <= 0 || 3 * padded > 4 * m) return 0;
       if (ed.Rank(n.inputs[0]) != 4 && ed.Rank(n.inputs[0]) != -1) return 0;
       return m;
     };
-    LayoutRewrite layout(ed, {"nchwc", TakesNchwc, ToNchwc, FromNchwc});
+    LayoutRewrite layout(ed, {"nchwc", TakesNchwc,
+                              [block](const std::string& in, const std::string& out) { return ToNchwc(in, out, block); },
+                              [block](const std::string& in, const std::string& out, int64_t channels) {
+                                return FromNchwc(in, out, channels, block);
+                              }});
     for (Node n : g.nodes) {
       const LayoutRewrite::LayoutValue* in0 = n.inputs.empty() ? nullptr : layout.Find(n.inputs[0]);
       if (const int64_t m = conv_channels(n)) {
         if (in0 || layout.MayStayInLayout(n.outputs[0])) {
           n.domain = kInferloopDomain;
           n.op_type = "FusedConv";
-          SetAttr(n, "layout", std::string("NCHW16c"));
+          SetAttr(n, "layout", layout_name);
           if (in0) n.inputs[0] = in0->name;
           if (n.inputs.size() > 3 && !n.inputs[3].empty()) n.inputs[3] = layout.AsLayout(n.inputs[3]);
           layout.Emit(std::move(n), m);
@@ -104,7 +118,7 @@ class NchwcLayout : public GraphPass {
         n.domain = kInferloopDomain;
         n.inputs[0] = in0->name;
         n.outputs.resize(1);
-        SetAttr(n, "layout", std::string("NCHW16c"));
+        SetAttr(n, "layout", layout_name);
         layout.Emit(std::move(n), ch);
         continue;
       }
@@ -129,10 +143,13 @@ class NchwcLayout : public GraphPass {
     if (rewrites > 0) ed.ImportDomain(kInferloopDomain, 1);
     return rewrites;
   }
+
+ private:
+  int64_t block_;
 };
 
 }  // namespace
 
-std::unique_ptr<GraphPass> MakeNchwcLayoutPass() { return std::make_unique<NchwcLayout>(); }
+std::unique_ptr<GraphPass> MakeNchwcLayoutPass(int64_t block) { return std::make_unique<NchwcLayout>(block); }
 
 }  // namespace inferloop

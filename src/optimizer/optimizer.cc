@@ -89,7 +89,7 @@ Result<OptimizeReport> OptimizeModel(Model& model, const OptimizeOptions& opts) 
   if (opts.level >= 2) {  // layout last: the fusions above match plain-layout patterns only
     std::vector<std::unique_ptr<GraphPass>> layouts;
     if (opts.fuse_qdq) layouts.push_back(MakeInt8NhwcLayoutPass());
-    layouts.push_back(MakeNchwcLayoutPass());
+    layouts.push_back(MakeNchwcLayoutPass(opts.channel_block));
     for (auto& layout : layouts) {
       auto r = layout->Apply(work, ctx);
       if (!r.ok()) return r.status().WithContext("optimizer pass " + layout->name());

@@ -25,6 +25,10 @@ struct OptimizeOptions {
   // Fuse QuantizeLinear/DequantizeLinear patterns into int8 kernels (the QDQ fusion pass reads
   // this). false: Q/DQ nodes stay and run in float, as written (SessionOptions::precision fp32).
   bool fuse_qdq = true;
+  // The NchwcLayout pass's channel block (graph/channel_block.h): 0 = the one this process's
+  // convolutions run fastest in (dnnl_kernels::PreferredChannelBlock: 16 with AVX-512, 8 on
+  // AVX2); 8 or 16 to choose (tests).
+  int64_t channel_block = 0;
 };
 
 struct OptimizeReport {

@@ -24,7 +24,7 @@ std::unique_ptr<GraphPass> MakeLayerNormFusionPass();           // layer_norm_fu
 std::unique_ptr<GraphPass> MakeGeluFusionPass();                // gelu_fusion.cc
 std::unique_ptr<GraphPass> MakeAttentionFusionPass();           // attention_fusion.cc
 // Level 2, once after the fusions: channel-blocked layout between 2-D convolutions.
-std::unique_ptr<GraphPass> MakeNchwcLayoutPass();               // nchwc_layout.cc
+std::unique_ptr<GraphPass> MakeNchwcLayoutPass(int64_t block = 0);  // nchwc_layout.cc; 0: PreferredChannelBlock
 // Level 2, once after the fusions: channels-last 8-bit tensors between the int8 ops.
 std::unique_ptr<GraphPass> MakeInt8NhwcLayoutPass();            // int8_nhwc_layout.cc
 

@@ -153,19 +153,20 @@ struct ExecArgs {
   void Add(int arg, dnnl_memory_t m) { args[n++] = {arg, m}; }
 };
 
-// The channel-blocked layout NCHW16c (docs/DNNL_KERNELS.md): a tensor of logical shape
-// [N, C, S...] stored as [N, ceil(C/16), S..., 16], element (n, c, s...) at
-// [n, c / 16, s..., c % 16], channels past C zero.
-constexpr int64_t kChannelBlock = 16;
+// The channel-blocked layouts NCHW16c and NCHW8c (graph/channel_block.h, docs/DNNL_KERNELS.md):
+// a tensor of logical shape [N, C, S...] stored as [N, ceil(C/B), S..., B], element (n, c, s...)
+// at [n, c / B, s..., c % B], channels past C zero; B = `block`, 8 or 16.
 // The storage shape of logical shape `logical` (rank >= 2).
-Shape BlockedShape(const Shape& logical);
-// oneDNN's tag for it: aBc16b, aBcd16b, aBcde16b for logical rank 3, 4, 5 (undef otherwise).
-dnnl::memory::format_tag BlockedTag(int logical_rank);
-// True when `storage` can be the NCHW16c storage of a logical tensor with `channels` channels
-// (channels <= 0: any): rank >= 3, last dim 16, dim 1 = ceil(channels / 16).
-bool IsBlockedStorage(const Shape& storage, int64_t channels);
-// Reads the `layout` attribute: false for absent / "NCHW", true for "NCHW16c"; else an error.
-Result<bool> BlockedLayoutFromInfo(const KernelInfo& info);
+Shape BlockedShape(const Shape& logical, int64_t block);
+// oneDNN's tag for it: aBc16b, aBcd16b, aBcde16b (aBc8b, ...) for logical rank 3, 4, 5 (undef
+// otherwise).
+dnnl::memory::format_tag BlockedTag(int logical_rank, int64_t block);
+// True when `storage` can be the blocked storage of a logical tensor with `channels` channels
+// (channels <= 0: any): rank >= 3, last dim `block`, dim 1 = ceil(channels / block).
+bool IsBlockedStorage(const Shape& storage, int64_t channels, int64_t block);
+// Reads the `layout` attribute (`absent` when the node has none): 0 for "NCHW", the block for
+// "NCHW8c" / "NCHW16c"; else an error.
+Result<int64_t> BlockedLayoutFromInfo(const KernelInfo& info, const char* absent = "NCHW");
 
 // Appends eltwise post-ops computing `act` on the destination. Every ActivationKind maps
 // (HardSigmoid = linear then clip to [0, 1]).

@@ -35,6 +35,7 @@
 #include "compute/kernels/nn_common.h"
 #include "compute/simd/small_conv.h"
 #include "compute/tuning_cache.h"
+#include "graph/channel_block.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
@@ -62,7 +63,7 @@ const char* ImplName(ConvImpl i) {
 tag ActivationTag(ConvImpl impl, int rank) {
   switch (impl) {
     case ConvImpl::kPlain: return PlainTag(rank);
-    case ConvImpl::kBlocked16: return BlockedTag(rank);
+    case ConvImpl::kBlocked16: return BlockedTag(rank, 16);
     default: return tag::any;
   }
 }
@@ -77,7 +78,8 @@ tag TransposedWeightsTag(int wrank, bool grouped) {
 struct ConvProblem {
   bool transposed = false;  // ConvTranspose: W is [C, M/group, k...]
   Shape x_shape, w_shape, y_shape;  // logical (NCHW) shapes
-  bool x_blocked = false, y_blocked = false;  // X / Y (and Z) stored as NCHW16c
+  bool x_blocked = false, y_blocked = false;  // X / Y (and Z) stored channel-blocked
+  int64_t block = 0;                          // their block (graph/channel_block.h) when so
   Shape y_storage;                            // Y's tensor shape
   int64_t group = 1;
   int64_t out_channels = 0;
@@ -105,7 +107,8 @@ struct ConvProblem {
     list("d", geom.dilations);
     list("pb", geom.pad_begin);
     list("pe", geom.pad_end);
-    k += std::string(has_z ? " z" : "") + (x_blocked ? " xb16" : "") + (y_blocked ? " yb16" : "");
+    const std::string b = std::to_string(block);
+    k += std::string(has_z ? " z" : "") + (x_blocked ? " xb" + b : "") + (y_blocked ? " yb" + b : "");
     return k;
   }
 };
@@ -129,9 +132,9 @@ struct ConvPlan {
 
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(nn::WindowAttrs attrs, Activation act, bool fused, bool blocked, Precision prec, const Tensor* const_w,
+  ConvKernel(nn::WindowAttrs attrs, Activation act, bool fused, int64_t block, Precision prec, const Tensor* const_w,
              std::unique_ptr<Kernel> scalar)
-      : attrs_(std::move(attrs)), act_(act), fused_(fused), blocked_(blocked), prec_(prec), const_w_(const_w),
+      : attrs_(std::move(attrs)), act_(act), fused_(fused), block_(block), prec_(prec), const_w_(const_w),
         scalar_(std::move(scalar)) {}
   // ConvTranspose.
   ConvKernel(nn::WindowAttrs attrs, std::vector<int64_t> output_padding, std::vector<int64_t> output_shape,
@@ -140,7 +143,7 @@ class ConvKernel final : public Kernel {
         output_shape_(std::move(output_shape)), prec_(prec), const_w_(const_w), scalar_(std::move(scalar)) {}
 
   Status Compute(KernelContext& ctx) const override {
-    if (!Enabled() && !blocked_) return Scalar(ctx);  // NCHW16c has no scalar path
+    if (!Enabled() && !block_) return Scalar(ctx);  // a blocked layout has no scalar path
     const Tensor* x = ctx.input(0);
     const Tensor* w = ctx.input(1);
     const Tensor* b = ctx.input(2);
@@ -174,7 +177,7 @@ class ConvKernel final : public Kernel {
     return WithPlainConstant(ctx, 1, const_w_, [this](KernelContext& c) { return ScalarImpl(c); });
   }
   Status ScalarImpl(KernelContext& ctx) const {
-    if (blocked_) return BlockedError(ctx);
+    if (block_) return BlockedError(ctx);
     if (!fused_) return scalar_->Compute(ctx);
     return RunScalarFused(ctx, *scalar_, /*residual_input=*/3, /*bias_input=*/-1, act_);
   }
@@ -184,9 +187,10 @@ class ConvKernel final : public Kernel {
   bool Resolve(KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, ConvProblem* p) const {
     if (transposed_) return ResolveTransposed(x, w, b, p);
     Shape xs = x.shape();  // logical
-    if (blocked_ && x.rank() == w.rank() + 1) {  // NCHW16c input
+    p->block = block_;
+    if (block_ && x.rank() == w.rank() + 1) {  // blocked input
       const int64_t C = w.rank() >= 2 ? w.dim(1) * attrs_.group : 0;
-      if (!IsBlockedStorage(x.shape(), C)) return false;
+      if (!IsBlockedStorage(x.shape(), C, block_)) return false;
       xs.pop_back();
       xs[1] = C;
       p->x_blocked = true;
@@ -210,20 +214,22 @@ class ConvKernel final : public Kernel {
     p->has_bias = b != nullptr;
     p->y_shape = {N, M};
     p->y_shape.insert(p->y_shape.end(), p->geom.out.begin(), p->geom.out.end());
-    p->y_blocked = blocked_;
-    p->y_storage = blocked_ ? BlockedShape(p->y_shape) : p->y_shape;
+    p->y_blocked = block_ != 0;
+    p->y_storage = block_ ? BlockedShape(p->y_shape, block_) : p->y_shape;
     return true;
   }
 
-  // FusedConv with layout NCHW16c has no scalar path: its inputs must suit oneDNN.
+  // FusedConv with a blocked layout has no scalar path: its inputs must suit oneDNN.
   Status BlockedError(KernelContext& ctx) const {
     const Tensor* x = ctx.input(0);
     const Tensor* w = ctx.input(1);
     if (!x || !w) return ctx.Invalid("X and W are required");
     for (int i = 0; i < ctx.num_inputs(); ++i)
       if (const Tensor* t = ctx.input(i); t && t->dtype() != DataType::kFloat)
-        return Status::Unimplemented(ctx.node().Describe() + ": layout NCHW16c takes float32 only, got " + DataTypeName(t->dtype()));
-    return ctx.Invalid("layout NCHW16c: X " + ShapeToString(x->shape()) + " (NCHW or NCHW16c) does not fit W " +
+        return Status::Unimplemented(ctx.node().Describe() + ": layout " + ChannelBlockedLayoutName(block_) +
+                                     " takes float32 only, got " + DataTypeName(t->dtype()));
+    return ctx.Invalid("layout " + ChannelBlockedLayoutName(block_) + ": X " + ShapeToString(x->shape()) + " (NCHW or " +
+                       ChannelBlockedLayoutName(block_) + ") does not fit W " +
                        ShapeToString(w->shape()) + " with group " + std::to_string(attrs_.group) +
                        ", or the bias, padding or oneDNN rule the case out");
   }
@@ -311,8 +317,8 @@ class ConvKernel final : public Kernel {
     else wdims = {M, C};
     wdims.insert(wdims.end(), p.w_shape.begin() + 2, p.w_shape.end());
     const int wrank = static_cast<int>(wdims.size());
-    plan->user_src_md = memory::desc(Dims(p.x_shape), dt::f32, p.x_blocked ? BlockedTag(rank) : PlainTag(rank));
-    plan->user_dst_md = memory::desc(Dims(p.y_shape), dt::f32, p.y_blocked ? BlockedTag(rank) : PlainTag(rank));
+    plan->user_src_md = memory::desc(Dims(p.x_shape), dt::f32, p.x_blocked ? BlockedTag(rank, p.block) : PlainTag(rank));
+    plan->user_dst_md = memory::desc(Dims(p.y_shape), dt::f32, p.y_blocked ? BlockedTag(rank, p.block) : PlainTag(rank));
     plan->user_wei_md = memory::desc(wdims, dt::f32, p.transposed ? TransposedWeightsTag(wrank, G > 1) : PlainTag(wrank));
     plan->bias_md = memory::desc({M}, dt::f32, tag::a);
     const dt cdt = ComputeType(prec);
@@ -617,10 +623,10 @@ class ConvKernel final : public Kernel {
   nn::WindowAttrs attrs_;
   Activation act_;
   bool fused_;
-  bool blocked_ = false;  // FusedConv layout NCHW16c: Y and Z blocked, X either
+  int64_t block_ = 0;  // FusedConv layout NCHW16c / NCHW8c (16 / 8): Y and Z blocked, X either
   bool transposed_ = false;
   std::vector<int64_t> output_padding_, output_shape_;  // ConvTranspose
-  bool KeepsOwnCopyOfConstant(int i) const override { return i == 1 && const_w_.defined() && (Enabled() || blocked_); }
+  bool KeepsOwnCopyOfConstant(int i) const override { return i == 1 && const_w_.defined() && (Enabled() || block_); }
   void ForEachOwnConstantBuffer(const std::function<void(const void*, size_t)>& fn) const override {
     const_w_.ForEachBuffer(fn);
   }
@@ -634,13 +640,13 @@ Result<std::unique_ptr<Kernel>> Make(const KernelInfo& info, const KernelFactory
   IL_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> scalar, scalar_conv(info));
   IL_ASSIGN_OR_RETURN(nn::WindowAttrs attrs, nn::ParseWindowAttrs(info, false));
   Activation act;
-  bool blocked = false;
+  int64_t block = 0;
   if (fused) {
     IL_ASSIGN_OR_RETURN(act, ActivationFromInfo(info));
-    IL_ASSIGN_OR_RETURN(blocked, BlockedLayoutFromInfo(info));
+    IL_ASSIGN_OR_RETURN(block, BlockedLayoutFromInfo(info));
   }
   return std::unique_ptr<Kernel>(
-      std::make_unique<ConvKernel>(std::move(attrs), act, fused, blocked, info.float_precision(), info.constant_input(1),
+      std::make_unique<ConvKernel>(std::move(attrs), act, fused, block, info.float_precision(), info.constant_input(1),
                                    std::move(scalar)));
 }
 

@@ -15,15 +15,21 @@
 namespace inferloop {
 namespace dnnl_kernels {
 
+// The channel block (graph/channel_block.h) this process's convolutions run fastest in, for the
+// optimizer's NchwcLayout pass: 16 where the tensor kernels may use AVX-512 (compute/simd/
+// cpu_isa.h, INFERLOOP_ISA included), 8 on AVX2 and below.
+int64_t PreferredChannelBlock();
+
 // Registration of the oneDNN kernels. Each wraps the scalar factory of the same op, which
 // keeps every dtype other than float32 and every case oneDNN cannot take.
 Result<std::unique_ptr<Kernel>> MakeConv(const KernelInfo& info, const KernelFactory& scalar_conv);
 // com.inferloop FusedConv; scalar_conv is the ONNX Conv factory (used for error messages and
-// non-float32 inputs, whose fused epilogue then runs in float32). Attribute layout = "NCHW16c":
-// Y and Z channel-blocked, X plain or blocked (float32 only, no scalar path).
+// non-float32 inputs, whose fused epilogue then runs in float32). Attribute layout = "NCHW16c" or
+// "NCHW8c": Y and Z channel-blocked, X plain or blocked (float32 only, no scalar path).
 Result<std::unique_ptr<Kernel>> MakeFusedConv(const KernelInfo& info, const KernelFactory& scalar_conv);
 Result<std::unique_ptr<Kernel>> MakeConvTranspose(const KernelInfo& info, const KernelFactory& scalar_conv_transpose);
-// com.inferloop ReorderToNchwc / ReorderFromNchwc (attribute channels): plain <-> NCHW16c.
+// com.inferloop ReorderToNchwc / ReorderFromNchwc (attributes channels, layout: NCHW16c when
+// absent, or NCHW8c): plain <-> channel-blocked.
 Result<std::unique_ptr<Kernel>> MakeReorderToNchwc(const KernelInfo& info);
 Result<std::unique_ptr<Kernel>> MakeReorderFromNchwc(const KernelInfo& info);
 Result<std::unique_ptr<Kernel>> MakeMatMul(const KernelInfo& info, const KernelFactory& scalar_matmul);

@@ -1,11 +1,13 @@
 // com.inferloop ReorderToNchwc / ReorderFromNchwc: float32 tensors between the plain NCHW layout
-// and the channel-blocked NCHW16c layout (docs/DNNL_KERNELS.md) that FusedConv and the pools
-// with layout NCHW16c take, as oneDNN reorders (the blocked side's padded channels are zero).
+// and a channel-blocked layout (attribute layout: NCHW16c when absent, or NCHW8c;
+// graph/channel_block.h, docs/DNNL_KERNELS.md) that FusedConv and the pools with that layout take,
+// as oneDNN reorders (the blocked side's padded channels are zero).
 #include <string>
 
 #include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/kernels/dnnl_common.h"
+#include "graph/channel_block.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
@@ -19,8 +21,9 @@ struct LayoutPlan {
 
 class LayoutKernel final : public Kernel {
  public:
-  // to_blocked: NCHW -> NCHW16c; else NCHW16c -> NCHW with `channels` channels.
-  LayoutKernel(bool to_blocked, int64_t channels) : to_blocked_(to_blocked), channels_(channels) {}
+  // to_blocked: NCHW -> blocked by `block`; else blocked -> NCHW with `channels` channels.
+  LayoutKernel(bool to_blocked, int64_t channels, int64_t block)
+      : to_blocked_(to_blocked), channels_(channels), block_(block) {}
 
   Status Compute(KernelContext& ctx) const override {
     IL_ASSIGN_OR_RETURN(const Tensor* x, ctx.RequireInput(0));
@@ -50,19 +53,21 @@ class LayoutKernel final : public Kernel {
       if (x.rank() < 3 || x.rank() > 5)
         return ctx.Invalid("X must be [N, C, spatial (1 to 3 dims)...], got " + ShapeToString(x.shape()));
     } else {
-      if (x.rank() < 4 || x.rank() > 6 || !IsBlockedStorage(x.shape(), channels_))
-        return ctx.Invalid("X must be the NCHW16c storage [N, ceil(" + std::to_string(channels_) +
-                           " / 16), spatial..., 16] of a tensor with attribute channels = " + std::to_string(channels_) +
-                           ", got " + ShapeToString(x.shape()));
+      if (x.rank() < 4 || x.rank() > 6 || !IsBlockedStorage(x.shape(), channels_, block_)) {
+        const std::string b = std::to_string(block_);
+        return ctx.Invalid("X must be the " + ChannelBlockedLayoutName(block_) + " storage [N, ceil(" + std::to_string(channels_) +
+                           " / " + b + "), spatial..., " + b + "] of a tensor with attribute channels = " +
+                           std::to_string(channels_) + ", got " + ShapeToString(x.shape()));
+      }
       logical.pop_back();
       logical[1] = channels_;
     }
     auto plan = std::make_shared<LayoutPlan>();
     const int rank = static_cast<int>(logical.size());
-    const memory::desc plain(Dims(logical), dt::f32, PlainTag(rank)), blocked(Dims(logical), dt::f32, BlockedTag(rank));
+    const memory::desc plain(Dims(logical), dt::f32, PlainTag(rank)), blocked(Dims(logical), dt::f32, BlockedTag(rank, block_));
     plan->from_md = to_blocked_ ? plain : blocked;
     plan->to_md = to_blocked_ ? blocked : plain;
-    plan->y_shape = to_blocked_ ? BlockedShape(logical) : logical;
+    plan->y_shape = to_blocked_ ? BlockedShape(logical, block_) : logical;
     try {
       plan->reorder = MakeReorder(plan->from_md, plan->to_md);
     } catch (const dnnl::error& e) {
@@ -73,19 +78,29 @@ class LayoutKernel final : public Kernel {
 
   bool to_blocked_;
   int64_t channels_;
+  int64_t block_;
   mutable ShapeCache<LayoutPlan> plans_;
 };
+
+// The reorders' layout: NCHW16c when absent (models optimized before NCHW8c existed).
+Result<int64_t> ReorderBlock(const KernelInfo& info) {
+  IL_ASSIGN_OR_RETURN(const int64_t block, BlockedLayoutFromInfo(info, "NCHW16c"));
+  if (block == 0) return info.Invalid("attribute layout must be NCHW8c or NCHW16c, not NCHW");
+  return block;
+}
 
 }  // namespace
 
 Result<std::unique_ptr<Kernel>> MakeReorderToNchwc(const KernelInfo& info) {
-  return std::unique_ptr<Kernel>(std::make_unique<LayoutKernel>(true, 0));
+  IL_ASSIGN_OR_RETURN(const int64_t block, ReorderBlock(info));
+  return std::unique_ptr<Kernel>(std::make_unique<LayoutKernel>(true, 0, block));
 }
 
 Result<std::unique_ptr<Kernel>> MakeReorderFromNchwc(const KernelInfo& info) {
   const int64_t channels = info.GetInt("channels", 0);
   if (channels <= 0) return info.Invalid("attribute channels (the logical channel count, > 0) is required");
-  return std::unique_ptr<Kernel>(std::make_unique<LayoutKernel>(false, channels));
+  IL_ASSIGN_OR_RETURN(const int64_t block, ReorderBlock(info));
+  return std::unique_ptr<Kernel>(std::make_unique<LayoutKernel>(false, channels, block));
 }
 
 }  // namespace dnnl_kernels

@@ -13,6 +13,7 @@
 #include "compute/kernels/dnnl_common.h"
 #include "compute/kernels/nn_common.h"
 #include "compute/simd/float_kernels.h"
+#include "graph/channel_block.h"
 
 namespace inferloop {
 namespace dnnl_kernels {
@@ -31,16 +32,18 @@ struct PoolPlan {
 
 class PoolKernel final : public Kernel {
  public:
-  PoolKernel(PoolKind kind, nn::WindowAttrs attrs, bool count_include_pad, bool blocked, std::unique_ptr<Kernel> scalar)
-      : kind_(kind), attrs_(std::move(attrs)), count_include_pad_(count_include_pad), blocked_(blocked), scalar_(std::move(scalar)) {}
+  PoolKernel(PoolKind kind, nn::WindowAttrs attrs, bool count_include_pad, int64_t block, std::unique_ptr<Kernel> scalar)
+      : kind_(kind), attrs_(std::move(attrs)), count_include_pad_(count_include_pad), block_(block), scalar_(std::move(scalar)) {}
 
   Status Compute(KernelContext& ctx) const override {
-    if (blocked_) {
+    if (block_) {
+      const std::string layout = ChannelBlockedLayoutName(block_), b = std::to_string(block_);
       IL_ASSIGN_OR_RETURN(const Tensor* xb, ctx.RequireInput(0));
-      if (xb->dtype() != DataType::kFloat) return UnsupportedType("pooling in layout NCHW16c", xb->dtype());
-      if (!IsBlockedStorage(xb->shape(), 0) || xb->rank() < 4 || xb->rank() > 6)
-        return ctx.Invalid("layout NCHW16c: X must be [N, C/16, spatial (1 to 3 dims)..., 16], got " + ShapeToString(xb->shape()));
-      if (ctx.num_outputs() > 1 && ctx.output_wanted(1)) return ctx.Invalid("layout NCHW16c: MaxPool's Indices output is not supported");
+      if (xb->dtype() != DataType::kFloat) return UnsupportedType(block_ == 8 ? "pooling in layout NCHW8c" : "pooling in layout NCHW16c", xb->dtype());
+      if (!IsBlockedStorage(xb->shape(), 0, block_) || xb->rank() < 4 || xb->rank() > 6)
+        return ctx.Invalid("layout " + layout + ": X must be [N, C/" + b + ", spatial (1 to 3 dims)..., " + b + "], got " +
+                           ShapeToString(xb->shape()));
+      if (ctx.num_outputs() > 1 && ctx.output_wanted(1)) return ctx.Invalid("layout " + layout + ": MaxPool's Indices output is not supported");
     } else {
       if (!Enabled()) return scalar_->Compute(ctx);
       const Tensor* x = ctx.input(0);
@@ -58,12 +61,13 @@ class PoolKernel final : public Kernel {
       plan = plans_.Insert(key, plan);
     }
     if (plan->scalar_only) {
-      if (blocked_) return ctx.Invalid("layout NCHW16c: the window attributes do not fit X " + ShapeToString(x->shape()));
+      if (block_) return ctx.Invalid("layout " + ChannelBlockedLayoutName(block_) + ": the window attributes do not fit X " + ShapeToString(x->shape()));
       return scalar_->Compute(ctx);
     }
     IL_ASSIGN_OR_RETURN(Tensor y, ctx.AllocateUninit(DataType::kFloat, plan->y_shape));
     if (plan->blocked_max) {
-      BlockedMaxPool(*x, y, *plan, ctx.thread_pool());
+      if (block_ == 8) BlockedMaxPool<8>(*x, y, *plan, ctx.thread_pool());
+      else BlockedMaxPool<16>(*x, y, *plan, ctx.thread_pool());
       ctx.SetOutput(0, std::move(y));
       return Status::Ok();
     }
@@ -86,10 +90,10 @@ class PoolKernel final : public Kernel {
   std::shared_ptr<const PoolPlan> MakePlan(KernelContext& ctx, const Tensor& x) const {
     auto scalar = std::make_shared<PoolPlan>();
     scalar->scalar_only = true;
-    Shape xs = x.shape();  // logical; NCHW16c pools every stored channel, padding included
-    if (blocked_) {
+    Shape xs = x.shape();  // logical; a blocked layout pools every stored channel, padding included
+    if (block_) {
       xs.pop_back();
-      xs[1] *= kChannelBlock;
+      xs[1] *= block_;
     }
     const int nd = static_cast<int>(xs.size()) - 2;
     memory::dims kernel, strides, dil, pl, pr;
@@ -125,7 +129,7 @@ class PoolKernel final : public Kernel {
         y_shape.push_back(g->out[d]);
       }
     }
-    if (!blocked_ && kind_ == PoolKind::kMax && (nd == 2 || nd == 3)) {
+    if (!block_ && kind_ == PoolKind::kMax && (nd == 2 || nd == 3)) {
       bool halving = true;
       for (int d = 0; d < nd; ++d) {
         halving = halving && kernel[d] == 2 && strides[d] == 2 && dil[d] == 0 && pl[d] == 0 && pr[d] == 0 &&
@@ -170,14 +174,14 @@ class PoolKernel final : public Kernel {
     });
   }
 
-  // MaxPool on NCHW16c / NCDHW16c storage [N, C/16, (D,) H, W, 16], undilated windows: each output the largest of its
-  // window's values that lie inside X (padding never wins), 16 channels at a time. Used where
+  // MaxPool on blocked storage [N, C/B, (D,) H, W, B] (B = 8 or 16), undilated windows: each output the largest of
+  // its window's values that lie inside X (padding never wins), B channels at a time. Used where
   // oneDNN has no optimized kernel for the layout, i.e. only its reference one: on AVX2 its jit
-  // pooling takes 8-channel blocks only. Measured (ResNet-50's 3x3 stride-2 pool on [1, 64, 112,
+  // pooling takes 8-channel blocks only (16-blocked chains ran there before NCHW8c). Measured (ResNet-50's 3x3 stride-2 pool on [1, 64, 112,
   // 112], INFERLOOP_ISA=avx2, 2 threads, inferloop bench --profile, machine busy with compilers):
   // oneDNN's ref:any 61.1 ms per run, this loop 0.75 ms.
+  template <int64_t B>
   static void BlockedMaxPool(const Tensor& x, Tensor& y, const PoolPlan& p, ThreadPool* pool) {
-    constexpr int64_t B = kChannelBlock;
     const int64_t planes = x.shape()[0] * x.shape()[1];
     const int64_t in_plane = p.in[0] * p.in[1] * p.in[2] * B, out_plane = p.out[0] * p.out[1] * p.out[2] * B;
     const float* px = x.data<float>();
@@ -214,9 +218,9 @@ class PoolKernel final : public Kernel {
                                         const memory::dims& strides, const memory::dims& dil, const memory::dims& pl,
                                         const memory::dims& pr) const {
     auto plan = std::make_shared<PoolPlan>();
-    plan->y_shape = blocked_ ? BlockedShape(y_shape) : y_shape;
+    plan->y_shape = block_ ? BlockedShape(y_shape, block_) : y_shape;
     const int rank = static_cast<int>(x_shape.size());
-    const auto layout = blocked_ ? BlockedTag(rank) : PlainTag(rank);
+    const auto layout = block_ ? BlockedTag(rank, block_) : PlainTag(rank);
     plan->src_md = memory::desc(Dims(x_shape), dt::f32, layout);
     plan->dst_md = memory::desc(Dims(y_shape), dt::f32, layout);
     dnnl::algorithm alg = dnnl::algorithm::pooling_max;
@@ -231,7 +235,7 @@ class PoolKernel final : public Kernel {
     // GCC build; DnnlLayout.BlockedChainMatchesPlainGraph's mpd): not understood yet, so dilated
     // pools stay on oneDNN.
     const bool dilated = std::any_of(dil.begin(), dil.end(), [](int64_t v) { return v != 0; });
-    if (blocked_ && alg == dnnl::algorithm::pooling_max && (nd == 2 || nd == 3) && !dilated &&
+    if (block_ && alg == dnnl::algorithm::pooling_max && (nd == 2 || nd == 3) && !dilated &&
         std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {
       for (int d = 0; d < nd; ++d) {
         const int a = d + 3 - nd;
@@ -252,7 +256,7 @@ class PoolKernel final : public Kernel {
   PoolKind kind_;
   nn::WindowAttrs attrs_;
   bool count_include_pad_;
-  bool blocked_;  // com.inferloop pools with layout NCHW16c
+  int64_t block_;  // com.inferloop pools with layout NCHW16c / NCHW8c: 16 / 8; else 0
   std::unique_ptr<Kernel> scalar_;
   mutable ShapeCache<PoolPlan> plans_;
 };
@@ -266,9 +270,9 @@ Result<std::unique_ptr<Kernel>> MakePool(const KernelInfo& info, PoolKind kind, 
     IL_ASSIGN_OR_RETURN(attrs, nn::ParseWindowAttrs(info, true));
   }
   const bool count_include_pad = kind == PoolKind::kAverage && info.GetInt("count_include_pad", 0) != 0;
-  IL_ASSIGN_OR_RETURN(bool blocked, BlockedLayoutFromInfo(info));
+  IL_ASSIGN_OR_RETURN(int64_t block, BlockedLayoutFromInfo(info));
   return std::unique_ptr<Kernel>(
-      std::make_unique<PoolKernel>(kind, std::move(attrs), count_include_pad, blocked, std::move(scalar)));
+      std::make_unique<PoolKernel>(kind, std::move(attrs), count_include_pad, block, std::move(scalar)));
 }
 
 }  // namespace dnnl_kernels

@@ -1,15 +1,17 @@
 // Shape rules of the com.inferloop ops the optimizer writes (their kernels are in
 // src/compute/kernels; graph sits below compute, so their rules live here, in one file):
-// - layout NCHW16c (docs/DNNL_KERNELS.md): ReorderToNchwc / ReorderFromNchwc, and FusedConv and
-//   the pools with attribute layout "NCHW16c", inferred as their plain op on the logical shapes;
+// - layouts NCHW16c and NCHW8c (graph/channel_block.h): ReorderToNchwc / ReorderFromNchwc, and
+//   FusedConv and the pools with such an attribute layout, inferred as their plain op on the
+//   logical shapes;
 // - the int8 ops of the QDQ fusion (dnnl_int8.cc): shaped like the float op they replace;
 // - the fused ops (docs/FUSED_OPS.md): shaped like what they replace.
-// Any com.inferloop op with layout "NCHW16c" takes the NCHW16c rule.
+// Any com.inferloop op with a channel-blocked layout takes the blocked rule.
 #include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
 
+#include "graph/channel_block.h"
 #include "graph/shape_rules/dims.h"
 
 namespace inferloop {
@@ -17,26 +19,28 @@ namespace {
 
 using namespace shape_rules;
 
-// Channel-blocked (NCHW16c) storage [N, ceil(C/16), S..., 16] of logical dims [N, C, S...].
-Dims ToBlocked(const Dims& d) {
+// Channel-blocked storage [N, ceil(C/B), S..., B] of logical dims [N, C, S...].
+Dims ToBlocked(const Dims& d, int64_t block) {
   Dims b = d;
   if (b.size() < 2) return b;
-  b[1] = Known(d[1]) ? Fixed((d[1].value + 15) / 16) : Dim{};
-  b.push_back(Fixed(16));
+  b[1] = Known(d[1]) ? Fixed((d[1].value + block - 1) / block) : Dim{};
+  b.push_back(Fixed(block));
   return b;
 }
 
 // Logical dims of blocked storage with `channels` channels (-1: the padded count).
-Dims FromBlocked(const Dims& b, int64_t channels) {
+Dims FromBlocked(const Dims& b, int64_t channels, int64_t block) {
   Dims d(b.begin(), b.end() - 1);
-  d[1] = channels >= 0 ? Fixed(channels) : Known(b[1]) ? Fixed(b[1].value * 16) : Dim{};
+  d[1] = channels >= 0 ? Fixed(channels) : Known(b[1]) ? Fixed(b[1].value * block) : Dim{};
   return d;
 }
 
-bool HasBlockedLayout(const Node& n) {
-  const Attribute* layout = n.FindAttribute("layout");
-  return layout && layout->s == "NCHW16c";
+// The reorders' layout defaults to NCHW16c (models optimized before NCHW8c existed).
+int64_t BlockOf(const Node& n) {
+  return NodeChannelBlock(n, n.op_type == "ReorderToNchwc" || n.op_type == "ReorderFromNchwc" ? 16 : 0);
 }
+
+bool HasBlockedLayout(const Node& n) { return BlockOf(n) > 0; }
 
 // ReorderToNchwc, ReorderFromNchwc (attribute channels), and any op with layout NCHW16c:
 // FusedConv's X may be plain (rank of W) or blocked (one more); the pools' X is blocked.
@@ -50,18 +54,20 @@ void InferBlocked(ShapeContext& c) {
     c.Out(0, o);
   };
   if (!x || !x->has_shape || x->dims.size() < 3) return unknown();
+  const int64_t block = BlockOf(n);
+  if (block <= 0) return unknown();
   InferredValue o;
   o.dtype = x->dtype;
   o.has_shape = true;
   if (op == "ReorderToNchwc") {
-    o.dims = ToBlocked(x->dims);
+    o.dims = ToBlocked(x->dims, block);
     c.Out(0, o);
     return;
   }
   if (op == "ReorderFromNchwc") {
     const Attribute* ch = n.FindAttribute("channels");
-    if (!ch || x->dims.back().value != 16) return unknown();
-    o.dims = FromBlocked(x->dims, ch->i);
+    if (!ch || x->dims.back().value != block) return unknown();
+    o.dims = FromBlocked(x->dims, ch->i, block);
     c.Out(0, o);
     return;
   }
@@ -70,13 +76,13 @@ void InferBlocked(ShapeContext& c) {
   if (op == "FusedConv" && (!w || !w->has_shape)) return unknown();
   const bool x_blocked = w ? x->dims.size() == w->dims.size() + 1 : true;
   if (x_blocked) {
-    if (x->dims.back().value != 16) return unknown();
+    if (x->dims.back().value != block) return unknown();
     int64_t channels = -1;
     if (w && Known(w->dims[1])) {
       const Attribute* group = n.FindAttribute("group");
       channels = w->dims[1].value * (group ? group->i : 1);
     }
-    logical.dims = FromBlocked(x->dims, channels);
+    logical.dims = FromBlocked(x->dims, channels, block);
   }
   Node plain = n;
   plain.domain.clear();
@@ -84,14 +90,14 @@ void InferBlocked(ShapeContext& c) {
   if (op == "FusedConv") plain.inputs.resize(std::min<size_t>(plain.inputs.size(), 3));
   const InferredValue y = c.InferTemporary(std::move(plain), &logical);
   if (y.has_shape && y.dims.size() >= 3) {
-    o.dims = ToBlocked(y.dims);
+    o.dims = ToBlocked(y.dims, block);
     c.Out(0, o);
   } else {
     unknown();
   }
 }
 
-// An op whose NCHW16c form takes InferBlocked, and `plain` otherwise.
+// An op whose channel-blocked form takes InferBlocked, and `plain` otherwise.
 ShapeRuleFn BlockedOr(ShapeRuleFn plain) {
   return [plain = std::move(plain)](ShapeContext& c) {
     if (HasBlockedLayout(c.node())) InferBlocked(c);

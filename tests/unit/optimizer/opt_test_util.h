@@ -105,10 +105,11 @@ struct Optimized {
 // Optimizes a copy of `m` at `level`, checks both give the same outputs on `inputs`, returns
 // the optimized model.
 inline Optimized OptimizeAndCompare(const Model& m, const std::vector<NamedValue>& inputs, int level = 2,
-                                    float atol = 1e-5f, float rtol = 1e-4f) {
+                                    float atol = 1e-5f, float rtol = 1e-4f, int64_t channel_block = 0) {
   Optimized o{m, {}};
   OptimizeOptions opts;
   opts.level = level;
+  opts.channel_block = channel_block;
   auto r = OptimizeModel(o.model, opts);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (r.ok()) o.report = *r;

@@ -1,6 +1,6 @@
-// The channel-blocked (NCHW16c) chain: ReorderToNchwc -> FusedConv / pools with layout NCHW16c
-// -> ReorderFromNchwc gives what the plain ONNX graph gives (float64 reference), with channel
-// counts that are not multiples of 16, a plain-input first convolution, a residual Z, a
+// The channel-blocked chains (NCHW16c and NCHW8c): ReorderToNchwc -> FusedConv / pools with that
+// layout -> ReorderFromNchwc gives what the plain ONNX graph gives (float64 reference), with channel
+// counts that are not multiples of the block, a plain-input first convolution, a residual Z, a
 // depthwise convolution and every pool kind; plus the errors of malformed blocked inputs.
 #include <cstdio>
 #include <cstdlib>
@@ -51,7 +51,7 @@ Result<std::vector<NamedValue>> RunModel(ModelBuilder& m, const std::vector<Name
 // count_include_pad of conv1's output), gmax (GlobalMaxPool of it), and two MaxPools of the
 // depthwise output (which has negative values, so padding must never win): mp 3x3 stride 2 pad 1
 // (ResNet's) and mpd 2x2 with dilation 2, pad 1.
-void CheckBlockedChain() {
+void CheckBlockedChain(const std::string& layout) {
   const Weights w1 = MakeWeights({40, 24, 3, 3}, 1), w2 = MakeWeights({40, 40, 1, 1}, 2), w3 = MakeWeights({40, 1, 3, 3}, 3);
   const Shape xs{2, 24, 12, 12};
   const std::vector<double> xv = RandomValues(Count(xs), 9);
@@ -83,7 +83,7 @@ void CheckBlockedChain() {
   IntsAttr(ravg, "pads", {1, 1, 1, 1});
   ModelBuilder::IntAttr(ravg, "count_include_pad", 1);
   ref.Node("GlobalMaxPool", {"r1"}, {"gmax"});
-  auto max_pools = [](ModelBuilder& b, const std::string& x, const std::string& suffix, const std::string& dom) {
+  auto max_pools = [&layout](ModelBuilder& b, const std::string& x, const std::string& suffix, const std::string& dom) {
     auto& mp = b.Node("MaxPool", {x}, {"mp" + suffix}, dom);
     IntsAttr(mp, "kernel_shape", {3, 3});
     IntsAttr(mp, "strides", {2, 2});
@@ -93,8 +93,8 @@ void CheckBlockedChain() {
     IntsAttr(mpd, "dilations", {2, 2});
     IntsAttr(mpd, "pads", {1, 1, 1, 1});
     if (!dom.empty()) {
-      StrAttr(mp, "layout", "NCHW16c");
-      StrAttr(mpd, "layout", "NCHW16c");
+      StrAttr(mp, "layout", layout);
+      StrAttr(mpd, "layout", layout);
     }
   };
   max_pools(ref, "c3", "", "");
@@ -114,15 +114,15 @@ void CheckBlockedChain() {
       m.Initializer(std::string("w") + name, MakeTensor(f32, wt->shape, wt->w));
       m.Initializer(std::string("b") + name, MakeTensor(f32, {wt->shape[0]}, wt->b));
     }
-    if (!plain_first) m.Node("ReorderToNchwc", {"x"}, {"xb"}, dom);
+    if (!plain_first) StrAttr(m.Node("ReorderToNchwc", {"x"}, {"xb"}, dom), "layout", layout);
     auto& c1 = m.Node("FusedConv", {plain_first ? "x" : "xb", "w1", "b1"}, {"r1b"}, dom);
     IntsAttr(c1, "pads", {1, 1, 1, 1});
     StrAttr(c1, "activation", "Relu");
-    StrAttr(c1, "layout", "NCHW16c");
+    StrAttr(c1, "layout", layout);
     auto& p1 = m.Node("MaxPool", {"r1b"}, {"p1b"}, dom);
     IntsAttr(p1, "kernel_shape", {2, 2});
     IntsAttr(p1, "strides", {2, 2});
-    StrAttr(p1, "layout", "NCHW16c");
+    StrAttr(p1, "layout", layout);
     auto& c2 = m.Node("FusedConv", {"p1b", "w2", "b2", "p1b"}, {"y2b"}, dom);
     StrAttr(c2, "activation", "Clip");
     auto* ap = c2.add_attribute();
@@ -130,23 +130,25 @@ void CheckBlockedChain() {
     ap->set_type(onnxpb::AttributeProto::FLOATS);
     ap->add_floats(0.f);
     ap->add_floats(6.f);
-    StrAttr(c2, "layout", "NCHW16c");
+    StrAttr(c2, "layout", layout);
     auto& c3 = m.Node("FusedConv", {"y2b", "w3", "b3"}, {"c3b"}, dom);
     ModelBuilder::IntAttr(c3, "group", 40);
     IntsAttr(c3, "pads", {1, 1, 1, 1});
-    StrAttr(c3, "layout", "NCHW16c");
-    StrAttr(m.Node("GlobalAveragePool", {"c3b"}, {"gb"}, dom), "layout", "NCHW16c");
+    StrAttr(c3, "layout", layout);
+    StrAttr(m.Node("GlobalAveragePool", {"c3b"}, {"gb"}, dom), "layout", layout);
     auto& avg = m.Node("AveragePool", {"r1b"}, {"avgb"}, dom);
     IntsAttr(avg, "kernel_shape", {3, 3});
     IntsAttr(avg, "strides", {2, 2});
     IntsAttr(avg, "pads", {1, 1, 1, 1});
     ModelBuilder::IntAttr(avg, "count_include_pad", 1);
-    StrAttr(avg, "layout", "NCHW16c");
-    StrAttr(m.Node("GlobalMaxPool", {"r1b"}, {"gmaxb"}, dom), "layout", "NCHW16c");
+    StrAttr(avg, "layout", layout);
+    StrAttr(m.Node("GlobalMaxPool", {"r1b"}, {"gmaxb"}, dom), "layout", layout);
     max_pools(m, "c3b", "b", dom);
     for (auto [from, to] : {std::pair{"y2b", "y2"}, std::pair{"gb", "g"}, std::pair{"avgb", "avg"}, std::pair{"gmaxb", "gmax"},
                             std::pair{"mpb", "mp"}, std::pair{"mpdb", "mpd"}}) {
-      ModelBuilder::IntAttr(m.Node("ReorderFromNchwc", {from}, {to}, dom), "channels", 40);
+      auto& back = m.Node("ReorderFromNchwc", {from}, {to}, dom);
+      ModelBuilder::IntAttr(back, "channels", 40);
+      StrAttr(back, "layout", layout);
       AddOutput(m, to, f32);
     }
     for (int threads : {1, 2}) {
@@ -156,23 +158,28 @@ void CheckBlockedChain() {
       for (size_t i = 0; i < 6; ++i) {
         const Tensor& r = (*want)[i].second.tensor();
         ExpectClose((*got)[i].second.tensor(), r.shape(), ToDoubles(r), 1e-4,
-                    (*got)[i].first + (plain_first ? " (plain first conv)" : "") + " threads=" + std::to_string(threads));
+                    (*got)[i].first + (plain_first ? " (plain first conv)" : "") + " threads=" + std::to_string(threads) + " " + layout);
       }
     }
   }
 }
 
-TEST(DnnlLayout, BlockedChainMatchesPlainGraph) { CheckBlockedChain(); }
+TEST(DnnlLayout, BlockedChainMatchesPlainGraph) {
+  CheckBlockedChain("NCHW16c");
+  CheckBlockedChain("NCHW8c");
+}
 
 // The same on the AVX2 path (in a fresh process: oneDNN reads its ISA once), where oneDNN has only
-// its reference kernel for max pooling on 16-channel blocks and the pools run BlockedMaxPool.
+// its reference kernel for max pooling on 16-channel blocks and the pools run BlockedMaxPool, and
+// NCHW8c is the block its convolutions take.
 TEST(DnnlLayout, BlockedChainMatchesPlainGraphOnAvx2) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
         setenv("INFERLOOP_ISA", "avx2", 1);
         unsetenv("ONEDNN_MAX_CPU_ISA");
-        CheckBlockedChain();
+        CheckBlockedChain("NCHW16c");
+        CheckBlockedChain("NCHW8c");
         std::fprintf(stderr, "blocked chain on avx2: %s\n", ::testing::Test::HasFailure() ? "failed" : "passed");
         std::exit(::testing::Test::HasFailure() ? 1 : 0);
       },
@@ -217,6 +224,51 @@ TEST(DnnlLayout, ReordersRoundTripAndCheckShapes) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find("channels = 40"), std::string::npos) << r.status().ToString();
+}
+
+// NCHW8c storage: [N, ceil(C/8), spatial..., 8], padded channels zero; a 16-blocked tensor is
+// not an 8-blocked one.
+TEST(DnnlLayout, Block8ReordersRoundTripAndCheckTheBlock) {
+  const Shape xs{2, 20, 3, 5};
+  const std::vector<double> xv = RandomValues(Count(xs), 5);
+  ModelBuilder m(17);
+  auto* op = m.proto().add_opset_import();
+  op->set_domain("com.inferloop");
+  op->set_version(1);
+  AddInput(m, "x", DataType::kFloat);
+  StrAttr(m.Node("ReorderToNchwc", {"x"}, {"xb"}, "com.inferloop"), "layout", "NCHW8c");
+  auto& back = m.Node("ReorderFromNchwc", {"xb"}, {"y"}, "com.inferloop");
+  ModelBuilder::IntAttr(back, "channels", 20);
+  StrAttr(back, "layout", "NCHW8c");
+  AddOutput(m, "xb", DataType::kFloat);
+  AddOutput(m, "y", DataType::kFloat);
+  auto got = RunModel(m, {{"x", Value(MakeTensor(DataType::kFloat, xs, xv))}}, 1);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const Tensor& xb = (*got)[0].second.tensor();
+  ASSERT_EQ(xb.shape(), (Shape{2, 3, 3, 5, 8}));
+  const float* pb = xb.data<float>();
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 24; ++c)
+      for (int64_t sp = 0; sp < 15; ++sp) {
+        const float v = pb[((n * 3 + c / 8) * 15 + sp) * 8 + c % 8];
+        const double want = c < 20 ? xv[(n * 20 + c) * 15 + sp] : 0.0;
+        ASSERT_EQ(v, static_cast<float>(want)) << n << "," << c << "," << sp;
+      }
+  ExpectClose((*got)[1].second.tensor(), xs, xv, 0, "round trip");
+
+  ModelBuilder bad(17);
+  op = bad.proto().add_opset_import();
+  op->set_domain("com.inferloop");
+  op->set_version(1);
+  AddInput(bad, "xb", DataType::kFloat);
+  auto& from16 = bad.Node("ReorderFromNchwc", {"xb"}, {"y"}, "com.inferloop");
+  ModelBuilder::IntAttr(from16, "channels", 20);
+  StrAttr(from16, "layout", "NCHW8c");
+  AddOutput(bad, "y", DataType::kFloat);
+  auto r = RunModel(bad, {{"xb", Value(MakeTensor(DataType::kFloat, {1, 2, 3, 3, 16}, RandomValues(288, 1)))}}, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("NCHW8c"), std::string::npos) << r.status().ToString();
 }
 
 TEST(DnnlLayout, BlockedConvRejectsMismatchedInputAndUnknownLayout) {
