@@ -186,7 +186,11 @@ TEST(DnnlLayout, BlockedChainMatchesPlainGraphOnAvx2) {
       ::testing::ExitedWithCode(0), "blocked chain on avx2: passed");
 }
 
-TEST(DnnlLayout, ReordersRoundTripAndCheckShapes) {
+// ReorderToNchwc then ReorderFromNchwc with `layout` ("" = the attribute absent: NCHW16c) on
+// 20 channels: the storage [N, ceil(20/B), S..., B] holds each value at its place and zeros in
+// the padded channels, and the round trip gives X back.
+void CheckReorderRoundTrip(const std::string& layout, int64_t block) {
+  SCOPED_TRACE("layout " + (layout.empty() ? std::string("(absent)") : layout));
   const Shape xs{2, 20, 3, 5};
   const std::vector<double> xv = RandomValues(Count(xs), 4);
   ModelBuilder m(17);
@@ -194,81 +198,58 @@ TEST(DnnlLayout, ReordersRoundTripAndCheckShapes) {
   op->set_domain("com.inferloop");
   op->set_version(1);
   AddInput(m, "x", DataType::kFloat);
-  m.Node("ReorderToNchwc", {"x"}, {"xb"}, "com.inferloop");
-  ModelBuilder::IntAttr(m.Node("ReorderFromNchwc", {"xb"}, {"y"}, "com.inferloop"), "channels", 20);
-  AddOutput(m, "xb", DataType::kFloat);
-  AddOutput(m, "y", DataType::kFloat);
-  auto got = RunModel(m, {{"x", Value(MakeTensor(DataType::kFloat, xs, xv))}}, 1);
-  ASSERT_TRUE(got.ok()) << got.status().ToString();
-  const Tensor& xb = (*got)[0].second.tensor();
-  ASSERT_EQ(xb.shape(), (Shape{2, 2, 3, 5, 16}));
-  const float* pb = xb.data<float>();
-  for (int64_t n = 0; n < 2; ++n)
-    for (int64_t c = 0; c < 32; ++c)
-      for (int64_t s = 0; s < 15; ++s) {
-        const float v = pb[((n * 2 + c / 16) * 15 + s) * 16 + c % 16];
-        const double want = c < 20 ? xv[(n * 20 + c) * 15 + s] : 0.0;  // padded channels are zero
-        ASSERT_EQ(v, static_cast<float>(want)) << n << "," << c << "," << s;
-      }
-  ExpectClose((*got)[1].second.tensor(), xs, xv, 0, "round trip");
-
-  // A blocked tensor whose block count does not match `channels`.
-  ModelBuilder bad(17);
-  op = bad.proto().add_opset_import();
-  op->set_domain("com.inferloop");
-  op->set_version(1);
-  AddInput(bad, "xb", DataType::kFloat);
-  ModelBuilder::IntAttr(bad.Node("ReorderFromNchwc", {"xb"}, {"y"}, "com.inferloop"), "channels", 40);
-  AddOutput(bad, "y", DataType::kFloat);
-  auto r = RunModel(bad, {{"xb", Value(MakeTensor(DataType::kFloat, {1, 2, 3, 3, 16}, RandomValues(288, 1)))}}, 1);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("channels = 40"), std::string::npos) << r.status().ToString();
-}
-
-// NCHW8c storage: [N, ceil(C/8), spatial..., 8], padded channels zero; a 16-blocked tensor is
-// not an 8-blocked one.
-TEST(DnnlLayout, Block8ReordersRoundTripAndCheckTheBlock) {
-  const Shape xs{2, 20, 3, 5};
-  const std::vector<double> xv = RandomValues(Count(xs), 5);
-  ModelBuilder m(17);
-  auto* op = m.proto().add_opset_import();
-  op->set_domain("com.inferloop");
-  op->set_version(1);
-  AddInput(m, "x", DataType::kFloat);
-  StrAttr(m.Node("ReorderToNchwc", {"x"}, {"xb"}, "com.inferloop"), "layout", "NCHW8c");
+  auto& to = m.Node("ReorderToNchwc", {"x"}, {"xb"}, "com.inferloop");
   auto& back = m.Node("ReorderFromNchwc", {"xb"}, {"y"}, "com.inferloop");
   ModelBuilder::IntAttr(back, "channels", 20);
-  StrAttr(back, "layout", "NCHW8c");
+  if (!layout.empty()) {
+    StrAttr(to, "layout", layout);
+    StrAttr(back, "layout", layout);
+  }
   AddOutput(m, "xb", DataType::kFloat);
   AddOutput(m, "y", DataType::kFloat);
   auto got = RunModel(m, {{"x", Value(MakeTensor(DataType::kFloat, xs, xv))}}, 1);
   ASSERT_TRUE(got.ok()) << got.status().ToString();
   const Tensor& xb = (*got)[0].second.tensor();
-  ASSERT_EQ(xb.shape(), (Shape{2, 3, 3, 5, 8}));
+  const int64_t blocks = (20 + block - 1) / block;
+  ASSERT_EQ(xb.shape(), (Shape{2, blocks, 3, 5, block}));
   const float* pb = xb.data<float>();
   for (int64_t n = 0; n < 2; ++n)
-    for (int64_t c = 0; c < 24; ++c)
+    for (int64_t c = 0; c < blocks * block; ++c)
       for (int64_t sp = 0; sp < 15; ++sp) {
-        const float v = pb[((n * 3 + c / 8) * 15 + sp) * 8 + c % 8];
-        const double want = c < 20 ? xv[(n * 20 + c) * 15 + sp] : 0.0;
+        const float v = pb[((n * blocks + c / block) * 15 + sp) * block + c % block];
+        const double want = c < 20 ? xv[(n * 20 + c) * 15 + sp] : 0.0;  // padded channels are zero
         ASSERT_EQ(v, static_cast<float>(want)) << n << "," << c << "," << sp;
       }
   ExpectClose((*got)[1].second.tensor(), xs, xv, 0, "round trip");
+}
 
+// ReorderFromNchwc with `channels` (and `layout`, unless empty) on a [1, 2, 3, 3, 16] tensor:
+// its status.
+Status FromNchwcStatus(int64_t channels, const std::string& layout) {
   ModelBuilder bad(17);
-  op = bad.proto().add_opset_import();
+  auto* op = bad.proto().add_opset_import();
   op->set_domain("com.inferloop");
   op->set_version(1);
   AddInput(bad, "xb", DataType::kFloat);
-  auto& from16 = bad.Node("ReorderFromNchwc", {"xb"}, {"y"}, "com.inferloop");
-  ModelBuilder::IntAttr(from16, "channels", 20);
-  StrAttr(from16, "layout", "NCHW8c");
+  auto& from = bad.Node("ReorderFromNchwc", {"xb"}, {"y"}, "com.inferloop");
+  ModelBuilder::IntAttr(from, "channels", channels);
+  if (!layout.empty()) StrAttr(from, "layout", layout);
   AddOutput(bad, "y", DataType::kFloat);
-  auto r = RunModel(bad, {{"xb", Value(MakeTensor(DataType::kFloat, {1, 2, 3, 3, 16}, RandomValues(288, 1)))}}, 1);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(r.status().message().find("NCHW8c"), std::string::npos) << r.status().ToString();
+  return RunModel(bad, {{"xb", Value(MakeTensor(DataType::kFloat, {1, 2, 3, 3, 16}, RandomValues(288, 1)))}}, 1).status();
+}
+
+TEST(DnnlLayout, ReordersRoundTripAndCheckShapes) {
+  CheckReorderRoundTrip("", 16);
+  CheckReorderRoundTrip("NCHW16c", 16);
+  CheckReorderRoundTrip("NCHW8c", 8);
+  // A blocked tensor whose block count does not match `channels`.
+  const Status r = FromNchwcStatus(40, "");
+  EXPECT_EQ(r.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.message().find("channels = 40"), std::string::npos) << r.ToString();
+  // A 16-blocked tensor is not an 8-blocked one.
+  const Status r8 = FromNchwcStatus(20, "NCHW8c");
+  EXPECT_EQ(r8.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r8.message().find("NCHW8c"), std::string::npos) << r8.ToString();
 }
 
 TEST(DnnlLayout, BlockedConvRejectsMismatchedInputAndUnknownLayout) {
