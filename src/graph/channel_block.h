@@ -12,15 +12,16 @@
 
 namespace inferloop {
 
-// The block of a layout name: 0 for "NCHW" (plain), 8 / 16 for "NCHW8c" / "NCHW16c", -1 for
-// any other string.
+// The block of a layout name: 0 for "NCHW" or "" (plain), 8 / 16 for "NCHW8c" / "NCHW16c", -1
+// for any other string.
 int64_t ChannelBlockOf(const std::string& layout);
 
 // "NCHW8c" / "NCHW16c" for block 8 / 16.
 std::string ChannelBlockedLayoutName(int64_t block);
 
-// The block of node `n`'s attribute "layout": `absent` when it has none, -1 when it names no
-// known layout.
-int64_t NodeChannelBlock(const Node& n, int64_t absent = 0);
+// The block of node `n`'s attribute "layout" (ChannelBlockOf), -1 when it names no known layout.
+// Without the attribute: 16 for ReorderToNchwc / ReorderFromNchwc (models optimized before
+// NCHW8c existed wrote none), 0 (plain) for any other op.
+int64_t NodeChannelBlock(const Node& n);
 
 }  // namespace inferloop

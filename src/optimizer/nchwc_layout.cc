@@ -1,12 +1,13 @@
 // NchwcLayout: keeps chains of 2-D convolutions channel-blocked (NCHW16c, or NCHW8c where the
 // convolutions run on AVX2: graph/channel_block.h, docs/DNNL_KERNELS.md) instead of converting
 // every convolution's input and output between NCHW and oneDNN's blocked layout. A float32 Conv /
-// FusedConv with a constant rank-4 W becomes FusedConv with layout "NCHW16c" / "NCHW8c" (output blocked; its input blocked when its producer's is, else plain, so a network's
-// first convolution needs no reorder) when its input is already blocked or every reader of its
-// output can take a blocked tensor. Pools on a blocked input become the com.inferloop pools with
-// that layout; Relu / Clip / Add / Mul / Sigmoid / LeakyRelu / HardSwish / HardSigmoid / Tanh
-// whose tensor inputs are all blocked with the same channel count stay as they are (elementwise,
-// so they work on the blocked storage, broadcasting included; each maps the zero padding channels
+// FusedConv with a constant rank-4 W becomes FusedConv with layout "NCHW16c" / "NCHW8c" (output
+// blocked; its input blocked when its producer's is, else plain, so a network's first
+// convolution needs no reorder) when its input is already blocked or every reader of its output
+// can take a blocked tensor. Pools on a blocked input become the com.inferloop pools with that
+// layout; Relu / Clip / Add / Mul / Sigmoid / LeakyRelu / HardSwish / HardSigmoid / Tanh whose
+// tensor inputs are all blocked with the same channel count stay as they are (elementwise, so
+// they work on the blocked storage, broadcasting included; each maps the zero padding channels
 // to a finite value, which the next convolution multiplies by zero weights). Any other reader of
 // a blocked value, every graph output and every value read from a subgraph gets the plain tensor
 // back from a ReorderFromNchwc under the value's original name.
@@ -15,10 +16,11 @@
 // blocks only, so a 16-blocked chain there reordered every convolution's input and output
 // (ResNet-50, batch 8, 2 threads, INFERLOOP_ISA=avx2 on a Zen 4: 44 of 358 ms in 122 reorders).
 // Which convolutions: only 2-D ones whose output channels pad to a multiple of the block with at
-// most a third more (block 16: 64 -> 64, 24 -> 32; not 8 -> 16). Measured (1 thread, p50 ms, inferloop bench):
-// ResNet-50 59.1 -> 54.3 and MobileNetV2 8.8 -> 5.8 blocked; the 3-D U-Net of the zoo (8 to 32
-// channels, ConvTranspose and Concat between its convolutions) went 89 -> 107-130, so 3-D
-// convolutions and small channel counts stay NCHW. Runs once, after the fusions (optimizer.cc).
+// most a third more (block 16: 64 -> 64, 24 -> 32; not 8 -> 16). Measured (1 thread, p50 ms,
+// inferloop bench): ResNet-50 59.1 -> 54.3 and MobileNetV2 8.8 -> 5.8 blocked; the 3-D U-Net of
+// the zoo (8 to 32 channels, ConvTranspose and Concat between its convolutions) went 89 ->
+// 107-130, so 3-D convolutions and small channel counts stay NCHW. Runs once, after the fusions
+// (optimizer.cc).
 #include <set>
 
 #include "compute/kernels/dnnl_kernels.h"

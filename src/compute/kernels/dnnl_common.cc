@@ -11,9 +11,9 @@
 #include "base/status_macros.h"
 #include "compute/dispatch.h"
 #include "compute/simd/cpu_isa.h"
-#include "graph/channel_block.h"
 #include "compute/tensor_cast.h"
 #include "compute/tuning_cache.h"
+#include "graph/channel_block.h"
 
 extern "C" void omp_set_num_threads(int);
 
@@ -180,11 +180,10 @@ bool IsBlockedStorage(const Shape& storage, int64_t channels, int64_t block) {
   return channels <= 0 || storage[1] == (channels + block - 1) / block;
 }
 
-Result<int64_t> BlockedLayoutFromInfo(const KernelInfo& info, const char* absent) {
-  const std::string layout = info.GetString("layout", absent);
-  const int64_t block = layout.empty() ? 0 : ChannelBlockOf(layout);
+Result<int64_t> BlockedLayoutFromInfo(const KernelInfo& info) {
+  const int64_t block = NodeChannelBlock(info.node());
   if (block >= 0) return block;
-  return info.Invalid("layout must be NCHW, NCHW8c or NCHW16c, got '" + layout + "'");
+  return info.Invalid("layout must be NCHW, NCHW8c or NCHW16c, got '" + info.GetString("layout", "") + "'");
 }
 
 int64_t PreferredChannelBlock() {

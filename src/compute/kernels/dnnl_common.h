@@ -164,9 +164,9 @@ dnnl::memory::format_tag BlockedTag(int logical_rank, int64_t block);
 // True when `storage` can be the blocked storage of a logical tensor with `channels` channels
 // (channels <= 0: any): rank >= 3, last dim `block`, dim 1 = ceil(channels / block).
 bool IsBlockedStorage(const Shape& storage, int64_t channels, int64_t block);
-// Reads the `layout` attribute (`absent` when the node has none): 0 for "NCHW", the block for
-// "NCHW8c" / "NCHW16c"; else an error.
-Result<int64_t> BlockedLayoutFromInfo(const KernelInfo& info, const char* absent = "NCHW");
+// The node's channel block (graph/channel_block.h NodeChannelBlock: 0 plain, 8 or 16; the
+// reorders NCHW16c without the attribute); an error for any other layout.
+Result<int64_t> BlockedLayoutFromInfo(const KernelInfo& info);
 
 // Appends eltwise post-ops computing `act` on the destination. Every ActivationKind maps
 // (HardSigmoid = linear then clip to [0, 1]).

@@ -82,9 +82,9 @@ class LayoutKernel final : public Kernel {
   mutable ShapeCache<LayoutPlan> plans_;
 };
 
-// The reorders' layout: NCHW16c when absent (models optimized before NCHW8c existed).
+// The reorders' block (NCHW16c without the attribute: graph/channel_block.h NodeChannelBlock).
 Result<int64_t> ReorderBlock(const KernelInfo& info) {
-  IL_ASSIGN_OR_RETURN(const int64_t block, BlockedLayoutFromInfo(info, "NCHW16c"));
+  IL_ASSIGN_OR_RETURN(const int64_t block, BlockedLayoutFromInfo(info));
   if (block == 0) return info.Invalid("attribute layout must be NCHW8c or NCHW16c, not NCHW");
   return block;
 }

@@ -39,7 +39,7 @@ class PoolKernel final : public Kernel {
     if (block_) {
       const std::string layout = ChannelBlockedLayoutName(block_), b = std::to_string(block_);
       IL_ASSIGN_OR_RETURN(const Tensor* xb, ctx.RequireInput(0));
-      if (xb->dtype() != DataType::kFloat) return UnsupportedType(block_ == 8 ? "pooling in layout NCHW8c" : "pooling in layout NCHW16c", xb->dtype());
+      if (xb->dtype() != DataType::kFloat) return UnsupportedType(("pooling in layout " + layout).c_str(), xb->dtype());
       if (!IsBlockedStorage(xb->shape(), 0, block_) || xb->rank() < 4 || xb->rank() > 6)
         return ctx.Invalid("layout " + layout + ": X must be [N, C/" + b + ", spatial (1 to 3 dims)..., " + b + "], got " +
                            ShapeToString(xb->shape()));

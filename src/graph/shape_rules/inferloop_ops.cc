@@ -35,12 +35,7 @@ Dims FromBlocked(const Dims& b, int64_t channels, int64_t block) {
   return d;
 }
 
-// The reorders' layout defaults to NCHW16c (models optimized before NCHW8c existed).
-int64_t BlockOf(const Node& n) {
-  return NodeChannelBlock(n, n.op_type == "ReorderToNchwc" || n.op_type == "ReorderFromNchwc" ? 16 : 0);
-}
-
-bool HasBlockedLayout(const Node& n) { return BlockOf(n) > 0; }
+bool HasBlockedLayout(const Node& n) { return NodeChannelBlock(n) > 0; }
 
 // ReorderToNchwc, ReorderFromNchwc (attribute channels), and any op with layout NCHW16c:
 // FusedConv's X may be plain (rank of W) or blocked (one more); the pools' X is blocked.
@@ -54,7 +49,7 @@ void InferBlocked(ShapeContext& c) {
     c.Out(0, o);
   };
   if (!x || !x->has_shape || x->dims.size() < 3) return unknown();
-  const int64_t block = BlockOf(n);
+  const int64_t block = NodeChannelBlock(n);
   if (block <= 0) return unknown();
   InferredValue o;
   o.dtype = x->dtype;
