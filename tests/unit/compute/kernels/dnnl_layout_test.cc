@@ -250,6 +250,13 @@ TEST(DnnlLayout, ReordersRoundTripAndCheckShapes) {
   const Status r8 = FromNchwcStatus(20, "NCHW8c");
   EXPECT_EQ(r8.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r8.message().find("NCHW8c"), std::string::npos) << r8.ToString();
+  // A reorder's layout must be a blocked one, and a known one.
+  for (const char* layout : {"NCHW", "NCHW4c"}) {
+    const Status bad = FromNchwcStatus(20, layout);
+    EXPECT_FALSE(bad.ok()) << layout;
+    EXPECT_NE(bad.message().find("NCHW16c"), std::string::npos) << bad.ToString();
+    EXPECT_NE(bad.message().find(layout), std::string::npos) << bad.ToString();
+  }
 }
 
 TEST(DnnlLayout, BlockedConvRejectsMismatchedInputAndUnknownLayout) {
