@@ -290,10 +290,7 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
       float* ys[2] = {gate, up};
       MatMulMany(ws, h, T, ys, pool, &fs.matmul);
     }
-    for (int64_t i = 0; i < T * F; ++i) {
-      const float g = gate[i];
-      gate[i] = g / (1.0f + std::exp(-g)) * up[i];  // SiLU(gate) * up
-    }
+    k.swiglu(gate, up, gate, T * F);  // SiLU(gate) * up
     MatMul(L.w_down, gate, T, tmp, pool, &fs.matmul);
     for (int64_t i = 0; i < T * E; ++i) x[i] += tmp[i];
   }

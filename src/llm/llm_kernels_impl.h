@@ -659,9 +659,11 @@ inline void QuantizeQ8Vec(const float* x, int64_t n, int8_t* q, float* d, float*
   const __m256i low_byte = _mm256_set1_epi32(0xFF), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   for (int64_t b = 0; b < n / 32; ++b) {
     __m256 v[4];
+    #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) v[k] = _mm256_loadu_ps(x + b * 32 + 8 * k);
     // max_ps returns its second operand when either is NaN: NaN lanes leave m as it was.
     __m256 m = _mm256_max_ps(_mm256_and_ps(v[0], abs_mask), _mm256_setzero_ps());
+    #pragma GCC unroll 4
     for (int k = 1; k < 4; ++k) m = _mm256_max_ps(_mm256_and_ps(v[k], abs_mask), m);
     __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     h = _mm_max_ps(h, _mm_movehl_ps(h, h));
@@ -670,6 +672,7 @@ inline void QuantizeQ8Vec(const float* x, int64_t n, int8_t* q, float* d, float*
     const float db = amax / 127.0f;
     const __m256 inv = _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
     __m256i vi[4], total = _mm256_setzero_si256();
+    #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       vi[k] = _mm256_cvtps_epi32(_mm256_mul_ps(v[k], inv));
       total = _mm256_add_epi32(total, vi[k]);
@@ -724,6 +727,7 @@ inline void QuantizeQ8KVec(const float* x, int64_t n, int8_t* q, float* d, int16
     __m256i sums[16];
     for (int c = 0; c < 8; ++c) {  // 32 values per step
       __m256i vi[4];
+      #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         const __m256 r = _mm256_round_ps(_mm256_mul_ps(is, _mm256_loadu_ps(xb + 32 * c + 8 * k)),
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -765,18 +769,25 @@ void AxpyF16(float a, const uint16_t* x, float* y, int64_t n) {
 template <class V, int kR, int kH>
 void DotF16Block(const uint16_t* w, int64_t w_stride, const float* x, int64_t n, float* out, int64_t out_stride) {
   typename V::R a[kR][kH];
+  #pragma GCC unroll 8
   for (int r = 0; r < kR; ++r) {
+    #pragma GCC unroll 8
     for (int g = 0; g < kH; ++g) a[r][g] = V::Set(0.0f);
   }
   for (int64_t i = 0; i < n; i += V::kWidth) {
     typename V::R wf[kR];
+    #pragma GCC unroll 8
     for (int r = 0; r < kR; ++r) wf[r] = V::LoadHalf(w + r * w_stride + i);
+    #pragma GCC unroll 8
     for (int g = 0; g < kH; ++g) {
       const typename V::R xv = V::Load(x + g * n + i);
+      #pragma GCC unroll 8
       for (int r = 0; r < kR; ++r) a[r][g] = V::Fma(wf[r], xv, a[r][g]);
     }
   }
+  #pragma GCC unroll 8
   for (int r = 0; r < kR; ++r) {
+    #pragma GCC unroll 8
     for (int g = 0; g < kH; ++g) out[g * out_stride + r] = V::ReduceAdd(a[r][g]);
   }
 }
@@ -812,19 +823,26 @@ void AxpyF16RowsBlock(const float* a, int64_t a_stride, const uint16_t* x, int64
   using R = typename V::R;
   constexpr int W = V::kWidth;
   R acc[kH][kC];
+  #pragma GCC unroll 8
   for (int h = 0; h < kH; ++h) {
+    #pragma GCC unroll 8
     for (int c = 0; c < kC; ++c) acc[h][c] = V::Load(y + h * n + i0 + c * W);
   }
   for (int r = 0; r < rows; ++r) {
     const uint16_t* xr = x + r * x_stride + i0;
     R xv[kC];
+    #pragma GCC unroll 8
     for (int c = 0; c < kC; ++c) xv[c] = V::LoadHalf(xr + c * W);
+    #pragma GCC unroll 8
     for (int h = 0; h < kH; ++h) {
       const R av = V::Set(a[h * a_stride + r]);
+      #pragma GCC unroll 8
       for (int c = 0; c < kC; ++c) acc[h][c] = V::Fma(av, xv[c], acc[h][c]);
     }
   }
+  #pragma GCC unroll 8
   for (int h = 0; h < kH; ++h) {
+    #pragma GCC unroll 8
     for (int c = 0; c < kC; ++c) V::Store(y + h * n + i0 + c * W, acc[h][c]);
   }
 }
@@ -848,6 +866,25 @@ void AxpyF16Rows(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_
     for (g = 0; g < heads; ++g) {
       for (int r = 0; r < rows; ++r) AxpyF16<V>(a[g * a_stride + r], x + r * x_stride + i0, y + g * n + i0, n - i0);
     }
+  }
+}
+
+// The table's swiglu: the scalar table's arithmetic per lane. Element by element with libm's
+// expf it was 0.47 ms of each TinyLlama-shaped decode step (22 layers x 5632 values, one AMD EPYC
+// Zen 4 core), all of it on the calling thread between two products.
+template <class V>
+void SwiGlu(const float* gate, const float* up, float* y, int64_t n) {
+  using R = typename V::R;
+  constexpr int W = V::kWidth;
+  const R one = V::Set(1.0f);
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const R g = V::Load(gate + i);
+    V::Store(y + i, V::Mul(V::Div(g, V::Add(one, simd::Exp<V>(V::Neg(g)))), V::Load(up + i)));
+  }
+  if (i < n) {
+    const R g = V::LoadTail(gate + i, n - i, 0.0f);
+    V::StoreTail(y + i, V::Mul(V::Div(g, V::Add(one, simd::Exp<V>(V::Neg(g)))), V::LoadTail(up + i, n - i, 0.0f)), n - i);
   }
 }
 
@@ -922,6 +959,7 @@ LlmKernelTable TableWithSharedKernels(const char* name) {
   t.axpy_f16 = AxpyF16<V>;
   t.axpy_f16_rows = AxpyF16Rows<V>;
   t.softmax_weights_f16 = SoftmaxWeightsF16<V>;
+  t.swiglu = SwiGlu<V>;
   t.to_f16 = ToF16<V>;
   t.axpy_q8_0 = AxpyQ8_0<V>;
   t.axpy_q8_0_heads = AxpyQ8_0Heads<V>;

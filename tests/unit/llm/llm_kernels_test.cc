@@ -192,6 +192,48 @@ TEST(LlmKernels, SoftmaxWeightsAreTheHalfRoundedSoftmax) {
   }
 }
 
+// The feed-forward gate SiLU(g) * up: within a few ulp of the double-precision formula for
+// every table, at lengths with and without a vector tail, in place, and with the values where
+// exp(-g) overflows or underflows (|g| up to 1e4), signed zeros, infinities and NaN.
+TEST(LlmKernels, SwiGluIsSiluOfTheGateTimesUp) {
+  std::mt19937 g(29);
+  std::normal_distribution<float> nd(0.0f, 6.0f);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n : {1, 7, 8, 17, 64, 5632 + 3}) {
+    std::vector<float> gate(n), up(n);
+    for (float& v : gate) v = nd(g);
+    for (float& v : up) v = nd(g);
+    const float special[] = {0.0f, -0.0f, 100.0f, -100.0f, 1e4f, -1e4f, 89.0f, -89.0f, inf, -inf, nan};
+    for (size_t i = 0; i < std::size(special) && static_cast<int64_t>(i) < n; ++i) gate[n - 1 - i] = special[i];
+    for (const LlmKernelTable* t : AvailableLlmKernels()) {
+      std::vector<float> y(n), in_place = gate;
+      t->swiglu(gate.data(), up.data(), y.data(), n);
+      t->swiglu(in_place.data(), up.data(), in_place.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = gate[i];
+        // exp(-g) in float overflows to inf below g = -88.72 (the gate is then -0, as with libm's
+        // expf or llama.cpp's), and -inf / inf is NaN.
+        double e = std::exp(-x);
+        if (e > std::numeric_limits<float>::max()) e = inf;
+        const double want = x / (1.0 + e) * up[i];
+        ASSERT_EQ(std::memcmp(&y[i], &in_place[i], sizeof(float)), 0) << t->name << " n " << n << " i " << i;
+        if (std::isnan(want) || std::isinf(want)) {
+          EXPECT_EQ(std::isnan(y[i]), std::isnan(want)) << t->name << " g " << x << " got " << y[i];
+          if (std::isinf(want)) {
+            EXPECT_EQ(y[i], want) << t->name << " g " << x << " up " << up[i];
+          }
+          continue;
+        }
+        EXPECT_NEAR(y[i], want, 4 * std::numeric_limits<float>::epsilon() * std::fabs(want) + 1e-38)
+            << t->name << " n " << n << " g " << x << " up " << up[i];
+        if (want == 0) {
+          EXPECT_EQ(std::signbit(y[i]), std::signbit(want)) << t->name << " g " << x << " up " << up[i];
+        }
+      }
+    }
+  }
+}
+
 // The batched kernels give what the per-row dots give, for every tile size.
 TEST(LlmKernels, GemmEqualsDots) {
   std::mt19937 g(11);
