@@ -1,10 +1,12 @@
 // Times one weight product of the LLM engine (weight_matrix.h MatMul) on a TinyLlama-sized
 // random Q8_0 / Q4_0 / Q4_K / Q6_K matrix for several token counts, with the kernels the process chooses
-// (INFERLOOP_ISA=avx512 / avx2 select the non-AMX ones), single-threaded: a kernel-tuning aid.
+// (INFERLOOP_ISA=avx512 / avx2 select the non-AMX ones), single-threaded unless a thread count
+// is given (the engine's ThreadPool, as a decode step splits a product): a kernel-tuning aid.
 // Each product is timed on the weights as the file stores them ("file": the row kernels) and
 // repacked in 16-row groups as the engine holds them ("packed": PackForGemm), when this CPU packs.
-//   build/bench_llm_matmul [rows cols [types [tokens]]]   (types: a comma list, e.g. Q4_K,Q6_K; default all;
-//   tokens: a comma list of token counts in [1, 4096], default 1,4,16,64,256)
+//   build/bench_llm_matmul [rows cols [types [tokens [threads]]]]   (types: a comma list, e.g. Q4_K,Q6_K;
+//   default all; tokens: a comma list of token counts in [1, 4096], default 1,4,16,64,256; threads:
+//   default 1)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "llm/amx_matmul.h"
 #include "llm/llm_kernels.h"
 #include "llm/weight_matrix.h"
@@ -36,10 +39,18 @@ int main(int argc, char** argv) {
       p = *end == ',' ? end + 1 : end;
     }
   }
+  const int threads = argc > 5 ? std::atoi(argv[5]) : 1;
+  if (threads < 1 || threads > 1024) {
+    std::fprintf(stderr, "bad thread count '%s' (want 1..1024)\n", argv[5]);
+    return 2;
+  }
+  inferloop::ThreadPool pool(threads);
+  inferloop::ThreadPool* on = threads > 1 ? &pool : nullptr;
   std::mt19937 g(1);
-  std::printf("kernel: %s, table %s, weight %lld x %lld\n", AmxAvailable() ? "amx" : "non-amx", ActiveLlmKernels().name,
-              static_cast<long long>(rows), static_cast<long long>(cols));
-  std::printf("| type | layout | tokens | ms | GMAC/s |\n|---|---|---:|---:|---:|\n");
+  std::printf("kernel: %s, table %s, weight %lld x %lld, %d thread%s\n", AmxAvailable() ? "amx" : "non-amx",
+              ActiveLlmKernels().name, static_cast<long long>(rows), static_cast<long long>(cols), threads,
+              threads > 1 ? "s" : "");
+  std::printf("| type | layout | tokens | ms | GMAC/s | weight GB/s |\n|---|---|---:|---:|---:|---:|\n");
   const std::string only = argc > 3 ? argv[3] : "";
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     if (!only.empty() && only.find(GgmlTypeName(type)) == std::string::npos) continue;
@@ -76,11 +87,12 @@ int main(int argc, char** argv) {
         const int64_t reps = std::max<int64_t>(5, 2000000000 / (rows * cols * T));
         for (int64_t rep = 0; rep < reps; ++rep) {
           const auto t0 = std::chrono::steady_clock::now();
-          MatMul(*w, x.data(), T, y.data(), nullptr, &scratch);
+          MatMul(*w, x.data(), T, y.data(), on, &scratch);
           best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
-        std::printf("| %s | %s | %lld | %.3f | %.1f |\n", GgmlTypeName(type).c_str(),
-                    w == &file ? "file" : "packed", static_cast<long long>(T), best * 1e3, rows * cols * T / best / 1e9);
+        std::printf("| %s | %s | %lld | %.3f | %.1f | %.1f |\n", GgmlTypeName(type).c_str(),
+                    w == &file ? "file" : "packed", static_cast<long long>(T), best * 1e3, rows * cols * T / best / 1e9,
+                    static_cast<double>(w->data.size()) / best / 1e9);
       }
     }
   }

@@ -16,8 +16,17 @@ namespace inferloop::llm {
 namespace {
 
 void RmsNorm(const float* x, const std::vector<float>& g, float eps, int n, float* out) {
-  double ss = 0;
-  for (int i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);  // float squares, double sum: as llama.cpp
+  // Float squares, double sum, as llama.cpp; eight partial sums rather than one chain of double
+  // adds (4 cycles each: 2048 values 2.2 us, 45 times a decode step), which can move the double
+  // sum by an ulp of a double, far below the float it becomes.
+  double part[8] = {};
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    #pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) part[k] += static_cast<double>(x[i + k] * x[i + k]);
+  }
+  for (; i < n; ++i) part[0] += static_cast<double>(x[i] * x[i]);
+  const double ss = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
   const float inv = 1.0f / std::sqrt(static_cast<float>(ss / n) + eps);
   for (int i = 0; i < n; ++i) out[i] = x[i] * inv * g[i];
 }

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -174,6 +176,37 @@ TEST(LlamaModel, BadInputsAreErrors) {
   o.sampling.top_p = 0;
   EXPECT_FALSE(Generate(*m, {1}, o, [](int32_t) { return true; }).ok());
   EXPECT_EQ(LlamaModel::Load("/nonexistent.gguf").status().code(), StatusCode::kNotFound);
+}
+
+// ArgMax against the plain loop it replaced: the first index whose value is larger than every
+// earlier one, over lengths around its 8-wide steps, with ties, signed zeros, infinities and NaNs
+// (a NaN at index 0 is the answer; NaNs elsewhere are never chosen).
+TEST(Sampler, ArgMaxIsTheFirstLargestValue) {
+  auto plain = [](const std::vector<float>& v) {
+    int32_t best = 0;
+    for (size_t i = 1; i < v.size(); ++i) {
+      if (v[i] > v[best]) best = static_cast<int32_t>(i);
+    }
+    return best;
+  };
+  std::mt19937 g(5);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float pool[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.5f, inf, -inf, nan};
+  std::uniform_int_distribution<int> pick(0, 7);
+  for (int trial = 0; trial < 4000; ++trial) {
+    const size_t n = 1 + trial % 40;
+    std::vector<float> v(n);
+    for (float& x : v) x = pool[pick(g)];
+    if (trial % 3 == 0) v[0] = -inf;  // fewer NaN-first cases than a uniform draw gives
+    ASSERT_EQ(ArgMax(v), plain(v)) << "trial " << trial;
+  }
+  std::vector<float> big(32003);
+  std::normal_distribution<float> nd;
+  for (float& x : big) x = nd(g);
+  big[31000] = 9.0f;
+  big[32001] = 9.0f;
+  EXPECT_EQ(ArgMax(big), 31000);
+  EXPECT_EQ(ArgMax(std::vector<float>{nan, 1.0f}), 0);
 }
 
 TEST(Sampler, SeedReproducesAndTopKLimits) {
