@@ -30,15 +30,7 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
   for (int j0 = 0; j0 < n; j0 += bt) {
     k.dot_f16_rows(seq.Key(layer, j0) + kv_head * HD, stride, std::min(n - j0, bt), s.qf.data(), HD, G, scores + j0, n);
   }
-  for (int g = 0; g < G; ++g) {
-    float* sg = scores + g * n;
-    float mx = -INFINITY;  // the head's maximum score
-    for (int j = 0; j < n; ++j) {
-      sg[j] *= scale;
-      mx = std::max(mx, sg[j]);
-    }
-    s.head[g] = mx;
-  }
+  for (int g = 0; g < G; ++g) s.head[g] = k.scale_max(scores + g * n, n, scale);  // the head's maximum score
   // The weights softmax(score) rounded to half precision, as floats (softmax_weights_f16).
   for (int g = 0; g < G; ++g) {
     k.softmax_weights_f16(scores + g * n, n, s.head[g]);

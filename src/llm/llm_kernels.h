@@ -204,6 +204,9 @@ struct LlmKernelTable {
   // e_j = exp(s[j] - mx) (base/simd/vec_exp.h, within 2 ulp), each rounded to half precision (what
   // the F16 cache's values are summed with) and stored back as a float.
   void (*softmax_weights_f16)(float* s, int64_t n, float mx);
+  // Attention's scores scaled in place, s[j] *= scale, returning the largest of them (NaN scores
+  // are passed over; -inf when all are NaN).
+  float (*scale_max)(float* s, int64_t n, float scale);
   // The feed-forward gate: y[i] = g / (1 + e) * up[i] with g = gate[i], e = exp(-g) (vec_exp.h,
   // within 2 ulp), as llama.cpp's vector SiLU computes it. y may be gate or up (in place).
   void (*swiglu)(const float* gate, const float* up, float* y, int64_t n);

@@ -19,6 +19,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <utility>
@@ -780,7 +781,8 @@ void DotF16Block(const uint16_t* w, int64_t w_stride, const float* x, int64_t n,
     for (int r = 0; r < kR; ++r) wf[r] = V::LoadHalf(w + r * w_stride + i);
     #pragma GCC unroll 8
     for (int g = 0; g < kH; ++g) {
-      const typename V::R xv = V::Load(x + g * n + i);
+      typename V::R xv = V::Load(x + g * n + i);
+      if constexpr (kR > 1) Settle(xv);  // one load for the kR rows, not a load folded into each fma
       #pragma GCC unroll 8
       for (int r = 0; r < kR; ++r) a[r][g] = V::Fma(wf[r], xv, a[r][g]);
     }
@@ -888,6 +890,37 @@ void SwiGlu(const float* gate, const float* up, float* y, int64_t n) {
   }
 }
 
+// The table's scale_max. max_ps gives its second operand when either is NaN, so a NaN score
+// leaves the running maxima as they were, as std::max(mx, s) does in the scalar table; the
+// largest value does not depend on the order it is found in. The scalar loop, a chain of maxss,
+// was about a sixth of a grouped decode step's attention at 256 positions (bench_llm_attention).
+template <class V>
+float ScaleMax(float* s, int64_t n, float scale) {
+  using R = typename V::R;
+  constexpr int W = V::kWidth;
+  const R sc = V::Set(scale);
+  R m0 = V::Set(-INFINITY), m1 = m0;
+  int64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W) {
+    const R a = V::Mul(V::Load(s + i), sc), b = V::Mul(V::Load(s + i + W), sc);
+    V::Store(s + i, a);
+    V::Store(s + i + W, b);
+    m0 = V::Max(a, m0);
+    m1 = V::Max(b, m1);
+  }
+  for (; i < n; i += W) {
+    const int64_t k = std::min<int64_t>(W, n - i);
+    const R a = V::Mul(k == W ? V::Load(s + i) : V::LoadTail(s + i, k, -INFINITY), sc);
+    if (k == W) {
+      V::Store(s + i, a);
+    } else {
+      V::StoreTail(s + i, a, k);
+    }
+    m0 = V::Max(a, m0);
+  }
+  return V::ReduceMax(V::Max(m0, m1));
+}
+
 template <class V>
 void SoftmaxWeightsF16(float* s, int64_t n, float mx) {
   using R = typename V::R;
@@ -960,6 +993,7 @@ LlmKernelTable TableWithSharedKernels(const char* name) {
   t.axpy_f16_rows = AxpyF16Rows<V>;
   t.softmax_weights_f16 = SoftmaxWeightsF16<V>;
   t.swiglu = SwiGlu<V>;
+  t.scale_max = ScaleMax<V>;
   t.to_f16 = ToF16<V>;
   t.axpy_q8_0 = AxpyQ8_0<V>;
   t.axpy_q8_0_heads = AxpyQ8_0Heads<V>;

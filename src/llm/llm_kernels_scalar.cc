@@ -1,4 +1,5 @@
 // Scalar reference versions of the LLM dot kernels (any CPU).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -245,6 +246,15 @@ void SoftmaxWeightsF16(float* s, int64_t n, float mx) {
   for (int64_t j = 0; j < n; ++j) s[j] = HalfToFloat(FloatToHalf(s[j] * inv));
 }
 
+float ScaleMax(float* s, int64_t n, float scale) {
+  float mx = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) {
+    s[j] *= scale;
+    mx = std::max(mx, s[j]);
+  }
+  return mx;
+}
+
 void SwiGlu(const float* gate, const float* up, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
@@ -254,7 +264,7 @@ void SwiGlu(const float* gate, const float* up, float* y, int64_t n) {
 
 const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotBlocks<34, SumQ8_0>, DotBlocks<18, SumQ4_0>, QuantizeQ8,
                                AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, QuantizeQ8K,
-                               DotF16Rows, AxpyF16Rows, AxpyQ8_0Heads, SoftmaxWeightsF16, SwiGlu};
+                               DotF16Rows, AxpyF16Rows, AxpyQ8_0Heads, SoftmaxWeightsF16, ScaleMax, SwiGlu};
 
 }  // namespace
 

@@ -192,6 +192,37 @@ TEST(LlmKernels, SoftmaxWeightsAreTheHalfRoundedSoftmax) {
   }
 }
 
+// Attention's scaled scores and their maximum: the products as the scalar loop rounds them, the
+// largest of them with NaN scores passed over, at lengths around the vector widths.
+TEST(LlmKernels, ScaleMaxScalesAndFindsTheLargestScore) {
+  std::mt19937 g(31);
+  std::normal_distribution<float> nd(0.0f, 10.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t n : {1, 5, 8, 15, 16, 31, 32, 33, 100, 1027}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      std::vector<float> scores(n);
+      for (float& v : scores) v = nd(g);
+      if (variant == 1) scores[n / 2] = nan;
+      if (variant == 2) scores[n - 1] = inf;
+      if (variant == 3) std::fill(scores.begin(), scores.end(), nan);
+      std::vector<float> want = scores;
+      float want_max = -inf;
+      for (float& v : want) {
+        v *= 0.125f;
+        if (!std::isnan(v)) want_max = std::max(want_max, v);
+      }
+      for (const LlmKernelTable* t : AvailableLlmKernels()) {
+        std::vector<float> got = scores;
+        EXPECT_EQ(t->scale_max(got.data(), n, 0.125f), want_max) << t->name << " n " << n << " variant " << variant;
+        for (int64_t j = 0; j < n; ++j) {
+          ASSERT_TRUE(got[j] == want[j] || (std::isnan(got[j]) && std::isnan(want[j])))
+              << t->name << " n " << n << " j " << j << ": " << got[j] << " vs " << want[j];
+        }
+      }
+    }
+  }
+}
+
 // The feed-forward gate SiLU(g) * up: within a few ulp of the double-precision formula for
 // every table, at lengths with and without a vector tail, in place, and with the values where
 // exp(-g) overflows or underflows (|g| up to 1e4), signed zeros, infinities and NaN.
