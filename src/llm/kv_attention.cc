@@ -48,11 +48,16 @@ void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int k
   s.qd.resize(static_cast<size_t>(G) * nb);
   s.qsum.resize(static_cast<size_t>(G) * nb);
   s.head.resize(3 * static_cast<size_t>(G));
+  s.q8_rows.resize(G);
   float* m = s.head.data();          // per head: running maximum score
   float* total = s.head.data() + G;  // per head: running softmax denominator, relative to m
   float* vs = s.head.data() + 2 * G;  // per head: this position's value weight, exp(sc - m)
   for (int g = 0; g < G; ++g) {
     k.quantize_q8(q + g * HD, HD, s.q8.data() + g * HD, s.qd.data() + g * nb, s.qsum.data() + g * nb);
+    Q8Row& qr = s.q8_rows[g];
+    qr.q = s.q8.data() + g * HD;
+    qr.d = s.qd.data() + g * nb;
+    qr.sum = s.qsum.data() + g * nb;
     m[g] = -INFINITY;
     total[g] = 0;
   }
@@ -61,19 +66,21 @@ void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int k
   KvBlockPool& pool = *seq.pool();
   const int bt = pool.shape().block_tokens;
   const size_t row = pool.shape().row_bytes();
-  // Positions in order, a block of the sequence's table at a time (its rows are row bytes apart).
+  s.scores.resize(static_cast<size_t>(G) * bt);
+  float* dots = s.scores.data();  // the block's key dots, head g's at g * bt
+  // Positions in order, a block of the sequence's table at a time (its rows are row bytes apart):
+  // first every key dot of the block (they do not depend on the running softmax), then the
+  // positions one by one.
   for (int j0 = 0; j0 < n; j0 += bt) {
     const int block = seq.blocks()[j0 / bt];
-    const uint8_t* krow = pool.KeyRow(block, layer, 0) + head;
+    const int rows = std::min(n - j0, bt);
     const uint8_t* vrow = pool.ValueRow(block, layer, 0) + head;
-    for (int j = j0; j < std::min(n, j0 + bt); ++j, krow += row, vrow += row) {
+    k.dot_q8_0_rows(pool.KeyRow(block, layer, 0) + head, static_cast<int64_t>(row), rows, s.q8_rows.data(), G, HD, dots,
+                    bt);
+    for (int jj = 0; jj < rows; ++jj, vrow += row) {
       for (int g = 0; g < G; ++g) {
-        Q8Row qr;
-        qr.q = s.q8.data() + g * HD;
-        qr.d = s.qd.data() + g * nb;
-        qr.sum = s.qsum.data() + g * nb;
         float* og = out + g * HD;
-        const float sc = k.dot_q8_0(krow, qr, HD) * scale;
+        const float sc = dots[g * bt + jj] * scale;
         float ms = 1.0f;  // rescales what was summed so far when sc is a new maximum
         vs[g] = 1.0f;
         if (sc > m[g]) {
@@ -121,6 +128,7 @@ void AttentionScratch::Reserve(int heads, int positions, int head_dim) {
   qf.reserve(hd);
   q16.reserve(head_dim);
   q8.reserve(hd);
+  q8_rows.reserve(static_cast<size_t>(heads));
   qd.reserve(hd / kQ8_0BlockValues + 1);
   qsum.reserve(hd / kQ8_0BlockValues + 1);
   head.reserve(3 * static_cast<size_t>(heads));

@@ -34,6 +34,7 @@ struct AttentionScratch {
   std::vector<int8_t> q8;
   std::vector<float> qd, qsum;
   std::vector<float> head;  // per-head running values
+  std::vector<Q8Row> q8_rows;  // the Q8_0 cache's quantized query heads
 
   // Room for calls of up to `heads` heads over up to `positions` positions, so that such calls
   // allocate nothing (reserve the sequence's capacity once, not each position as it comes).

@@ -197,6 +197,11 @@ struct LlmKernelTable {
                        int64_t out_stride);
   void (*axpy_f16_rows)(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_stride, int rows, float* y,
                         int64_t n, int heads);
+  // dot_q8_0_rows: out[g * out_stride + r] = dot_q8_0(w + r * w_stride, x[g], n) for r < rows,
+  // g < heads (w_stride in bytes; a Q8_0 KV cache's key rows), each bit for bit the single call's:
+  // one call per block of cached rows instead of one per (row, head).
+  void (*dot_q8_0_rows)(const uint8_t* w, int64_t w_stride, int rows, const Q8Row* x, int heads, int64_t n, float* out,
+                        int64_t out_stride);
   // axpy_q8_0(a[g], x, y + g * n, n) for g < heads, x dequantized once for all heads; each
   // head's result bit for bit the single call's.
   void (*axpy_q8_0_heads)(const float* a, const uint8_t* x, float* y, int64_t n, int heads);

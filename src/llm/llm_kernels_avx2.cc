@@ -247,6 +247,7 @@ LlmKernelTable MakeTable() {
   t.dot_f16 = DotF16;
   t.dot_f16_rows = DotF16Rows<simd::avx2::Vec, DotF16>;
   t.dot_q8_0 = DotQ8_0;
+  t.dot_q8_0_rows = DotQ8_0Rows<DotQ8_0>;
   t.dot_q4_0 = DotQ4_0;
   t.gemm_g16_q8_0 = GemmG16<Avx2G16<false>>;
   t.gemm_g16_q4_0 = GemmG16<Avx2G16<true>>;

@@ -361,6 +361,7 @@ LlmKernelTable MakeTable() {
   t.dot_f16 = DotF16;
   t.dot_f16_rows = DotF16Rows<simd::avx512::Vec, DotF16>;
   t.dot_q8_0 = DotBlocks<34, 128, FlippedBytes>;
+  t.dot_q8_0_rows = DotQ8_0Rows<DotBlocks<34, 128, FlippedBytes>>;
   t.dot_q4_0 = DotBlocks<18, 8, Nibbles>;
   t.gemm_q8_0 = Gemm<false>;
   t.gemm_q4_0 = Gemm<true>;

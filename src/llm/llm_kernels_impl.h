@@ -915,6 +915,15 @@ void AxpyF16Rows(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_
   }
 }
 
+// The table's dot_q8_0_rows over its own dot_q8_0 (Dot, inlined here: the same arithmetic).
+template <float (*Dot)(const uint8_t*, const Q8Row&, int64_t)>
+void DotQ8_0Rows(const uint8_t* w, int64_t w_stride, int rows, const Q8Row* x, int heads, int64_t n, float* out,
+                 int64_t out_stride) {
+  for (int r = 0; r < rows; ++r) {
+    for (int g = 0; g < heads; ++g) out[g * out_stride + r] = Dot(w + r * w_stride, x[g], n);
+  }
+}
+
 // The table's swiglu: the scalar table's arithmetic per lane. Element by element with libm's
 // expf it was 0.47 ms of each TinyLlama-shaped decode step (22 layers x 5632 values, one AMD EPYC
 // Zen 4 core), all of it on the calling thread between two products.

@@ -232,6 +232,13 @@ void AxpyF16Rows(const float* a, int64_t a_stride, const uint16_t* x, int64_t x_
   }
 }
 
+void DotQ8_0Rows(const uint8_t* w, int64_t w_stride, int rows, const Q8Row* x, int heads, int64_t n, float* out,
+                 int64_t out_stride) {
+  for (int r = 0; r < rows; ++r) {
+    for (int g = 0; g < heads; ++g) out[g * out_stride + r] = DotBlocks<34, SumQ8_0>(w + r * w_stride, x[g], n);
+  }
+}
+
 void AxpyQ8_0Heads(const float* a, const uint8_t* x, float* y, int64_t n, int heads) {
   for (int g = 0; g < heads; ++g) AxpyQ8_0(a[g], x, y + g * n, n);
 }
@@ -264,7 +271,7 @@ void SwiGlu(const float* gate, const float* up, float* y, int64_t n) {
 
 const LlmKernelTable kTable = {"scalar", DotF32, DotF16, DotBlocks<34, SumQ8_0>, DotBlocks<18, SumQ4_0>, QuantizeQ8,
                                AxpyF16, ToF16, nullptr, nullptr, AxpyQ8_0, DotQ4K, DotQ6K, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, QuantizeQ8K,
-                               DotF16Rows, AxpyF16Rows, AxpyQ8_0Heads, SoftmaxWeightsF16, ScaleMax, SwiGlu};
+                               DotF16Rows, AxpyF16Rows, DotQ8_0Rows, AxpyQ8_0Heads, SoftmaxWeightsF16, ScaleMax, SwiGlu};
 
 }  // namespace
 

@@ -133,6 +133,46 @@ TEST(LlmKernels, HeadsStepsEqualSingleCallsBitForBit) {
 }
 
 // The Q8_0 cache's value step for several heads: each head's sum that of the single call.
+// A Q8_0 cache's key dots a block of rows at a time: each (row, head) bit for bit dot_q8_0's.
+TEST(LlmKernels, DotQ8_0RowsEqualsSingleCallsBitForBit) {
+  std::mt19937 g(24);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t n : {32, 64, 128}) {
+    const int kRows = 5;
+    const int64_t stride = n / 32 * 34 + 6;  // cache rows are wider than one head's blocks
+    std::vector<uint8_t> w(kRows * stride);
+    for (int r = 0; r < kRows; ++r) {
+      const auto blocks = RandomBlocks(GgmlType::kQ8_0, n, g);
+      std::copy(blocks.begin(), blocks.end(), w.begin() + r * stride);
+    }
+    for (int heads : {1, 3, 8}) {
+      Q8Rows xq;
+      xq.Resize(heads, n);
+      std::vector<float> x(n);
+      std::vector<Q8Row> rows(heads);
+      for (int h = 0; h < heads; ++h) {
+        for (float& v : x) v = nd(g);
+        xq.Quantize(h, x.data());
+        rows[h] = xq.Row(h);
+      }
+      for (const LlmKernelTable* t : AvailableLlmKernels()) {
+        for (int nrows : {1, 2, kRows}) {
+          const int64_t out_stride = nrows + 1;
+          std::vector<float> dots(heads * out_stride, -1.0f);
+          t->dot_q8_0_rows(w.data(), stride, nrows, rows.data(), heads, n, dots.data(), out_stride);
+          for (int h = 0; h < heads; ++h) {
+            for (int r = 0; r < nrows; ++r) {
+              ASSERT_EQ(dots[h * out_stride + r], t->dot_q8_0(w.data() + r * stride, rows[h], n))
+                  << t->name << " n " << n << " heads " << heads << " rows " << nrows << " head " << h << " row " << r;
+            }
+            EXPECT_EQ(dots[h * out_stride + nrows], -1.0f) << "wrote past the rows";
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(LlmKernels, AxpyQ8_0HeadsEqualsSingleCallsBitForBit) {
   std::mt19937 g(22);
   std::normal_distribution<float> nd(0.0f, 1.0f);
