@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <set>
 
+#include "base/c_locale_number.h"
 #include "base/status_macros.h"
 #include "control/model_adaptation.h"
 
@@ -24,9 +25,7 @@ struct AdaptiveLoop::Entry {
 namespace {
 
 std::string Num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.4g", v);
-  return b;
+  return FormatGeneralC(v, 4);
 }
 
 }  // namespace

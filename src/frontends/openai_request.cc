@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <set>
 
+#include "base/c_locale_number.h"
 #include "frontends/openai_text_inputs.h"
 
 namespace inferloop::frontends {
@@ -66,9 +67,8 @@ bool ReadNumber(Fields& f, const char* name, double lo, double hi, double* out, 
   }
   const double x = v->GetDouble();
   if (!(x >= lo && x <= hi)) {
-    char buf[160];
-    std::snprintf(buf, sizeof(buf), "'%s' must be between %g and %g, got %g", name, lo, hi, x);
-    *err = {name, buf};
+    *err = {name, std::string("'") + name + "' must be between " + FormatGeneralC(lo) + " and " + FormatGeneralC(hi) +
+                      ", got " + FormatGeneralC(x)};
     return false;
   }
   *out = x;

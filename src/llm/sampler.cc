@@ -6,13 +6,13 @@
 #include <numeric>
 #include <string>
 
+#include "base/c_locale_number.h"
+
 namespace inferloop::llm {
 namespace {
 
 std::string Num(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%g", x);
-  return buf;
+  return FormatGeneralC(x);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "base/c_locale_number.h"
 #include "base/file_bytes.h"
 #include "base/json_string.h"
 #include "base/status_macros.h"
@@ -36,9 +37,7 @@ Status AddTensor(CalibrationStats& s, const std::string& name, const Tensor& t) 
 }
 
 std::string Num(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
+  return FormatGeneralC(v, 17);
 }
 
 }  // namespace

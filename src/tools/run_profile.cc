@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "base/c_locale_number.h"
 #include "base/json_string.h"
 
 namespace inferloop {
@@ -79,16 +80,18 @@ std::string RunProfile::FormatTables(int top) const {
 Status RunProfile::WriteChromeTrace(const std::string& path) const {
   std::string out = "[\n";
   const long pid = static_cast<long>(getpid());
-  char num[160];
+  char num[96];
   for (size_t i = 0; i < events_.size(); ++i) {
     const Event& e = events_[i];
     out += "{\"cat\":";
     out += e.is_run ? "\"Session\"" : "\"Node\"";
     out += ",\"name\":";
     AppendJsonString(out, e.is_run ? e.name : e.name + "_kernel_time");
-    std::snprintf(num, sizeof num, ",\"ph\":\"X\",\"pid\":%ld,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f", pid, e.thread,
-                  static_cast<double>(e.start_ns - origin_ns_) / 1e3, static_cast<double>(e.duration_ns) / 1e3);
+    std::snprintf(num, sizeof num, ",\"ph\":\"X\",\"pid\":%ld,\"tid\":%d,\"ts\":", pid, e.thread);
     out += num;
+    out += FormatFixedC(static_cast<double>(e.start_ns - origin_ns_) / 1e3, 3);  // '.' whatever the locale
+    out += ",\"dur\":";
+    out += FormatFixedC(static_cast<double>(e.duration_ns) / 1e3, 3);
     if (!e.is_run) {
       out += ",\"args\":{\"op_name\":";
       AppendJsonString(out, e.op_type);

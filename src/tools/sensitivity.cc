@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/c_locale_number.h"
 #include "base/json_string.h"
 #include "base/status_macros.h"
 #include "tools/progress_bar.h"
@@ -63,9 +64,7 @@ std::string FormatSensitivity(const std::vector<LayerSensitivity>& s, const Eval
 std::string SensitivityToJson(const std::vector<LayerSensitivity>& s, const Evaluator& eval) {
   auto num = [](double v) {
     if (!std::isfinite(v)) return std::string("null");
-    char b[40];
-    std::snprintf(b, sizeof(b), "%.17g", v);
-    return std::string(b);
+    return FormatGeneralC(v, 17);
   };
   std::string o = "{\"metric\": ";
   AppendJsonString(o, eval.has_labels() ? "accuracy" : "agreement");

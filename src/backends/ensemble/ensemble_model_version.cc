@@ -6,6 +6,7 @@
 #include <set>
 
 #include "backends/ensemble/step_condition.h"
+#include "base/c_locale_number.h"
 #include "base/json_string.h"
 #include "base/status_macros.h"
 #include "serve/version_statistics.h"
@@ -58,8 +59,7 @@ void StartStep(const RunPtr& run, int i);
 // Appends step i's record to the run's trace. Called with run->mu held.
 void Trace(EnsembleModelVersion::Run& run, int i, const char* outcome, const std::string& version, Clock::duration t) {
   const EnsembleStep& s = run.plan->steps[i];
-  char ms[32];
-  std::snprintf(ms, sizeof ms, "%.3f", std::chrono::duration<double, std::milli>(t).count());
+  const std::string ms = FormatFixedC(std::chrono::duration<double, std::milli>(t).count(), 3);
   if (!run.trace.empty()) run.trace += ",";
   run.trace += "{\"step\":" + JsonString(s.label) + ",\"model\":" + JsonString(s.model) +
                ",\"version\":" + JsonString(version) + ",\"outcome\":\"" + outcome + "\",\"ms\":" + ms + "}";

@@ -11,6 +11,7 @@
 #include "backends/processing/ensemble_trace.h"
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
+#include "base/c_locale_number.h"
 #include "base/status_macros.h"
 #include "imaging/connected_components.h"
 #include "imaging/image_codec.h"
@@ -49,9 +50,8 @@ void Number(JsonWriter& w, double v) {
     w.Null();
     return;
   }
-  char text[32];
-  const int n = std::snprintf(text, sizeof text, "%.7g", v);
-  w.RawValue(text, static_cast<size_t>(n), rapidjson::kNumberType);
+  const std::string text = FormatGeneralC(v, 7);  // '.' whatever the host's locale
+  w.RawValue(text.data(), text.size(), rapidjson::kNumberType);
 }
 
 template <typename T>

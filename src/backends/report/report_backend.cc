@@ -8,6 +8,7 @@
 #include "backends/processing/processing_params.h"
 #include "backends/processing/processing_version.h"
 #include "backends/processing/tensor_values.h"
+#include "base/c_locale_number.h"
 #include "base/json_string.h"
 #include "base/status_macros.h"
 
@@ -24,9 +25,7 @@ struct VerdictRule {
 // A JSON number; null for NaN and infinities, which JSON cannot write.
 std::string Number(double v) {
   if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return FormatGeneralC(v, 6);  // '.' whatever the host's locale
 }
 
 class Reporter final : public Processor {

@@ -14,6 +14,7 @@
 
 #include "imaging/image_codec.h"
 #include "unit/backends/processing_step_harness.h"
+#include "unit/comma_decimal_locale.h"
 
 namespace inferloop::serve {
 namespace {
@@ -168,6 +169,24 @@ TEST_F(LesionReportBackendTest, ReportHasTheFindingsSettingsAndStages) {
   ASSERT_FALSE(b.HasParseError());
   EXPECT_TRUE(b["findings"][0]["mean_hu"].IsNull());
   EXPECT_FALSE(b.HasMember("stages"));
+}
+
+// In a host program whose locale writes ',' as the decimal point (Python, a C API user), the
+// report is still JSON with its numbers: printf's %.7g wrote "volume_mm3":1234,5 there.
+TEST_F(LesionReportBackendTest, ReportNumbersIgnoreTheProcessLocale) {
+  inferloop::testing::CommaDecimalLocale locale;
+  ASSERT_TRUE(locale.ok()) << locale.why();
+  auto step = Load(StepConfig(Param("threshold", "0.5")));
+  ASSERT_TRUE(step);
+  auto r = InferNow(*step, Inputs({kLarge}, true), {"report"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const std::string& json = OutputNamed(*r, "report")->strings()[0];
+  rapidjson::Document d;
+  d.Parse(json.c_str());
+  ASSERT_FALSE(d.HasParseError()) << json;
+  EXPECT_DOUBLE_EQ(d["threshold"].GetDouble(), 0.5);
+  EXPECT_NEAR(d["findings"][0]["centroid_mm"][2].GetDouble(), 5.25, 1e-4) << json;
+  EXPECT_DOUBLE_EQ(d["spacing_mm"][2].GetDouble(), 0.75);
 }
 
 TEST_F(LesionReportBackendTest, OverlayIsTheCentroidSliceWithTheLargestFindingOutlined) {

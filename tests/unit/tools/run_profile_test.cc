@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "unit/comma_decimal_locale.h"
 #include "unit/model_builder.h"
 
 namespace inferloop {
@@ -136,6 +137,24 @@ TEST(RunProfile, ChromeTraceIsOnnxRuntimesFormatFromTheFirstRun) {
   EXPECT_EQ(events, 5u);  // 2 runs + 3 nodes
 
   EXPECT_EQ(p.WriteChromeTrace("/nonexistent-dir/trace.json").code(), StatusCode::kInvalidArgument);
+}
+
+// A host program (Python, a C API user) that set a locale with ',' as the decimal point still
+// gets JSON numbers: printf's %.3f wrote "ts":2000,000 there.
+TEST(RunProfile, ChromeTraceNumbersIgnoreTheProcessLocale) {
+  testing::CommaDecimalLocale locale;
+  ASSERT_TRUE(locale.ok()) << locale.why();
+  RunProfile p;
+  p.AddRun({T("conv", "Conv", 100, 2)}, 0);
+  const std::string path = (std::filesystem::temp_directory_path() / "run_profile_test_trace_locale.json").string();
+  ASSERT_TRUE(p.WriteChromeTrace(path).ok());
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string j = ss.str();
+  std::remove(path.c_str());
+  EXPECT_NE(j.find("\"ts\":0.000,\"dur\":2000.000"), std::string::npos) << j;
+  EXPECT_EQ(j.find(",000"), std::string::npos) << j;
 }
 
 }  // namespace
