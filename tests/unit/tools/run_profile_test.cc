@@ -111,17 +111,23 @@ TEST(RunProfile, TablesAverageOverRunsAndCountTheMainGraphOnce) {
   EXPECT_NE(p.FormatTables(10).find("| body_mul | Mul | 1 | 2.000 | 1.00 |"), std::string::npos);
 }
 
+// The profile's Chrome trace as written to a temporary file ("" when it could not be written).
+std::string TraceText(const RunProfile& p, const char* file) {
+  const std::string path = (std::filesystem::temp_directory_path() / file).string();
+  if (!p.WriteChromeTrace(path).ok()) return "";
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::remove(path.c_str());
+  return ss.str();
+}
+
 TEST(RunProfile, ChromeTraceIsOnnxRuntimesFormatFromTheFirstRun) {
   RunProfile p;
   p.AddRun({T("conv", "Conv", 100, 2), T("", "com.inferloop:FusedConv", 102, 1)}, 0);
   p.AddRun({T("conv", "Conv", 110, 2)}, 3);
-  const std::string path = (std::filesystem::temp_directory_path() / "run_profile_test_trace.json").string();
-  ASSERT_TRUE(p.WriteChromeTrace(path).ok());
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string j = ss.str();
-  std::remove(path.c_str());
+  const std::string j = TraceText(p, "run_profile_test_trace.json");
+  ASSERT_FALSE(j.empty());
   EXPECT_EQ(j.substr(0, 2), "[\n");
   EXPECT_EQ(j.substr(j.size() - 2), "]\n");
   // Run 1 starts at 0 us and lasts 3 ms; the node events keep their offsets in microseconds.
@@ -146,13 +152,8 @@ TEST(RunProfile, ChromeTraceNumbersIgnoreTheProcessLocale) {
   ASSERT_TRUE(locale.ok()) << locale.why();
   RunProfile p;
   p.AddRun({T("conv", "Conv", 100, 2)}, 0);
-  const std::string path = (std::filesystem::temp_directory_path() / "run_profile_test_trace_locale.json").string();
-  ASSERT_TRUE(p.WriteChromeTrace(path).ok());
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string j = ss.str();
-  std::remove(path.c_str());
+  const std::string j = TraceText(p, "run_profile_test_trace_locale.json");
+  ASSERT_FALSE(j.empty());
   EXPECT_NE(j.find("\"ts\":0.000,\"dur\":2000.000"), std::string::npos) << j;
   EXPECT_EQ(j.find(",000"), std::string::npos) << j;
 }
