@@ -59,9 +59,9 @@ int main(int argc, char** argv) {
       for (int l = 0; l < kLayers; ++l) {
         for (int j = 0; j < n; ++j) {
           for (float& v : row) v = nd(g);
-          StoreKvRow(k, type, row.data(), shape.kv_dim, seq.KeyRow(l, j));
+          for (int h = 0; h < kKvHeads; ++h) StoreKvRow(k, type, row.data() + h * kHeadDim, kHeadDim, seq.KeyHead(l, h, j));
           for (float& v : row) v = nd(g);
-          StoreKvRow(k, type, row.data(), shape.kv_dim, seq.ValueRow(l, j));
+          for (int h = 0; h < kKvHeads; ++h) StoreKvRow(k, type, row.data() + h * kHeadDim, kHeadDim, seq.ValueHead(l, h, j));
         }
       }
       std::vector<float> q(kHeads * kHeadDim), out(kHeads * kHeadDim);

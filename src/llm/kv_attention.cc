@@ -21,14 +21,19 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
     k.to_f16(q + g * HD, s.q16.data(), HD);
     for (int d = 0; d < HD; ++d) s.qf[g * HD + d] = HalfToFloat(s.q16[d]);
   }
-  // The keys and the values a block of the sequence's table at a time (its rows are row_bytes
-  // apart).
-  const KvBlockPool& pool = *seq.pool();
+  // The keys and the values a block of the sequence's table at a time: the head's rows of a
+  // block are one run, HD halves apart.
+  KvBlockPool& pool = *seq.pool();
   const int bt = pool.shape().block_tokens;
-  const int64_t stride = static_cast<int64_t>(pool.shape().row_bytes() / sizeof(uint16_t));
+  auto keys = [&](int j0) {
+    return reinterpret_cast<const uint16_t*>(pool.KeyHead(seq.blocks()[j0 / bt], layer, kv_head, 0));
+  };
+  auto values = [&](int j0) {
+    return reinterpret_cast<const uint16_t*>(pool.ValueHead(seq.blocks()[j0 / bt], layer, kv_head, 0));
+  };
   float* scores = s.scores.data();
   for (int j0 = 0; j0 < n; j0 += bt) {
-    k.dot_f16_rows(seq.Key(layer, j0) + kv_head * HD, stride, std::min(n - j0, bt), s.qf.data(), HD, G, scores + j0, n);
+    k.dot_f16_rows(keys(j0), HD, std::min(n - j0, bt), s.qf.data(), HD, G, scores + j0, n);
   }
   for (int g = 0; g < G; ++g) s.head[g] = k.scale_max(scores + g * n, n, scale);  // the head's maximum score
   // The weights softmax(score) rounded to half precision, as floats (softmax_weights_f16).
@@ -37,7 +42,7 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
     std::fill(out + g * HD, out + (g + 1) * HD, 0.0f);
   }
   for (int j0 = 0; j0 < n; j0 += bt) {
-    k.axpy_f16_rows(scores + j0, n, seq.Value(layer, j0) + kv_head * HD, stride, std::min(n - j0, bt), out, HD, G);
+    k.axpy_f16_rows(scores + j0, n, values(j0), HD, std::min(n - j0, bt), out, HD, G);
   }
 }
 
@@ -62,10 +67,9 @@ void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int k
     total[g] = 0;
   }
   std::fill(out, out + static_cast<size_t>(G) * HD, 0.0f);
-  const size_t head = static_cast<size_t>(kv_head) * nb * kQ8_0BlockBytes;
   KvBlockPool& pool = *seq.pool();
   const int bt = pool.shape().block_tokens;
-  const size_t row = pool.shape().row_bytes();
+  const size_t row = pool.shape().head_row_bytes();  // the head's rows of a block are one run
   s.scores.resize(static_cast<size_t>(G) * bt);
   float* dots = s.scores.data();  // the block's key dots, head g's at g * bt
   // Positions in order, a block of the sequence's table at a time (its rows are row bytes apart):
@@ -74,9 +78,9 @@ void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int k
   for (int j0 = 0; j0 < n; j0 += bt) {
     const int block = seq.blocks()[j0 / bt];
     const int rows = std::min(n - j0, bt);
-    const uint8_t* vrow = pool.ValueRow(block, layer, 0) + head;
-    k.dot_q8_0_rows(pool.KeyRow(block, layer, 0) + head, static_cast<int64_t>(row), rows, s.q8_rows.data(), G, HD, dots,
-                    bt);
+    const uint8_t* vrow = pool.ValueHead(block, layer, kv_head, 0);
+    k.dot_q8_0_rows(pool.KeyHead(block, layer, kv_head, 0), static_cast<int64_t>(row), rows, s.q8_rows.data(), G, HD,
+                    dots, bt);
     for (int jj = 0; jj < rows; ++jj, vrow += row) {
       for (int g = 0; g < G; ++g) {
         float* og = out + g * HD;

@@ -5,7 +5,9 @@
 // layers, kv dim, head dim, block tokens): blocks are only ever read back into the same weights
 // and the same layout. Files live in <dir>/<identity hex>/<chain hash hex>.ilkv.
 //
-// Format (version 1, little-endian):
+// Format (version 2, little-endian; version 1 held the KV bytes with every head's rows
+// interleaved, before KvBlockPool's blocks became head-major: such files are foreign now, left
+// alone and never read into the new layout):
 //   0  "ILKV"                       magic
 //   4  u32 format version           (kKvBlockFileVersion)
 //   8  16 bytes model identity      (hi, lo)
@@ -29,7 +31,7 @@
 
 namespace inferloop::llm {
 
-inline constexpr uint32_t kKvBlockFileVersion = 1;
+inline constexpr uint32_t kKvBlockFileVersion = 2;
 inline constexpr size_t kKvBlockFileHeaderBytes = 64;
 inline constexpr const char* kKvBlockFileExtension = ".ilkv";
 

@@ -38,7 +38,7 @@ Result<KvBlockPool> KvBlockPool::Create(const KvCacheShape& shape, int num_block
   }
   KvBlockPool p;
   p.shape_ = shape;
-  p.row_units_ = shape.row_bytes() / sizeof(uint16_t);
+  p.head_units_ = shape.head_row_bytes() / sizeof(uint16_t);
   p.block_units_ = shape.block_bytes() / sizeof(uint16_t);
   try {
     p.storage_.assign(p.block_units_ * num_blocks, 0);
@@ -134,24 +134,14 @@ void KvSequence::Reset() {
   blocks_.clear();
 }
 
-uint8_t* KvSequence::KeyRow(int layer, int pos) const {
+uint8_t* KvSequence::KeyHead(int layer, int head, int pos) const {
   const int bt = pool_->shape().block_tokens;
-  return pool_->KeyRow(blocks_[pos / bt], layer, pos % bt);
+  return pool_->KeyHead(blocks_[pos / bt], layer, head, pos % bt);
 }
 
-uint8_t* KvSequence::ValueRow(int layer, int pos) const {
+uint8_t* KvSequence::ValueHead(int layer, int head, int pos) const {
   const int bt = pool_->shape().block_tokens;
-  return pool_->ValueRow(blocks_[pos / bt], layer, pos % bt);
-}
-
-uint16_t* KvSequence::Key(int layer, int pos) const {
-  const int bt = pool_->shape().block_tokens;
-  return pool_->Key(blocks_[pos / bt], layer, pos % bt);
-}
-
-uint16_t* KvSequence::Value(int layer, int pos) const {
-  const int bt = pool_->shape().block_tokens;
-  return pool_->Value(blocks_[pos / bt], layer, pos % bt);
+  return pool_->ValueHead(blocks_[pos / bt], layer, head, pos % bt);
 }
 
 }  // namespace inferloop::llm

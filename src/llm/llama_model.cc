@@ -215,6 +215,15 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
       return Status::InvalidArgument("position " + std::to_string(b.pos) + " is beyond the reserved KV cache (" +
                                      std::to_string(b.seq == nullptr ? 0 : b.seq->capacity()) + " positions)");
     }
+    const KvCacheShape& cs = b.seq->pool()->shape();
+    if (cs.n_layer != static_cast<int>(hp_.n_layer) || cs.n_heads() != static_cast<int>(hp_.n_head_kv) ||
+        cs.kv_dim != static_cast<int>(hp_.n_head_kv * hp_.head_dim)) {
+      return Status::InvalidArgument("the KV cache's shape (" + std::to_string(cs.n_layer) + " layers, " +
+                                     std::to_string(cs.n_heads()) + " heads of " + std::to_string(cs.kv_dim / cs.n_heads()) +
+                                     ") is not this model's (" + std::to_string(hp_.n_layer) + " layers, " +
+                                     std::to_string(hp_.n_head_kv) + " heads of " + std::to_string(hp_.head_dim) +
+                                     "): make it with kv_shape()");
+    }
     n_logits += b.logits ? 1 : 0;
   }
   const LlmKernelTable& k = ActiveLlmKernels();
@@ -283,8 +292,10 @@ Status LlamaModel::Forward(std::span<const BatchToken> batch, float* logits, Thr
       rope(qt, NH, t);
       rope(kt, NKV, t);
       const KvType kv_type = batch[t].seq->pool()->type();
-      StoreKvRow(k, kv_type, kt, KVD, batch[t].seq->KeyRow(l, batch[t].pos));
-      StoreKvRow(k, kv_type, vt, KVD, batch[t].seq->ValueRow(l, batch[t].pos));
+      for (int hh = 0; hh < NKV; ++hh) {  // head-major blocks (kv_block_pool.h)
+        StoreKvRow(k, kv_type, kt + hh * HD, HD, batch[t].seq->KeyHead(l, hh, batch[t].pos));
+        StoreKvRow(k, kv_type, vt + hh * HD, HD, batch[t].seq->ValueHead(l, hh, batch[t].pos));
+      }
     }
     // Attention of every (token, head) over its sequence's positions [0, pos], in the cache's
     // type as llama.cpp computes it for that type (kv_attention.h), so that greedy decoding

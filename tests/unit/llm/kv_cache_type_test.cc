@@ -52,19 +52,26 @@ TEST(KvCacheType, PoolSizingPerType) {
   const size_t budget = size_t{1} << 20;
   EXPECT_EQ(budget / f16.block_bytes(), 64u);
   EXPECT_EQ(budget / q8.block_bytes(), 120u);
-  // Rows are laid out back to back: slot s+1 starts row_bytes after slot s, and the value rows
-  // follow the key rows of a layer; blocks hold block_bytes.
-  EXPECT_EQ(pq->KeyRow(0, 0, 1) - pq->KeyRow(0, 0, 0), 136);
-  EXPECT_EQ(pq->ValueRow(0, 0, 0) - pq->KeyRow(0, 0, 0), 16 * 136);
-  EXPECT_EQ(pq->KeyRow(1, 0, 0) - pq->KeyRow(0, 0, 0), static_cast<ptrdiff_t>(q8.block_bytes()));
+  // Head-major blocks: one head's rows back to back (slot s+1 starts a head row, 68 bytes,
+  // after slot s), then the next head's 16 rows, the values after the keys of a layer, the next
+  // layer after that; blocks hold block_bytes.
+  EXPECT_EQ(q8.n_heads(), 2);
+  EXPECT_EQ(q8.head_row_bytes(), 68u);
+  EXPECT_EQ(f16.head_row_bytes(), 128u);
+  EXPECT_EQ(pq->KeyHead(0, 0, 0, 1) - pq->KeyHead(0, 0, 0, 0), 68);
+  EXPECT_EQ(pq->KeyHead(0, 0, 1, 0) - pq->KeyHead(0, 0, 0, 0), 16 * 68);
+  EXPECT_EQ(pq->ValueHead(0, 0, 0, 0) - pq->KeyHead(0, 0, 0, 0), 2 * 16 * 68);
+  EXPECT_EQ(pq->KeyHead(0, 1, 0, 0) - pq->KeyHead(0, 0, 0, 0), 2 * 2 * 16 * 68);
+  EXPECT_EQ(pq->KeyHead(1, 0, 0, 0) - pq->KeyHead(0, 0, 0, 0), static_cast<ptrdiff_t>(q8.block_bytes()));
+  EXPECT_EQ(pf->KeyHead(0, 0, 1, 3) - pf->KeyHead(0, 0, 0, 0), 16 * 128 + 3 * 128);
   // Copy on write copies a whole Q8_0 block.
   KvSequence a(&*pq);
   ASSERT_TRUE(a.Reserve(20).ok());
-  std::memset(a.KeyRow(1, 19), 0x5A, 136);
+  std::memset(a.KeyHead(1, 1, 19), 0x5A, 68);
   KvSequence b = a.Fork();
   ASSERT_TRUE(b.PrepareWrite(19).ok());
-  EXPECT_NE(b.KeyRow(1, 19), a.KeyRow(1, 19));
-  EXPECT_EQ(std::memcmp(b.KeyRow(1, 19), a.KeyRow(1, 19), 136), 0);
+  EXPECT_NE(b.KeyHead(1, 1, 19), a.KeyHead(1, 1, 19));
+  EXPECT_EQ(std::memcmp(b.KeyHead(1, 1, 19), a.KeyHead(1, 1, 19), 68), 0);
 }
 
 TEST(KvCacheType, Q8_0NeedsHeadDimMultipleOf32) {
@@ -158,11 +165,11 @@ std::unique_ptr<Filled> Fill(KvType type, int HD, int n, uint32_t seed, const Ll
   std::mt19937 g(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> kv(2 * HD);
-  for (int j = 0; j < n; ++j) {
+  for (int j = 0; j < n; ++j) {  // two heads, as the model stores them: each head's row on its own
     for (float& v : kv) v = nd(g) * 2.0f;
-    StoreKvRow(k, type, kv.data(), 2 * HD, f->seq.KeyRow(0, j));
+    for (int h = 0; h < 2; ++h) StoreKvRow(k, type, kv.data() + h * HD, HD, f->seq.KeyHead(0, h, j));
     for (float& v : kv) v = nd(g);
-    StoreKvRow(k, type, kv.data(), 2 * HD, f->seq.ValueRow(0, j));
+    for (int h = 0; h < 2; ++h) StoreKvRow(k, type, kv.data() + h * HD, HD, f->seq.ValueHead(0, h, j));
   }
   return f;
 }
@@ -189,7 +196,7 @@ TEST(KvCacheType, Q8_0AttentionMatchesDoubleSoftmaxOnDequantizedRows) {
       std::vector<double> sc(n), want(HD, 0.0);
       double mx = -INFINITY, sum = 0;
       for (int j = 0; j < n; ++j) {
-        ASSERT_TRUE(DequantizeRow(GgmlType::kQ8_0, {f->seq.KeyRow(0, j) + 68, 68}, kd).ok());
+        ASSERT_TRUE(DequantizeRow(GgmlType::kQ8_0, {f->seq.KeyHead(0, 1, j), 68}, kd).ok());
         double d = 0;
         for (int i = 0; i < HD; ++i) d += static_cast<double>(qd[i]) * kd[i];
         sc[j] = d * scale;
@@ -197,7 +204,7 @@ TEST(KvCacheType, Q8_0AttentionMatchesDoubleSoftmaxOnDequantizedRows) {
       }
       for (int j = 0; j < n; ++j) sum += std::exp(sc[j] - mx);
       for (int j = 0; j < n; ++j) {
-        ASSERT_TRUE(DequantizeRow(GgmlType::kQ8_0, {f->seq.ValueRow(0, j) + 68, 68}, vd).ok());
+        ASSERT_TRUE(DequantizeRow(GgmlType::kQ8_0, {f->seq.ValueHead(0, 1, j), 68}, vd).ok());
         for (int i = 0; i < HD; ++i) want[i] += std::exp(sc[j] - mx) / sum * vd[i];
       }
       for (int i = 0; i < HD; ++i) EXPECT_NEAR(out[i], want[i], 2e-5) << t->name << " n " << n << " i " << i;

@@ -80,9 +80,12 @@ TEST(KvBlockFile, OtherModelLayoutOrVersionIsForeign) {
   const KvBlockDecode other = DecodeKvBlockFile(file, KvModelIdentity{1, 2}, kTokens, kKvBytes);
   EXPECT_EQ(other.problem, KvBlockFileProblem::kForeign);
   EXPECT_NE(other.reason.find("another model"), std::string::npos) << other.reason;
-  auto v2 = file;
-  v2[4] = 2;
-  EXPECT_EQ(DecodeKvBlockFile(v2, kId, kTokens, kKvBytes).problem, KvBlockFileProblem::kForeign);
+  auto v1 = file;  // version 1: the KV bytes of the interleaved-head layout
+  v1[4] = 1;
+  EXPECT_EQ(DecodeKvBlockFile(v1, kId, kTokens, kKvBytes).problem, KvBlockFileProblem::kForeign);
+  auto v3 = file;
+  v3[4] = 3;
+  EXPECT_EQ(DecodeKvBlockFile(v3, kId, kTokens, kKvBytes).problem, KvBlockFileProblem::kForeign);
   // The same weights with another KV layout have another identity.
   const std::vector<uint8_t> model = {1, 2, 3};
   KvCacheShape a{2, 64, 16, KvType::kF16, 32}, b = a;

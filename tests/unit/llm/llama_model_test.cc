@@ -247,15 +247,15 @@ TEST(KvBlockPool, TakesAndReturnsBlocks) {
     EXPECT_EQ(full.code(), StatusCode::kResourceExhausted);
     EXPECT_EQ(b.capacity(), 32);  // unchanged
     // Distinct storage per position, layer, K/V.
-    a.Key(0, 0)[0] = 1;
-    a.Key(1, 0)[0] = 2;
-    a.Value(0, 0)[0] = 3;
-    a.Key(0, 17)[0] = 4;
-    b.Key(0, 0)[0] = 5;
-    EXPECT_EQ(a.Key(0, 0)[0], 1);
-    EXPECT_EQ(a.Key(1, 0)[0], 2);
-    EXPECT_EQ(a.Value(0, 0)[0], 3);
-    EXPECT_EQ(a.Key(0, 17)[0], 4);
+    a.KeyHead(0, 0, 0)[0] = 1;
+    a.KeyHead(1, 0, 0)[0] = 2;
+    a.ValueHead(0, 0, 0)[0] = 3;
+    a.KeyHead(0, 0, 17)[0] = 4;
+    b.KeyHead(0, 0, 0)[0] = 5;
+    EXPECT_EQ(a.KeyHead(0, 0, 0)[0], 1);
+    EXPECT_EQ(a.KeyHead(1, 0, 0)[0], 2);
+    EXPECT_EQ(a.ValueHead(0, 0, 0)[0], 3);
+    EXPECT_EQ(a.KeyHead(0, 0, 17)[0], 4);
   }
   EXPECT_EQ(pool->free_blocks(), 4);  // returned when the sequences ended
   EXPECT_FALSE(KvBlockPool::Create({0, 8, 16}, 4).ok());
