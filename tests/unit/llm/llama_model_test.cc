@@ -176,6 +176,19 @@ TEST(LlamaModel, BadInputsAreErrors) {
   o.sampling.top_p = 0;
   EXPECT_FALSE(Generate(*m, {1}, o, [](int32_t) { return true; }).ok());
   EXPECT_EQ(LlamaModel::Load("/nonexistent.gguf").status().code(), StatusCode::kNotFound);
+
+  // A KV cache laid out for another shape (here: the model's values as one head) is refused, not
+  // written with the wrong head offsets.
+  KvCacheShape wrong = m->kv_shape();
+  wrong.head_dim = 0;
+  auto pool = KvBlockPool::Create(wrong, 2);
+  ASSERT_TRUE(pool.ok());
+  KvSequence seq(&*pool);
+  ASSERT_TRUE(seq.Reserve(1).ok());
+  std::vector<float> logits(m->hparams().n_vocab);
+  const Status bad = m->Forward(1, 0, seq, logits.data(), nullptr);
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("is not this model's"), std::string::npos) << bad.message();
 }
 
 // ArgMax against the plain loop it replaced: the first index whose value is larger than every
