@@ -36,7 +36,10 @@ F16 file). Both engines use --threads threads and greedy decoding of the same pr
   Generated tokens per second over the whole run.
 - Decode as a fraction of bandwidth: decode tok/s x bytes per token / bandwidth. Bytes per token:
   every weight matrix once (the embedding table contributes one row), plus the KV cache read at
-  the mean position.
+  the mean position. The bandwidth is read by bench_membw next to every decode (right before
+  inferloop's run, right after llama.cpp's), and each run is held against its own reading: on a
+  shared machine it moves (a 2-CPU cloud VM read 36 GB/s and 60-69 GB/s in the same program
+  seconds apart), so one reading at the start could put a whole table at 55% or at 97%.
 - --also-repack-off: llama.cpp once more with repacking off per model, to show what it is worth.
 """
 import argparse
@@ -127,6 +130,19 @@ def membw(inferloop_build, threads):
     if not os.path.exists(exe):
         run(["cmake", "--build", inferloop_build, "--target", "bench_membw"])
     return json.loads(run([exe, "--threads", str(threads)]).stdout)["read_gb_per_s"]
+
+
+def bandwidth_reader(args):
+    """Reads the memory bandwidth now (bench_membw of the inferloop build, args.threads) and keeps
+    every reading in .readings."""
+    build = os.path.dirname(os.path.abspath(args.inferloop))
+
+    def read():
+        bw = membw(build, args.threads)
+        read.readings.append(bw)
+        return bw
+    read.readings = []
+    return read
 
 
 def isa_env(isa):
@@ -368,7 +384,8 @@ def open_anchor(model, threads, build):
 
 def measure_model(args, model, bw):
     """Per --isa path: alternating rounds of inferloop on that path and llama.cpp built for the
-    CPU the path stands for (ISA_LLAMA_BUILD); medians per path."""
+    CPU the path stands for (ISA_LLAMA_BUILD); medians per path. bw() reads the bandwidth: before
+    inferloop's run and after llama.cpp's in every round, each run held against its reading."""
     info, ids = prompt_ids(model, args.prompt_tokens)
     bytes_tok = info["weight_bytes_per_token"] + info["kv_bytes_per_position"] * (args.prompt_tokens + args.gen_tokens // 2)
     paths = {}
@@ -376,15 +393,20 @@ def measure_model(args, model, bw):
         lc, anchor = open_anchor(model, args.threads, ISA_LLAMA_BUILD[isa])
         res = {"inferloop": [], "llama.cpp": []}
         for _ in range(args.rounds):
-            res["inferloop"].append(inferloop_single(args.inferloop, model, ids, args.gen_tokens, args.threads, isa))
+            before = bw()
+            res["inferloop"].append({**inferloop_single(args.inferloop, model, ids, args.gen_tokens, args.threads, isa),
+                                     "bandwidth_gbps": before})
             if lc:
-                res["llama.cpp"].append(lc.single(ids, args.gen_tokens))
+                res["llama.cpp"].append({**lc.single(ids, args.gen_tokens), "bandwidth_gbps": 0.0})
+                res["llama.cpp"][-1]["bandwidth_gbps"] = bw()
         if lc:
             lc.close()
-        med = {e: {k: statistics.median(r[k] for r in rs) for k in ("prefill_tps", "decode_tps")}
+        med = {e: {k: statistics.median(r[k] for r in rs) for k in ("prefill_tps", "decode_tps", "bandwidth_gbps")}
                for e, rs in res.items() if rs}
-        for e in med:
-            med[e]["decode_of_bandwidth"] = med[e]["decode_tps"] * bytes_tok / (bw * 1e9)
+        for e, rs in res.items():
+            if rs:
+                med[e]["decode_of_bandwidth"] = statistics.median(
+                    r["decode_tps"] * bytes_tok / (r["bandwidth_gbps"] * 1e9) for r in rs)
         paths[isa] = {"median": med, "kernels": res["inferloop"][0]["kernels"], "llama_cpp": anchor,
                       "same_greedy_ids": bool(lc) and res["inferloop"][0]["ids"] == res["llama.cpp"][0]["ids"]}
         print(json.dumps({"model": os.path.basename(model), "isa": isa, **paths[isa]}), flush=True)
@@ -426,10 +448,12 @@ def anchor_valid(anchor, kernels):
     return anchor["installed"] and anchor["full_strength"] and not ("amx" in kernels and not anchor["amx"])
 
 
-def print_tables(args, rows, bw):
+def print_tables(args, rows, readings):
     print(f"\n{args.threads} threads; prompt {args.prompt_tokens} tokens, "
           f"decode {args.gen_tokens} tokens; medians of {args.rounds} alternating rounds; "
-          f"memory read bandwidth {bw:.2f} GB/s; llama.cpp builds:")
+          f"memory read bandwidth {min(readings):.2f}-{max(readings):.2f} GB/s over {len(readings)} readings "
+          f"(median {statistics.median(readings):.2f}), each decode held against the reading next to it; "
+          f"llama.cpp builds:")
     builds = {}
     for r in rows:
         for p in r["paths"].values():
@@ -506,18 +530,18 @@ def main():
     print(f"CPU: {name}; " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in feats.items()))
     for isa in args.isa:
         print(f"inferloop {isa} path against llama.cpp {llama_cpp_anchor.build_description(ISA_LLAMA_BUILD[isa])}")
-    bw = membw(os.path.dirname(os.path.abspath(args.inferloop)), args.threads)
-    print(f"memory read bandwidth ({args.threads} threads, bench_membw): {bw:.2f} GB/s")
+    bw = bandwidth_reader(args)
+    print(f"memory read bandwidth ({args.threads} threads, bench_membw) at the start: {bw():.2f} GB/s; read again "
+          "next to every decode")
     rows = []
     for model in args.models:
         row = measure_model(args, model, bw)
         native = row["paths"].get("default", {}).get("llama_cpp", {})
         if args.also_repack_off and native.get("full_strength"):
             row["repack_off"] = repack_off_row(args, model)
-        row["bandwidth_gbps"] = bw
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print_tables(args, rows, bw)
+    print_tables(args, rows, bw.readings)
 
 
 if __name__ == "__main__":
