@@ -210,6 +210,15 @@ TEST(KvDiskTier, DamagedFilesAreDeletedForeignOnesLeftAlone) {
   EXPECT_FALSE(ReadBack(*t, 3, 0, 3, &got));
   EXPECT_TRUE(fs::exists(f3));
   EXPECT_EQ(t->Stats().corrupt, 1);
+  // A version 1 file (an earlier build's, the KV heads' rows interleaved) of this very model and
+  // block, the same size: never read into the cache, left in place.
+  auto v1 = EncodeKvBlockFile(kId, Toks(3), 3, 0, Kv(3));
+  v1[4] = 1;
+  std::ofstream(f3, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(v1.data()),
+                                                             static_cast<std::streamsize>(v1.size()));
+  EXPECT_FALSE(ReadBack(*t, 3, 0, 3, &got));
+  EXPECT_TRUE(fs::exists(f3));
+  EXPECT_EQ(t->Stats().corrupt, 1);
   t.reset();
   // Truncated (a crash mid-write without the rename would leave a .tmp; this is a cut file) and a
   // leftover temporary: both deleted at open; a stranger's file is left alone.
