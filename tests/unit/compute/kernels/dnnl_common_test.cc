@@ -97,7 +97,9 @@ TEST(DnnlPackedWeights, ASquareMatrixAndItsTransposeAreDifferentCopies) {
     for (int64_t n = 0; n < K; ++n)
       for (int64_t k = 0; k < K; ++k) ASSERT_EQ(transposed_at(tw, n, k), v[k * K + n]) << n << "," << k;
     auto b = packed.Get(as_w, blocked);  // the blocked layout of W, not of B
-    if (blocked_first) EXPECT_NE(b.get(), first.get());
+    if (blocked_first) {
+      EXPECT_NE(b.get(), first.get());
+    }
     auto back = packed.Get(as_w, stored);
     EXPECT_EQ(0, std::memcmp(back->get_data_handle(), tw, v.size() * sizeof(float)));
   }
