@@ -67,6 +67,12 @@ inline void PrefetchBytes(const uint8_t* p, int bytes) {
   #pragma GCC unroll 16
   for (int k = 0; k < bytes; k += 64) _mm_prefetch(reinterpret_cast<const char*>(p + k), _MM_HINT_T0);
 }
+
+// The same into the L2 only (prefetcht1), for a second, farther look-ahead.
+inline void PrefetchBytesL2(const uint8_t* p, int bytes) {
+  #pragma GCC unroll 16
+  for (int k = 0; k < bytes; k += 64) _mm_prefetch(reinterpret_cast<const char*>(p + k), _MM_HINT_T1);
+}
 constexpr int kPrefetchAhead = 2048;
 inline void PrefetchBlock(const uint8_t* blk, int bytes) { PrefetchBytes(blk + kPrefetchAhead, bytes); }
 
@@ -353,11 +359,22 @@ inline void FloatsInMemory(typename O::F* f) {
 //   65536 x 2048 (in that L3), 3 rounds: AVX-512 Q6_K 10.1-10.5 -> 3.6-6.4 / 3.7-4.3.
 // Two blocks ahead on both paths. Asking for the whole next block at the start of a super-block
 // gained nothing (below). Results do not change: a prefetch changes no arithmetic.
+// A second look-ahead into the L2 only (prefetcht1), eight blocks ahead, raised what one core
+// streams from memory: AMD EPYC Zen 4, `build/bench_llm_matmul 262144 2048 Q4_K,Q6_K 1 1` (a
+// matrix far past the L3), 3-5 alternating runs, GB/s of weights: AVX-512 Q4_K 23.2-24.4 ->
+// 27.3-28.7, Q6_K 24.5-26.5 -> 27.8-31.6; AVX2 Q4_K 21.3-22.5 -> 24.3-26.9, Q6_K 22.4-22.7 ->
+// 23.4-26.7 (16 blocks ahead: the same). In the caches (5632 x 2048) unchanged. The Q4_0 / Q8_0
+// decode passes (llm_kernels_avx2.cc, llm_kernels_avx512.cc) were slower with it (AVX-512 Q4_0
+// 26.3-27.8 -> 21.8-22.4 GB/s) and do not take it.
 constexpr int kDecodePrefetchBlocks = 2;
+constexpr int kDecodeL2PrefetchBlocks = 8;
 template <class O, int kBlockBytes>
 inline void PrefetchEighthAhead(const uint8_t* blk, int l) {
   constexpr int kEighth = (kBlockBytes + 7) / 8;
-  if constexpr (O::kDecodePrefetch) PrefetchBytes(blk + kDecodePrefetchBlocks * kBlockBytes + kEighth * l, kEighth);
+  if constexpr (O::kDecodePrefetch) {
+    PrefetchBytes(blk + kDecodePrefetchBlocks * kBlockBytes + kEighth * l, kEighth);
+    PrefetchBytesL2(blk + kDecodeL2PrefetchBlocks * kBlockBytes + kEighth * l, kEighth);
+  }
 }
 
 // Parts<M, kP>: parts [part0, part0 + kP) of a group (R = 16 / O::kParts rows each) x M tokens,
