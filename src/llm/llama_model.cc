@@ -16,8 +16,8 @@ namespace inferloop::llm {
 namespace {
 
 void RmsNorm(const float* x, const std::vector<float>& g, float eps, int n, float* out) {
-  // Float squares, double sum, as llama.cpp; eight partial sums rather than one chain of double
-  // adds (4 cycles each: 2048 values 2.2 us, 45 times a decode step), which can move the double
+  // Float squares, double sum, as llama.cpp; eight partial sums rather than one chain of
+  // dependent double adds (n of them, 45 calls a TinyLlama decode step), which can move the double
   // sum by an ulp of a double, far below the float it becomes.
   double part[8] = {};
   int i = 0;

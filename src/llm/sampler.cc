@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <numeric>
 #include <string>
 
@@ -48,8 +47,8 @@ Status ValidateSamplingParams(const SamplingParams& p, int64_t vocab) {
 int32_t ArgMax(std::span<const float> logits) {
   // The first index i with logits[i] > every earlier value (NaN never is, and a NaN at 0 stays the
   // answer), found as: the largest non-NaN value, then its first index. Eight independent maxima
-  // instead of one compare chain through the best index: a greedy decode step's 32000 logits went
-  // from about 110 to 20 us (perf, TinyLlama-shaped model, AMD EPYC Zen 4).
+  // instead of one compare chain through the best index: 32000 normal random logits in the L1,
+  // -O2, one AMD EPYC Zen 4 core, 2000 calls, 3 alternating runs: 113.5-113.8 -> 9.0-9.4 us.
   const size_t n = logits.size();
   if (n == 0 || std::isnan(logits[0])) return 0;
   const float* x = logits.data();
