@@ -5,21 +5,19 @@
 #include <cstring>
 
 #include "base/float_types.h"
+#include "llm/prefetch.h"
 
 namespace inferloop::llm {
 namespace {
 
-// Asks for `bytes` from p into the L2 (prefetcht1) before they are read: a head's keys or values
-// of the KV block kAhead blocks on. The hardware prefetchers did not bring the next block's run
-// in time (the runs of one head's blocks are a block apart in the pool): bench_llm_attention on
+// A head's keys or values of the KV block kAhead blocks on are asked into the L2
+// (PrefetchBytesL2) before they are read. The hardware prefetchers did not bring the next block's
+// run in time (the runs of one head's blocks are a block apart in the pool): bench_llm_attention on
 // one Zen 4 core, F16, 3 alternating runs, at 1024 / 4096 positions avx2 4.3-5.5 / 22.4-23.5 ms
 // -> 3.9-4.1 / 18.8-19.2, avx512 4.4-5.3 / 22.9-24.2 -> 3.5-4.0 / 18.6-19.0 (4 blocks ahead: the
 // same). Results do not change. (The Q8_0 path's per-position work hides the latency itself: the
 // same prefetch there gained nothing.)
 constexpr int kAhead = 2;
-void PrefetchL2(const void* p, int bytes) {
-  for (int b = 0; b < bytes; b += 64) __builtin_prefetch(static_cast<const char*>(p) + b, 0, 2);
-}
 
 // Each head's arithmetic is the single-head computation (the same operations in the same order),
 // only interleaved: the key and value rows of a position are read once for all `G` heads.
@@ -46,7 +44,7 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
   float* scores = s.scores.data();
   const int run_bytes = bt * HD * static_cast<int>(sizeof(uint16_t));
   for (int j0 = 0; j0 < n; j0 += bt) {
-    if (j0 + kAhead * bt < n) PrefetchL2(keys(j0 + kAhead * bt), run_bytes);
+    if (j0 + kAhead * bt < n) PrefetchBytesL2(keys(j0 + kAhead * bt), run_bytes);
     k.dot_f16_rows(keys(j0), HD, std::min(n - j0, bt), s.qf.data(), HD, G, scores + j0, n);
   }
   for (int g = 0; g < G; ++g) s.head[g] = k.scale_max(scores + g * n, n, scale);  // the head's maximum score
@@ -56,7 +54,7 @@ void AttendF16(const LlmKernelTable& k, const KvSequence& seq, int layer, int kv
     std::fill(out + g * HD, out + (g + 1) * HD, 0.0f);
   }
   for (int j0 = 0; j0 < n; j0 += bt) {
-    if (j0 + kAhead * bt < n) PrefetchL2(values(j0 + kAhead * bt), run_bytes);
+    if (j0 + kAhead * bt < n) PrefetchBytesL2(values(j0 + kAhead * bt), run_bytes);
     k.axpy_f16_rows(scores + j0, n, values(j0), HD, std::min(n - j0, bt), out, HD, G);
   }
 }
@@ -87,8 +85,8 @@ void AttendQ8_0(const LlmKernelTable& k, const KvSequence& seq, int layer, int k
   const size_t row = pool.shape().head_row_bytes();  // the head's rows of a block are one run
   s.scores.resize(static_cast<size_t>(G) * bt);
   float* dots = s.scores.data();  // the block's key dots, head g's at g * bt
-  // Positions in order, a block of the sequence's table at a time (its rows are row bytes apart):
-  // first every key dot of the block (they do not depend on the running softmax), then the
+  // Positions in order, a block of the sequence's table at a time (the head's rows of a block are
+  // one run, `row` bytes apart): first every key dot of the block (they do not depend on the running softmax), then the
   // positions one by one.
   for (int j0 = 0; j0 < n; j0 += bt) {
     const int block = seq.blocks()[j0 / bt];

@@ -28,6 +28,7 @@
 #include "base/float_types.h"
 #include "base/simd/vec_exp.h"
 #include "llm/llm_kernels.h"
+#include "llm/prefetch.h"
 
 namespace inferloop::llm {
 namespace {
@@ -61,20 +62,11 @@ inline __m128i Q4KScalesMins(const uint8_t* p) {
 // and the hardware prefetcher alone left the K-quant dots waiting on memory (measured: about 1.4x
 // the single-thread decode speed on a TinyLlama-shaped Q4_K_M file). Prefetches never fault, so
 // running past the end of the matrix is harmless.
-// Asks for the `bytes` at p (software prefetch into the L1 cache), one request per 64-byte line;
-// unrolled where `bytes` is a constant (the group tiles' decode passes).
-inline void PrefetchBytes(const uint8_t* p, int bytes) {
-  #pragma GCC unroll 16
-  for (int k = 0; k < bytes; k += 64) _mm_prefetch(reinterpret_cast<const char*>(p + k), _MM_HINT_T0);
-}
-
-// The same into the L2 only (prefetcht1), for a second, farther look-ahead.
-inline void PrefetchBytesL2(const uint8_t* p, int bytes) {
-  #pragma GCC unroll 16
-  for (int k = 0; k < bytes; k += 64) _mm_prefetch(reinterpret_cast<const char*>(p + k), _MM_HINT_T1);
-}
+// (PrefetchBytes: llm/prefetch.h.)
 constexpr int kPrefetchAhead = 2048;
-inline void PrefetchBlock(const uint8_t* blk, int bytes) { PrefetchBytes(blk + kPrefetchAhead, bytes); }
+__attribute__((always_inline)) inline void PrefetchBlock(const uint8_t* blk, int bytes) {
+  PrefetchBytes(blk + kPrefetchAhead, bytes);
+}
 
 // One Q4_K super-block's float terms for activation row x (block b), in llama.cpp's order: the
 // eight int32 lanes of scaled sums `sumi` into acc, and the mins - 8 int16 `mn16` against the
@@ -359,22 +351,21 @@ inline void FloatsInMemory(typename O::F* f) {
 //   65536 x 2048 (in that L3), 3 rounds: AVX-512 Q6_K 10.1-10.5 -> 3.6-6.4 / 3.7-4.3.
 // Two blocks ahead on both paths. Asking for the whole next block at the start of a super-block
 // gained nothing (below). Results do not change: a prefetch changes no arithmetic.
-// A second look-ahead into the L2 only (prefetcht1), eight blocks ahead, raised what one core
-// streams from memory: AMD EPYC Zen 4, `build/bench_llm_matmul 262144 2048 Q4_K,Q6_K 1 1` (a
-// matrix far past the L3), 3-5 alternating runs, GB/s of weights: AVX-512 Q4_K 23.2-24.4 ->
-// 27.3-28.7, Q6_K 24.5-26.5 -> 27.8-31.6; AVX2 Q4_K 21.3-22.5 -> 24.3-26.9, Q6_K 22.4-22.7 ->
-// 23.4-26.7 (16 blocks ahead: the same). In the caches (5632 x 2048) unchanged. The Q4_0 / Q8_0
-// decode passes (llm_kernels_avx2.cc, llm_kernels_avx512.cc) were slower with it (AVX-512 Q4_0
-// 26.3-27.8 -> 21.8-22.4 GB/s) and do not take it.
+// Always inlined: GCC judges a function that only prefetches free of side effects and deletes
+// calls to it that it did not inline. A version of this function with a second, L2 prefetch grew
+// past the early inliner's limit and every K-quant decode prefetch vanished from the build
+// (objdump: no prefetch in llm_kernels_avx2_q4k.cc.o).
+// On an AMD EPYC Zen 4 that build streamed faster than this prefetch does: `build/bench_llm_matmul
+// 262144 2048 Q4_K,Q6_K 1 1`, GB/s of weights, 3 alternating runs, with this prefetch / without
+// any: AVX-512 Q4_K 24.6-26.3 / 27.6-29.6, Q6_K 25.5-27.4 / 29.9-32.2; AVX2 Q4_K 21.3-22.3 /
+// 26.9-29.6, Q6_K 21.4-22.7 / 25.8-27.2 (a real second prefetch into the L2 made it slower
+// still). The Zen 3 and Xeon figures above go the other way, so the prefetch stays until the
+// choice can be made per CPU and measured on each.
 constexpr int kDecodePrefetchBlocks = 2;
-constexpr int kDecodeL2PrefetchBlocks = 8;
 template <class O, int kBlockBytes>
-inline void PrefetchEighthAhead(const uint8_t* blk, int l) {
+__attribute__((always_inline)) inline void PrefetchEighthAhead(const uint8_t* blk, int l) {
   constexpr int kEighth = (kBlockBytes + 7) / 8;
-  if constexpr (O::kDecodePrefetch) {
-    PrefetchBytes(blk + kDecodePrefetchBlocks * kBlockBytes + kEighth * l, kEighth);
-    PrefetchBytesL2(blk + kDecodeL2PrefetchBlocks * kBlockBytes + kEighth * l, kEighth);
-  }
+  if constexpr (O::kDecodePrefetch) PrefetchBytes(blk + kDecodePrefetchBlocks * kBlockBytes + kEighth * l, kEighth);
 }
 
 // Parts<M, kP>: parts [part0, part0 + kP) of a group (R = 16 / O::kParts rows each) x M tokens,
